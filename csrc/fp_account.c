@@ -1,0 +1,219 @@
+/* The accounting of calls and times on a thread's shadow stack, with
+ * cProfile's definitions:
+ *   callcount     every call;  reccallcount  calls while already active;
+ *   it (tottime)  time in the function's own code;
+ *   tt (cumtime)  time including callees, for outermost activations only.
+ * Edges (caller->callee) and call-path nodes are counted the same way. */
+#include "fp_profiler.h"
+
+/* How far down the stack a return looks for its frame before it is taken
+ * for the return of a frame entered before profiling started. */
+#define FP_LEAVE_SEARCH 32
+
+static int push_frame(fp_profiler_t *p, fp_thread_t *t)
+{
+    if (t->depth < t->capacity)
+        return 0;
+    size_t cap = t->capacity ? t->capacity * 2 : 64;
+    fp_frame_t *stack = fp_realloc(t->stack, cap * sizeof *stack);
+    if (!stack) {
+        p->nomem = 1;
+        return FP_ENOMEM;
+    }
+    t->stack = stack;
+    t->capacity = cap;
+    return 0;
+}
+
+static fp_node_t *child_node(fp_profiler_t *p, fp_thread_t *t, fp_node_t *parent, fp_entry_t *e)
+{
+    if (parent && parent->key.b == e)
+        return parent; /* direct recursion folds into one node */
+    if (parent && parent->depth >= p->max_depth)
+        parent = (fp_node_t *)parent->key.a; /* past the bound: siblings, not deeper */
+    fp_node_t *node = fp_node_get(t, parent, e);
+    if (!node)
+        p->nomem = 1;
+    return node;
+}
+
+/* Puts `f` on top of the stack and counts it as active. */
+static void activate(fp_thread_t *t, const fp_frame_t *f)
+{
+    t->stack[t->depth++] = *f;
+    f->entry->reclevel++;
+    if (f->edge)
+        f->edge->reclevel++;
+    if (f->node)
+        f->node->reclevel++;
+}
+
+/* Takes the top frame off the stack, charging the running segment to the
+ * caller; returns a pointer to it (valid until the next push). */
+static fp_frame_t *deactivate(fp_thread_t *t, fp_time_t now)
+{
+    fp_frame_t *f = &t->stack[--t->depth];
+    if (t->depth > 0)
+        t->stack[t->depth - 1].subt += now - f->seg;
+    f->entry->reclevel--;
+    if (f->edge)
+        f->edge->reclevel--;
+    if (f->node)
+        f->node->reclevel--;
+    return f;
+}
+
+/* Books a finished call described by a deactivated frame. */
+static void book(const fp_frame_t *f, fp_time_t now)
+{
+    fp_time_t tt = now - f->t0;
+    fp_time_t it = tt - f->susp - f->subt;
+    fp_entry_t *e = f->entry;
+    e->callcount++;
+    e->it += it;
+    if (e->reclevel == 0)
+        e->tt += tt;
+    else
+        e->reccallcount++;
+    if (f->edge) {
+        fp_edge_t *g = f->edge;
+        g->callcount++;
+        g->it += it;
+        if (g->reclevel == 0)
+            g->tt += tt;
+        else
+            g->reccallcount++;
+    }
+    if (f->node) {
+        fp_node_t *n = f->node;
+        n->callcount++;
+        n->it += it;
+        if (n->reclevel == 0)
+            n->tt += tt;
+    }
+}
+
+int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+{
+    if (t->lost || push_frame(p, t) != 0) {
+        /* Once a push is dropped, everything nested in it is dropped too:
+         * its return must not pop the caller's frame. */
+        t->lost++;
+        return FP_ENOMEM;
+    }
+    fp_frame_t f = {e, NULL, NULL, ident, now, now, 0, 0};
+    fp_frame_t *caller = t->depth ? &t->stack[t->depth - 1] : NULL;
+    if (caller && (p->flags & FP_SUBCALLS)) {
+        f.edge = fp_edge_get(t, caller->entry, e);
+        if (!f.edge)
+            p->nomem = 1;
+    }
+    if (p->flags & FP_CALLPATHS)
+        f.node = child_node(p, t, caller ? caller->node : NULL, e);
+    activate(t, &f);
+    return 0;
+}
+
+/* Index of the frame of `key` within the top FP_LEAVE_SEARCH frames, or -1. */
+static long find_frame(const fp_thread_t *t, const void *key)
+{
+    size_t stop = t->depth > FP_LEAVE_SEARCH ? t->depth - FP_LEAVE_SEARCH : 0;
+    for (size_t i = t->depth; i > stop; i--) {
+        if (t->stack[i - 1].entry->key == key)
+            return (long)(i - 1);
+    }
+    return -1;
+}
+
+/* Closes the frames above `index`, which missed their return events. */
+static void close_above(fp_thread_t *t, long index, fp_time_t now)
+{
+    while ((long)t->depth > index + 1)
+        book(deactivate(t, now), now);
+}
+
+int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
+{
+    (void)p;
+    if (t->lost) {
+        t->lost--;
+        return 0;
+    }
+    long i = find_frame(t, key);
+    if (i < 0)
+        return 0;
+    close_above(t, i, now);
+    book(deactivate(t, now), now);
+    return 0;
+}
+
+int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
+{
+    if (t->lost) {
+        t->lost--;
+        return 0;
+    }
+    long i = find_frame(t, key);
+    if (i < 0)
+        return 0;
+    close_above(t, i, now);
+    fp_parked_t *park = fp_malloc(sizeof *park);
+    if (park) {
+        park->ident = ident;
+        fp_hash_oom = 0;
+        HASH_ADD(hh, t->parked, ident, sizeof park->ident, park);
+        if (fp_hash_oom) {
+            fp_free(park);
+            park = NULL;
+        }
+    }
+    fp_frame_t *f = deactivate(t, now);
+    if (!park) {
+        p->nomem = 1;
+        book(f, now); /* cannot park it: count the run so far as one call */
+        return FP_ENOMEM;
+    }
+    park->frame = *f;
+    park->frame.seg = now; /* while parked, `seg` is when it stopped */
+    return 0;
+}
+
+int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+{
+    fp_parked_t *park;
+    HASH_FIND(hh, t->parked, &ident, sizeof ident, park);
+    if (!park)
+        return fp_enter(p, t, e, ident, now);
+    if (t->lost || push_frame(p, t) != 0) {
+        t->lost++;
+        return FP_ENOMEM;
+    }
+    HASH_DEL(t->parked, park);
+    fp_frame_t f = park->frame;
+    fp_free(park);
+    f.susp += now - f.seg;
+    f.seg = now;
+    activate(t, &f);
+    return 0;
+}
+
+void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
+{
+    (void)p;
+    while (t->depth > 0)
+        book(deactivate(t, now), now);
+    t->lost = 0;
+    fp_parked_t *park, *tmp;
+    HASH_ITER(hh, t->parked, park, tmp)
+    {
+        HASH_DEL(t->parked, park);
+        fp_frame_t f = park->frame;
+        fp_free(park);
+        /* A parked frame is not active: book it as if it had resumed and
+         * returned at once, its suspension counted up to the flush. */
+        f.susp += now - f.seg;
+        f.seg = now;
+        activate(t, &f);
+        book(deactivate(t, now), now);
+    }
+}

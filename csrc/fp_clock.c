@@ -1,0 +1,112 @@
+#include "fp_clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+static double tsc_hz_cached; /* 0 until calibrated; callers hold the GIL */
+
+int fp_tsc_usable(void)
+{
+    const char *off = getenv("FASTPROF_NO_TSC");
+    if (off && *off && strcmp(off, "0") != 0)
+        return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return 0;
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    return (d >> 8) & 1u; /* invariant TSC: constant rate, runs in all C-states */
+#elif defined(__aarch64__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+double fp_tsc_calibrate(int64_t ns)
+{
+    /* Bracket each counter read between two monotonic reads and keep the
+     * midpoint, so a preemption between the reads shows as a wide bracket
+     * instead of a skewed ratio. */
+    fp_time_t m0a = fp_clock_ns(CLOCK_MONOTONIC);
+    fp_time_t t0 = fp_tsc_read();
+    fp_time_t m0b = fp_clock_ns(CLOCK_MONOTONIC);
+    fp_time_t m1a, t1, m1b;
+    do {
+        m1a = fp_clock_ns(CLOCK_MONOTONIC);
+        t1 = fp_tsc_read();
+        m1b = fp_clock_ns(CLOCK_MONOTONIC);
+    } while (m1a - m0b < ns);
+    double elapsed_ns = ((double)m1a + (double)m1b) / 2 - ((double)m0a + (double)m0b) / 2;
+    if (elapsed_ns <= 0 || t1 <= t0)
+        return 0;
+    return (double)(t1 - t0) * 1e9 / elapsed_ns;
+}
+
+double fp_tsc_hz(void)
+{
+    double hz = tsc_hz_cached;
+    if (hz > 0 || !fp_tsc_usable())
+        return hz;
+#if defined(__aarch64__)
+    uint64_t f;
+    __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+    hz = (double)f;
+#else
+    hz = fp_tsc_calibrate(5000000);
+#endif
+    tsc_hz_cached = hz;
+    return hz;
+}
+
+int fp_clock_init_wall(fp_clock_t *c, int allow_tsc)
+{
+    memset(c, 0, sizeof *c);
+    double hz = allow_tsc && fp_tsc_usable() ? fp_tsc_hz() : 0;
+    if (hz > 0) {
+        c->kind = FP_CLOCK_TSC;
+        c->ticks_per_second = hz;
+    } else {
+        c->kind = FP_CLOCK_MONOTONIC;
+        c->ticks_per_second = 1e9;
+    }
+    return 0;
+}
+
+int fp_clock_init_cpu(fp_clock_t *c)
+{
+    struct timespec ts;
+    memset(c, 0, sizeof *c);
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return -1;
+    c->kind = FP_CLOCK_CPU;
+    c->ticks_per_second = 1e9;
+    return 0;
+}
+
+void fp_clock_init_custom(fp_clock_t *c, fp_clock_fn fn, void *ctx, double ticks_per_second)
+{
+    memset(c, 0, sizeof *c);
+    c->kind = FP_CLOCK_CUSTOM;
+    c->custom = fn;
+    c->custom_ctx = ctx;
+    c->ticks_per_second = ticks_per_second;
+}
+
+const char *fp_clock_name(fp_clock_kind kind)
+{
+    switch (kind) {
+    case FP_CLOCK_TSC:
+        return "tsc";
+    case FP_CLOCK_MONOTONIC:
+        return "monotonic";
+    case FP_CLOCK_CPU:
+        return "cpu";
+    default:
+        return "custom";
+    }
+}

@@ -1,0 +1,193 @@
+/* Profiler and thread-record lifecycle, memory accounting, merging. */
+#include "fp_profiler.h"
+
+#include <string.h>
+
+void fp_profiler_init(fp_profiler_t *p, unsigned flags, int32_t max_depth, fp_release_fn release,
+                      void *release_ctx)
+{
+    memset(p, 0, sizeof *p);
+    p->flags = flags;
+    p->max_depth = max_depth > 0 ? max_depth : 1;
+    p->release = release;
+    p->release_ctx = release_ctx;
+}
+
+fp_thread_t *fp_thread_new(uint64_t id)
+{
+    fp_thread_t *t = fp_calloc(1, sizeof *t);
+    if (t)
+        t->id = id;
+    return t;
+}
+
+/* Drops the stats, stack and parked frames of `t`, keeping the record. */
+static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
+{
+    fp_entry_t *e, *etmp;
+    HASH_ITER(hh, t->entries, e, etmp)
+    {
+        HASH_DEL(t->entries, e);
+        if (release && e->user)
+            release(e->user, ctx);
+        fp_free(e);
+    }
+    fp_edge_t *g, *gtmp;
+    HASH_ITER(hh, t->edges, g, gtmp)
+    {
+        HASH_DEL(t->edges, g);
+        fp_free(g);
+    }
+    fp_node_t *n, *ntmp;
+    HASH_ITER(hh, t->nodes, n, ntmp)
+    {
+        HASH_DEL(t->nodes, n);
+        fp_free(n);
+    }
+    fp_parked_t *k, *ktmp;
+    HASH_ITER(hh, t->parked, k, ktmp)
+    {
+        HASH_DEL(t->parked, k);
+        fp_free(k);
+    }
+    fp_free(t->stack);
+    t->stack = NULL;
+    t->depth = t->capacity = t->lost = 0;
+    t->n_entries = t->n_edges = t->n_nodes = 0;
+}
+
+void fp_thread_free(fp_thread_t *t, fp_release_fn release, void *ctx)
+{
+    if (!t)
+        return;
+    thread_reset(t, release, ctx);
+    fp_free(t);
+}
+
+void fp_profiler_clear(fp_profiler_t *p)
+{
+    fp_thread_t *t, *tmp;
+    HASH_ITER(hh, p->threads, t, tmp)
+    {
+        thread_reset(t, p->release, p->release_ctx);
+    }
+    p->nomem = 0;
+}
+
+void fp_profiler_destroy(fp_profiler_t *p)
+{
+    fp_thread_t *t, *tmp;
+    HASH_ITER(hh, p->threads, t, tmp)
+    {
+        HASH_DEL(p->threads, t);
+        fp_thread_free(t, p->release, p->release_ctx);
+    }
+    p->nomem = 0;
+}
+
+fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id)
+{
+    fp_thread_t *t;
+    HASH_FIND(hh, p->threads, &id, sizeof id, t);
+    return t;
+}
+
+fp_thread_t *fp_thread_get(fp_profiler_t *p, uint64_t id)
+{
+    fp_thread_t *t = fp_thread_find(p, id);
+    if (t)
+        return t;
+    t = fp_thread_new(id);
+    if (t) {
+        fp_hash_oom = 0;
+        HASH_ADD(hh, p->threads, id, sizeof t->id, t);
+        if (fp_hash_oom) {
+            fp_free(t);
+            t = NULL;
+        }
+    }
+    if (!t)
+        p->nomem = 1;
+    return t;
+}
+
+static size_t thread_memory(const fp_thread_t *t)
+{
+    size_t bytes = sizeof *t + t->capacity * sizeof(fp_frame_t);
+    bytes += t->n_entries * sizeof(fp_entry_t) + t->n_edges * sizeof(fp_edge_t) +
+             t->n_nodes * sizeof(fp_node_t) + HASH_COUNT(t->parked) * sizeof(fp_parked_t);
+    if (t->entries)
+        bytes += HASH_OVERHEAD(hh, t->entries) - t->n_entries * sizeof(UT_hash_handle);
+    if (t->edges)
+        bytes += HASH_OVERHEAD(hh, t->edges) - t->n_edges * sizeof(UT_hash_handle);
+    if (t->nodes)
+        bytes += HASH_OVERHEAD(hh, t->nodes) - t->n_nodes * sizeof(UT_hash_handle);
+    return bytes;
+}
+
+size_t fp_profiler_memory(const fp_profiler_t *p)
+{
+    size_t bytes = 0;
+    const fp_thread_t *t;
+    for (t = p->threads; t; t = t->hh.next)
+        bytes += thread_memory(t);
+    return bytes;
+}
+
+/* The entry of `dst` matching the key of `src_entry`, created if missing. */
+static fp_entry_t *merged_entry(fp_thread_t *dst, const fp_entry_t *src_entry)
+{
+    fp_entry_t *e = fp_entry_find(dst, src_entry->key);
+    return e ? e : fp_entry_add(dst, src_entry->key, src_entry->user);
+}
+
+int fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
+{
+    const fp_entry_t *se;
+    for (se = src->entries; se; se = se->hh.next) {
+        fp_entry_t *e = merged_entry(dst, se);
+        if (!e)
+            return FP_ENOMEM;
+        e->callcount += se->callcount;
+        e->reccallcount += se->reccallcount;
+        e->tt += se->tt;
+        e->it += se->it;
+    }
+    const fp_edge_t *sg;
+    for (sg = src->edges; sg; sg = sg->hh.next) {
+        fp_entry_t *a = merged_entry(dst, (const fp_entry_t *)sg->key.a);
+        fp_entry_t *b = merged_entry(dst, (const fp_entry_t *)sg->key.b);
+        fp_edge_t *g = a && b ? fp_edge_get(dst, a, b) : NULL;
+        if (!g)
+            return FP_ENOMEM;
+        g->callcount += sg->callcount;
+        g->reccallcount += sg->reccallcount;
+        g->tt += sg->tt;
+        g->it += sg->it;
+    }
+    /* Nodes come parents first (creation order), so each parent has been
+     * merged before its children; `map` takes a source index to the merged
+     * node. */
+    if (!src->n_nodes)
+        return 0;
+    fp_node_t **map = fp_calloc(src->n_nodes, sizeof *map);
+    if (!map)
+        return FP_ENOMEM;
+    const fp_node_t *sn;
+    int rc = 0;
+    for (sn = src->nodes; sn; sn = sn->hh.next) {
+        const fp_node_t *sparent = sn->key.a;
+        fp_entry_t *e = merged_entry(dst, (const fp_entry_t *)sn->key.b);
+        fp_node_t *n = e ? fp_node_get(dst, sparent ? map[sparent->index] : NULL, e) : NULL;
+        if (!n) {
+            rc = FP_ENOMEM;
+            break;
+        }
+        map[sn->index] = n;
+        n->callcount += sn->callcount;
+        n->tt += sn->tt;
+        n->it += sn->it;
+    }
+    fp_free(map);
+    return rc;
+}

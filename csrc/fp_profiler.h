@@ -1,0 +1,204 @@
+/* fp_profiler: the core of fastprof -- per-thread stats tables, shadow call
+ * stacks, and cProfile's accounting of calls, tottime and cumtime.
+ *
+ * Pure C: no Python. A function is identified by an opaque `key` pointer
+ * chosen by the binding (a code object, a PyMethodDef); the binding may hang
+ * a `user` pointer on each entry, which the core hands back to the
+ * profiler's `release` callback when the entry is dropped.
+ *
+ * Threading: none of these functions lock. The caller guarantees that one
+ * thread at a time is inside the core for a given profiler (the binding
+ * holds the GIL). Each profiled thread has its own fp_thread_t, so one
+ * thread's calls never become another thread's callees.
+ *
+ * Errors: functions return 0 or a negative fp_status. Out of memory on the
+ * hot path never fails loudly: the event is dropped (kept balanced) and the
+ * profiler's sticky `nomem` flag is set for the binding to report. */
+#ifndef FP_PROFILER_H
+#define FP_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp_clock.h"
+#include "fp_hash.h"
+
+typedef enum { FP_OK = 0, FP_ENOMEM = -1, FP_EINVAL = -2 } fp_status;
+
+enum {
+    FP_SUBCALLS = 1 << 0,  /* record caller->callee edges */
+    FP_CALLPATHS = 1 << 1, /* record the calling-context tree */
+};
+
+/* Stats of one function in one thread. Times are clock ticks. */
+typedef struct fp_entry {
+    const void *key;
+    void *user;
+    uint64_t callcount;    /* all calls */
+    uint64_t reccallcount; /* calls made while already active (recursive) */
+    fp_time_t tt;          /* cumulative time, outermost activations only */
+    fp_time_t it;          /* inline time: own code, callees excluded */
+    int64_t reclevel;      /* activations currently on the stack */
+    struct fp_edge *last_edge; /* the edge into this entry used last */
+    UT_hash_handle hh;
+} fp_entry_t;
+
+typedef struct fp_pair {
+    const void *a;
+    const void *b;
+} fp_pair_t;
+
+/* Stats of calls from one function (key.a) to another (key.b). */
+typedef struct fp_edge {
+    fp_pair_t key; /* (caller entry, callee entry) */
+    uint64_t callcount;
+    uint64_t reccallcount;
+    fp_time_t tt;
+    fp_time_t it;
+    int64_t reclevel;
+    UT_hash_handle hh;
+} fp_edge_t;
+
+/* A node of the calling-context tree: one function reached along one path. */
+typedef struct fp_node {
+    fp_pair_t key; /* (parent node or NULL, entry) */
+    uint64_t callcount;
+    fp_time_t tt; /* outermost activations at this node only */
+    fp_time_t it;
+    int64_t reclevel;
+    int32_t depth; /* 1 for a root */
+    size_t index;  /* creation order in its thread: parents come first */
+    UT_hash_handle hh;
+} fp_node_t;
+
+/* One activation on a thread's shadow stack. `seg` is when the frame last
+ * started running and `susp` the time it spent suspended (a generator or
+ * coroutine in wall mode), so own time = (now - t0) - susp - subt. */
+typedef struct fp_frame {
+    fp_entry_t *entry;
+    fp_edge_t *edge; /* NULL: no caller, or subcalls off */
+    fp_node_t *node; /* NULL unless call paths are on */
+    const void *ident; /* generator identity in wall mode, else NULL */
+    fp_time_t t0;
+    fp_time_t seg;
+    fp_time_t susp;
+    fp_time_t subt; /* time spent in callees */
+} fp_frame_t;
+
+/* A frame taken off the stack while its generator is suspended. */
+typedef struct fp_parked {
+    const void *ident;
+    fp_frame_t frame;
+    UT_hash_handle hh;
+} fp_parked_t;
+
+typedef struct fp_thread {
+    uint64_t id;        /* chosen by the binding, unique */
+    uint64_t ident;     /* labels set by the binding for display; */
+    uint64_t native_id; /* the core does not read them */
+    fp_entry_t *entries;
+    fp_edge_t *edges;
+    fp_node_t *nodes;
+    fp_parked_t *parked;
+    fp_frame_t *stack;
+    size_t depth;
+    size_t capacity;
+    size_t lost; /* pushes dropped (out of memory) whose pops must be skipped */
+    size_t n_entries, n_edges, n_nodes;
+    UT_hash_handle hh;
+} fp_thread_t;
+
+typedef void (*fp_release_fn)(void *user, void *ctx);
+
+typedef struct fp_profiler {
+    fp_thread_t *threads; /* hash by id, in creation order */
+    unsigned flags;
+    int32_t max_depth; /* call-path depth bound, >= 1 */
+    int nomem;         /* sticky: some event or table add ran out of memory */
+    fp_release_fn release;
+    void *release_ctx;
+} fp_profiler_t;
+
+/* ---- lifecycle (fp_profiler.c) ---- */
+
+/* Initialises `p`. `release` (may be NULL) is called once for every
+ * non-NULL entry user pointer when the entry is dropped. */
+void fp_profiler_init(fp_profiler_t *p, unsigned flags, int32_t max_depth, fp_release_fn release,
+                      void *release_ctx);
+
+/* Drops all threads, stats and stacks (releasing user pointers). `p` stays
+ * usable, as after fp_profiler_init. */
+void fp_profiler_destroy(fp_profiler_t *p);
+
+/* Drops the stats and open frames of every thread but keeps the thread
+ * records themselves, so pointers to them held by the binding stay valid. */
+void fp_profiler_clear(fp_profiler_t *p);
+
+/* The record of thread `id`, created on first use; NULL when out of memory
+ * (nomem is set). */
+fp_thread_t *fp_thread_get(fp_profiler_t *p, uint64_t id);
+
+/* The record of thread `id`, or NULL if that thread has none. */
+fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id);
+
+/* Bytes used by the tables, stacks and records of `p`. */
+size_t fp_profiler_memory(const fp_profiler_t *p);
+
+/* Adds the stats of every thread of `src` into the single thread record
+ * `dst` (normally a fresh one, not owned by any profiler): entries are
+ * matched by key, edges and call-path nodes by the keys of their ends.
+ * Entries new to `dst` borrow the source's user pointer (release nothing
+ * when `dst` is dropped: use fp_thread_free with release NULL).
+ * Returns 0 or FP_ENOMEM (dst then holds part of the merge). */
+int fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src);
+
+/* Frees a thread record not owned by a profiler (e.g. a merge result),
+ * calling `release` for each entry's user pointer if non-NULL. */
+void fp_thread_free(fp_thread_t *t, fp_release_fn release, void *ctx);
+
+/* A fresh, empty thread record not owned by any profiler; NULL on OOM. */
+fp_thread_t *fp_thread_new(uint64_t id);
+
+/* ---- tables (fp_table.c) ---- */
+
+/* The entry for `key` in thread `t`, or NULL. */
+fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key);
+
+/* Adds an entry for `key` with `user` attached; the core owns `user` from
+ * here on (released with the entry). Returns NULL when out of memory, in
+ * which case `user` is NOT taken. */
+fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user);
+
+/* The edge caller->callee in `t`, created if missing; NULL on OOM. */
+fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee);
+
+/* The call-path node for `entry` under `parent` (NULL: a root), created if
+ * missing; NULL on OOM. */
+fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry);
+
+/* ---- accounting (fp_account.c); `now` is a reading of the clock ---- */
+
+/* A call of `e` starts on `t`. `ident` names a generator/coroutine frame
+ * that may later be parked with fp_suspend (NULL for plain calls). */
+int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
+
+/* The call of the function `key` on top of `t`'s stack returns. If `key`
+ * is not on top but a few frames down, the frames above it are closed
+ * first (recovery from a missed return); if it is not found the event is
+ * ignored (a return from a frame entered before profiling started). */
+int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now);
+
+/* The generator frame of `key` on top of `t` suspends (yield/await): it is
+ * taken off the stack, still open, and parked under `ident`. */
+int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now);
+
+/* A generator frame resumes: the frame parked on `t` under `ident` goes
+ * back on top of the stack; if none is parked there, this is a first start:
+ * fp_enter(p, t, e, ident, now). */
+int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
+
+/* Closes every open frame of `t`, parked ones included, as if returning
+ * at `now` (what cProfile does on disable). */
+void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now);
+
+#endif

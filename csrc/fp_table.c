@@ -1,0 +1,77 @@
+/* Lookup-or-create for the per-thread tables. */
+#include "fp_profiler.h"
+
+int fp_hash_oom;
+
+fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key)
+{
+    fp_entry_t *e;
+    HASH_FIND(hh, t->entries, &key, sizeof key, e);
+    return e;
+}
+
+fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user)
+{
+    fp_entry_t *e = fp_calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->key = key;
+    fp_hash_oom = 0;
+    HASH_ADD(hh, t->entries, key, sizeof e->key, e);
+    if (fp_hash_oom) {
+        fp_free(e);
+        return NULL;
+    }
+    e->user = user;
+    t->n_entries++;
+    return e;
+}
+
+fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+{
+    /* Loops call the same callee from the same caller over and over: the
+     * callee remembers its last edge, which saves the hash lookup. */
+    fp_edge_t *edge = callee->last_edge;
+    if (edge && edge->key.a == caller)
+        return edge;
+    fp_pair_t key = {caller, callee};
+    HASH_FIND(hh, t->edges, &key, sizeof key, edge);
+    if (!edge) {
+        edge = fp_calloc(1, sizeof *edge);
+        if (!edge)
+            return NULL;
+        edge->key = key;
+        fp_hash_oom = 0;
+        HASH_ADD(hh, t->edges, key, sizeof edge->key, edge);
+        if (fp_hash_oom) {
+            fp_free(edge);
+            return NULL;
+        }
+        t->n_edges++;
+    }
+    callee->last_edge = edge;
+    return edge;
+}
+
+fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry)
+{
+    fp_pair_t key = {parent, entry};
+    fp_node_t *node;
+    HASH_FIND(hh, t->nodes, &key, sizeof key, node);
+    if (node)
+        return node;
+    node = fp_calloc(1, sizeof *node);
+    if (!node)
+        return NULL;
+    node->key = key;
+    node->depth = parent ? parent->depth + 1 : 1;
+    node->index = t->n_nodes;
+    fp_hash_oom = 0;
+    HASH_ADD(hh, t->nodes, key, sizeof node->key, node);
+    if (fp_hash_oom) {
+        fp_free(node);
+        return NULL;
+    }
+    t->n_nodes++;
+    return node;
+}

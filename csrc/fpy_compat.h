@@ -1,0 +1,105 @@
+/* fpy_compat: every CPython version difference the binding depends on.
+ * The only file that tests PY_VERSION_HEX; each shim says why. */
+#ifndef FPY_COMPAT_H
+#define FPY_COMPAT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+/* Py_NewRef arrived in 3.10. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o)
+{
+    Py_INCREF(o);
+    return o;
+}
+#endif
+
+/* 3.12 replaced the per-thread C profile hook with sys.monitoring; the old
+ * hook still works there but through a slower shim. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define FPY_USE_MONITORING 1
+#else
+#define FPY_USE_MONITORING 0
+#endif
+
+/* Saving the exception in flight across a callback: 3.12 made the
+ * exception a single object. */
+#if PY_VERSION_HEX >= 0x030C0000
+typedef struct { PyObject *exc; } fpy_exc_state;
+static inline void fpy_exc_save(fpy_exc_state *s) { s->exc = PyErr_GetRaisedException(); }
+static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_SetRaisedException(s->exc); }
+#else
+typedef struct { PyObject *type, *value, *tb; } fpy_exc_state;
+static inline void fpy_exc_save(fpy_exc_state *s) { PyErr_Fetch(&s->type, &s->value, &s->tb); }
+static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_Restore(s->type, s->value, s->tb); }
+#endif
+
+/* Takes the exception being raised as one normalised object with its
+ * traceback (new reference, or NULL if none). */
+static inline PyObject *fpy_err_take(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (!type)
+        return NULL;
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb && value)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+#if !FPY_USE_MONITORING
+/* The code object of a frame, borrowed. 3.9/3.10 expose f_code; 3.11
+ * made PyFrameObject opaque and PyFrame_GetCode returns a new reference,
+ * which the frame keeps alive anyway. */
+static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    Py_DECREF(code);
+    return code;
+#else
+    return frame->f_code;
+#endif
+}
+
+/* Whether a generator frame that is returning to its caller is suspending
+ * (yield / await) rather than finishing. Each version records it in a
+ * different place just before the return event fires:
+ * 3.9 sets f_stacktop only when suspending; 3.10 has f_state; 3.11 keeps
+ * the state in the generator (FRAME_SUSPENDED is -1 in pycore_frame.h). */
+static inline int fpy_frame_is_suspending(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *gen = PyFrame_GetGenerator(frame);
+    if (!gen)
+        return 0;
+    int suspended = ((PyGenObject *)gen)->gi_frame_state == -1;
+    Py_DECREF(gen);
+    return suspended;
+#elif PY_VERSION_HEX >= 0x030A0000
+    return frame->f_state == FRAME_SUSPENDED;
+#else
+    return frame->f_stacktop != NULL;
+#endif
+}
+#endif
+
+/* Code flags of generator-like code: these frames can suspend. */
+#define FPY_CO_SUSPENDABLE (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+/* A type attribute lookup that neither raises nor runs code (borrowed). */
+static inline PyObject *fpy_type_lookup(PyTypeObject *type, PyObject *name)
+{
+    return _PyType_Lookup(type, name);
+}
+
+#endif

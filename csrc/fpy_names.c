@@ -1,0 +1,74 @@
+/* Keys and names of C functions, exactly as cProfile (_lsprof) makes them,
+ * so that rows match between the two profilers. */
+#include "fpy_profiler.h"
+
+const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing)
+{
+    if (PyCFunction_Check(callable))
+        return ((PyCFunctionObject *)callable)->m_ml;
+    /* 3.12+ calls `obj.method(...)` through the unbound method descriptor;
+     * cProfile binds it to get the builtin method, whose PyMethodDef is the
+     * descriptor's. We take the PyMethodDef without creating the object. */
+    if (self_arg && self_arg != missing && Py_IS_TYPE(callable, &PyMethodDescr_Type))
+        return ((PyMethodDescrObject *)callable)->d_method;
+    return NULL;
+}
+
+/* The name of a builtin function or method object. */
+static PyObject *name_of_cfunction(PyCFunctionObject *fn)
+{
+    const char *ml_name = fn->m_ml->ml_name;
+    if (fn->m_self == NULL) {
+        /* a plain built-in function: "<module.name>", "<name>" for builtins */
+        PyObject *mod = fn->m_module, *modname = NULL;
+        if (mod && PyUnicode_Check(mod)) {
+            modname = Py_NewRef(mod);
+        } else if (mod && PyModule_Check(mod)) {
+            modname = PyModule_GetNameObject(mod);
+            if (!modname)
+                PyErr_Clear();
+        }
+        if (modname) {
+            PyObject *res = NULL;
+            if (PyUnicode_CompareWithASCIIString(modname, "builtins") != 0)
+                res = PyUnicode_FromFormat("<%U.%s>", modname, ml_name);
+            Py_DECREF(modname);
+            if (res)
+                return res;
+        }
+        return PyUnicode_FromFormat("<%s>", ml_name);
+    }
+    /* a built-in method: repr(getattr(type(__self__), __name__)) */
+    PyObject *name = PyUnicode_FromString(ml_name);
+    if (name) {
+        PyObject *mo = fpy_type_lookup(Py_TYPE(fn->m_self), name);
+        Py_DECREF(name);
+        if (mo) {
+            Py_INCREF(mo);
+            PyObject *res = PyObject_Repr(mo);
+            Py_DECREF(mo);
+            if (res)
+                return res;
+        }
+    }
+    PyErr_Clear();
+    PyObject *modname = fn->m_module;
+    if (modname && PyUnicode_Check(modname))
+        return PyUnicode_FromFormat("<built-in method %S.%s>", modname, ml_name);
+    return PyUnicode_FromFormat("<built-in method %s>", ml_name);
+}
+
+PyObject *fpy_cfunc_name(PyObject *callable, PyObject *self_arg)
+{
+    if (PyCFunction_Check(callable))
+        return name_of_cfunction((PyCFunctionObject *)callable);
+    /* a method descriptor: name the bound method, as cProfile does */
+    descrgetfunc get = Py_TYPE(callable)->tp_descr_get;
+    PyObject *bound = get ? get(callable, self_arg, (PyObject *)Py_TYPE(self_arg)) : NULL;
+    if (!bound)
+        return NULL;
+    PyObject *res = PyCFunction_Check(bound) ? name_of_cfunction((PyCFunctionObject *)bound)
+                                             : PyObject_Repr(callable);
+    Py_DECREF(bound);
+    return res;
+}

@@ -1,0 +1,115 @@
+/* fpy_profiler: the `_fastprof.Profiler` object shared by the binding's
+ * files, and the functions they call in one another. All of them assume the
+ * GIL is held. */
+#ifndef FPY_PROFILER_H
+#define FPY_PROFILER_H
+
+#include "fpy_compat.h"
+
+#include "fp_profiler.h"
+
+typedef struct fpy_profiler {
+    PyObject_HEAD
+    fp_profiler_t core;
+    fp_clock_t clock;
+    PyObject *timer; /* custom timer callable, or NULL */
+    double timeunit;
+    int builtins;
+    int threads_all;     /* every thread, not only the enabling one */
+    int coroutines_wall; /* generators: one call from start to finish */
+    int enabled;
+    uint64_t generation; /* bumped by enable/disable/clear: events that
+                            straddle one (a custom timer can release the
+                            GIL) are dropped */
+    uint64_t owner_tid;  /* thread state id of the enabling thread */
+    PyObject *error;     /* pending exception from the timer, reported once */
+    int failed;          /* the timer failed: ignore events until disable */
+    fp_time_t last_now;  /* last good clock reading */
+    /* Users (code objects, names) released by the core, DECREF'd once the
+     * core is consistent again, since a DECREF may run arbitrary code. */
+    PyObject **doomed;
+    size_t n_doomed, cap_doomed;
+    /* last thread seen by the event source, to skip the thread lookup */
+    uint64_t last_tid;
+    fp_thread_t *last_thread;
+#if FPY_USE_MONITORING
+    int tool_id; /* -1 when not registered */
+    PyObject *missing; /* sys.monitoring.MISSING */
+#else
+    PyObject *thread_starter; /* given to threading.setprofile, or NULL */
+#endif
+} fpy_profiler_t;
+
+extern PyTypeObject fpy_profiler_type;
+
+/* ---- fpy_record.c: turning interpreter events into core calls ---- */
+
+/* Reads the profiler's clock; with a custom timer a failure sets `failed`
+ * and the pending error and returns the last good reading. May run Python
+ * code (custom timer) and so release the GIL. */
+fp_time_t fpy_now(fpy_profiler_t *p);
+
+/* The thread record for thread state `tstate`, or NULL if events of that
+ * thread are not recorded (threads=False, another thread) or on OOM. */
+fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tstate);
+
+/* A Python frame starts or resumes (`frame`: its identity, for generators
+ * in wall mode; may be NULL when not needed). */
+void fpy_record_py_start(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+                         const void *frame);
+
+/* A Python frame returns to its caller; `suspending` if it yields. */
+void fpy_record_py_stop(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+                        const void *frame, int suspending);
+
+/* A call of `callable` starts / ends. `self_arg` is the first argument on
+ * 3.12+ (to resolve method descriptors), NULL before. Non-C callables are
+ * ignored, as cProfile does. */
+void fpy_record_c_call(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+                       PyObject *self_arg);
+void fpy_record_c_return(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+                         PyObject *self_arg);
+
+/* Whether the profiler still wants events of the generation `gen`. */
+static inline int fpy_live(const fpy_profiler_t *p, uint64_t gen)
+{
+    return p->enabled && !p->failed && p->generation == gen;
+}
+
+/* Release callback for the core: queue `user` for Py_DECREF. */
+void fpy_release_user(void *user, void *ctx);
+
+/* DECREF everything queued by fpy_release_user. */
+void fpy_drain_doomed(fpy_profiler_t *p);
+
+/* ---- fpy_names.c ---- */
+
+/* The key cProfile uses for a C callable (its PyMethodDef), or NULL if
+ * `callable` is not a C function cProfile records. */
+const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing);
+
+/* The name cProfile gives that C callable, e.g. "<built-in method
+ * builtins.len>" or "<method 'append' of 'list' objects>" (new reference),
+ * or NULL with an exception set. */
+PyObject *fpy_cfunc_name(PyObject *callable, PyObject *self_arg);
+
+/* ---- event sources: fpy_source_legacy.c (<= 3.11) or
+ *      fpy_source_monitoring.c (>= 3.12) ---- */
+
+/* Start delivering events to `p`; -1 with an exception set on failure. */
+int fpy_source_start(fpy_profiler_t *p);
+
+/* Stop delivering events to `p` (never fails; errors are swallowed). */
+void fpy_source_stop(fpy_profiler_t *p);
+
+/* Module-level objects the source needs; called once at import. */
+int fpy_source_module_init(PyObject *module);
+
+/* ---- fpy_stats.c: tables to Python objects ---- */
+
+/* getstats(thread=None) and callpaths(thread=None); see docs/binding-api.md. */
+PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread);
+PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread);
+int fpy_stats_module_init(PyObject *module);
+
+#endif

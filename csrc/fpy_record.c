@@ -1,0 +1,221 @@
+/* From interpreter events to core calls, shared by both event sources.
+ *
+ * Order matters: the clock is read first, because a custom timer may run
+ * Python code and release the GIL, during which another thread may clear or
+ * disable the profiler; the generation check after it drops such events.
+ * After that, nothing here runs Python code except naming a C function
+ * the first time it is seen. */
+#include "fpy_profiler.h"
+
+#include <math.h>
+
+fp_time_t fpy_now(fpy_profiler_t *p)
+{
+    if (p->clock.kind != FP_CLOCK_CUSTOM)
+        return fp_clock_now(&p->clock);
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    PyObject *o = PyObject_CallNoArgs(p->timer);
+    fp_time_t now = p->last_now;
+    int ok = 0;
+    if (o) {
+        if (p->timeunit > 0.0 && PyLong_Check(o)) {
+            long long v = PyLong_AsLongLong(o);
+            ok = !(v == -1 && PyErr_Occurred());
+            now = (fp_time_t)v;
+        } else {
+            double v = PyFloat_AsDouble(o);
+            ok = !(v == -1.0 && PyErr_Occurred()) && isfinite(v);
+            if (ok)
+                now = (fp_time_t)floor(p->timeunit > 0.0 ? v : v * 1e9);
+            else if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "the timer returned a value that is not finite");
+        }
+        Py_DECREF(o);
+    }
+    if (ok) {
+        p->last_now = now;
+    } else {
+        /* Stop recording and keep the error for disable()/getstats(). */
+        if (!p->error) {
+            PyObject *cause = fpy_err_take();
+            PyErr_SetString(PyExc_RuntimeError,
+                            "the profiler's timer failed; profiling stopped (stats so far are kept)");
+            PyObject *err = fpy_err_take();
+            PyException_SetCause(err, cause); /* steals cause */
+            p->error = err;
+        }
+        PyErr_Clear();
+        p->failed = 1;
+    }
+    fpy_exc_restore(&saved);
+    return now;
+}
+
+fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tstate)
+{
+    uint64_t tid = tstate->id;
+    if (tid == p->last_tid && p->last_thread)
+        return p->last_thread;
+    if (!p->threads_all && tid != p->owner_tid)
+        return NULL;
+    fp_thread_t *t = fp_thread_get(&p->core, tid);
+    if (!t)
+        return NULL;
+    t->ident = (uint64_t)tstate->thread_id;
+#if PY_VERSION_HEX >= 0x030B0000
+    t->native_id = (uint64_t)tstate->native_thread_id;
+#else
+    t->native_id = 0;
+#endif
+    p->last_tid = tid;
+    p->last_thread = t;
+    return t;
+}
+
+/* The entry for a code object, created (holding a reference) if new. */
+static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code)
+{
+    fp_entry_t *e = fp_entry_find(t, code);
+    if (e)
+        return e;
+    Py_INCREF(code);
+    e = fp_entry_add(t, code, code);
+    if (!e) {
+        Py_DECREF(code); /* cannot run code: the frame holds the code alive */
+        p->core.nomem = 1;
+    }
+    return e;
+}
+
+void fpy_record_py_start(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+                         const void *frame)
+{
+    uint64_t gen = p->generation;
+    fp_time_t now = fpy_now(p);
+    if (!fpy_live(p, gen))
+        return;
+    fp_thread_t *t = fpy_thread_for(p, tstate);
+    if (!t)
+        return;
+    fp_entry_t *e = code_entry(p, t, code);
+    if (!e)
+        return;
+    if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+        fp_resume(&p->core, t, e, frame, now);
+    else
+        fp_enter(&p->core, t, e, NULL, now);
+}
+
+void fpy_record_py_stop(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+                        const void *frame, int suspending)
+{
+    uint64_t gen = p->generation;
+    fp_time_t now = fpy_now(p);
+    if (!fpy_live(p, gen))
+        return;
+    fp_thread_t *t = fpy_thread_for(p, tstate);
+    if (!t)
+        return;
+    if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+        fp_suspend(&p->core, t, code, frame, now);
+    else
+        fp_leave(&p->core, t, code, now);
+}
+
+void fpy_record_c_call(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+                       PyObject *self_arg)
+{
+#if FPY_USE_MONITORING
+    PyObject *missing = p->missing;
+#else
+    PyObject *missing = NULL;
+#endif
+    const void *key = fpy_cfunc_key(callable, self_arg, missing);
+    if (!key)
+        return;
+    uint64_t gen = p->generation;
+    fp_time_t now = fpy_now(p);
+    if (!fpy_live(p, gen))
+        return;
+    fp_thread_t *t = fpy_thread_for(p, tstate);
+    if (!t)
+        return;
+    fp_entry_t *e = fp_entry_find(t, key);
+    if (!e) {
+        fpy_exc_state saved;
+        fpy_exc_save(&saved);
+        PyObject *name = fpy_cfunc_name(callable, self_arg);
+        if (!name) {
+            PyErr_Clear();
+            fpy_exc_restore(&saved);
+            return;
+        }
+        fpy_exc_restore(&saved);
+        /* naming may have run code: look again before adding */
+        if (!fpy_live(p, gen)) {
+            Py_DECREF(name);
+            return;
+        }
+        e = fp_entry_find(t, key);
+        if (e) {
+            Py_DECREF(name);
+        } else {
+            e = fp_entry_add(t, key, name);
+            if (!e) {
+                Py_DECREF(name);
+                p->core.nomem = 1;
+            }
+        }
+        if (!e)
+            return;
+    }
+    fp_enter(&p->core, t, e, NULL, now);
+}
+
+void fpy_record_c_return(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+                         PyObject *self_arg)
+{
+#if FPY_USE_MONITORING
+    PyObject *missing = p->missing;
+#else
+    PyObject *missing = NULL;
+#endif
+    const void *key = fpy_cfunc_key(callable, self_arg, missing);
+    if (!key)
+        return;
+    uint64_t gen = p->generation;
+    fp_time_t now = fpy_now(p);
+    if (!fpy_live(p, gen))
+        return;
+    fp_thread_t *t = fpy_thread_for(p, tstate);
+    if (t)
+        fp_leave(&p->core, t, key, now);
+}
+
+void fpy_release_user(void *user, void *ctx)
+{
+    fpy_profiler_t *p = ctx;
+    if (p->n_doomed == p->cap_doomed) {
+        size_t cap = p->cap_doomed ? p->cap_doomed * 2 : 256;
+        PyObject **grown = PyMem_Realloc(p->doomed, cap * sizeof *grown);
+        if (!grown) {
+            /* Cannot defer: a code object or str dealloc runs no Python
+             * code in practice, so release it now. */
+            Py_DECREF((PyObject *)user);
+            return;
+        }
+        p->doomed = grown;
+        p->cap_doomed = cap;
+    }
+    p->doomed[p->n_doomed++] = user;
+}
+
+void fpy_drain_doomed(fpy_profiler_t *p)
+{
+    /* Take the batch first: a DECREF may re-enter and queue more. */
+    while (p->n_doomed) {
+        PyObject *o = p->doomed[--p->n_doomed];
+        Py_DECREF(o);
+    }
+}

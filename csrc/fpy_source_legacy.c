@@ -1,0 +1,176 @@
+/* Event source for Python 3.9-3.11: the C profile hook of each thread
+ * (what cProfile uses). The hook's object argument is a small per-thread
+ * object naming the profiler, so each event finds its profiler directly.
+ * threads=True also hooks the threads already running, and new threads
+ * through threading.setprofile. */
+#include "fpy_profiler.h"
+
+#if !FPY_USE_MONITORING
+
+typedef struct {
+    PyObject_HEAD
+    fpy_profiler_t *prof; /* strong reference */
+} fpy_hook_t;
+
+static void hook_dealloc(fpy_hook_t *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->prof);
+    PyObject_GC_Del(self);
+}
+
+static int hook_traverse(fpy_hook_t *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->prof);
+    return 0;
+}
+
+static int hook_clear(fpy_hook_t *self)
+{
+    Py_CLEAR(self->prof);
+    return 0;
+}
+
+static PyTypeObject hook_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof._fastprof._Hook",
+    .tp_basicsize = sizeof(fpy_hook_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)hook_dealloc,
+    .tp_traverse = (traverseproc)hook_traverse,
+    .tp_clear = (inquiry)hook_clear,
+};
+
+static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    fpy_profiler_t *p = ((fpy_hook_t *)obj)->prof;
+    if (!p)
+        return 0;
+    PyThreadState *tstate = PyThreadState_Get();
+    switch (what) {
+    case PyTrace_CALL:
+        fpy_record_py_start(p, tstate, fpy_frame_code(frame), frame);
+        break;
+    case PyTrace_RETURN: {
+        PyCodeObject *code = fpy_frame_code(frame);
+        int suspending = p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE) &&
+                         fpy_frame_is_suspending(frame);
+        fpy_record_py_stop(p, tstate, code, frame, suspending);
+        break;
+    }
+    case PyTrace_C_CALL:
+        if (p->builtins)
+            fpy_record_c_call(p, tstate, arg, NULL);
+        break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        if (p->builtins)
+            fpy_record_c_return(p, tstate, arg, NULL);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int is_our_hook(PyThreadState *ts, fpy_profiler_t *p)
+{
+    return ts->c_profilefunc == callback && ts->c_profileobj &&
+           Py_IS_TYPE(ts->c_profileobj, &hook_type) && ((fpy_hook_t *)ts->c_profileobj)->prof == p;
+}
+
+/* Hooks thread state `ts` (any thread; we hold the GIL). */
+static int hook_thread(fpy_profiler_t *p, PyThreadState *ts)
+{
+    if (is_our_hook(ts, p))
+        return 0;
+    fpy_hook_t *hook = PyObject_GC_New(fpy_hook_t, &hook_type);
+    if (!hook)
+        return -1;
+    hook->prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
+    PyObject_GC_Track(hook);
+    int rc = _PyEval_SetProfile(ts, callback, (PyObject *)hook);
+    Py_DECREF(hook);
+    return rc;
+}
+
+/* threading.setprofile target: runs first thing in each new thread. It
+ * swaps itself for the C hook and records the call that triggered it. */
+static PyObject *thread_starter(PyObject *self, PyObject *args)
+{
+    fpy_profiler_t *p = (fpy_profiler_t *)self;
+    PyObject *frame, *event, *arg;
+    if (!PyArg_ParseTuple(args, "OUO", &frame, &event, &arg))
+        return NULL;
+    if (!p->enabled || !p->threads_all)
+        Py_RETURN_NONE;
+    PyThreadState *tstate = PyThreadState_Get();
+    if (hook_thread(p, tstate) < 0)
+        return NULL;
+    if (PyFrame_Check(frame) && PyUnicode_CompareWithASCIIString(event, "call") == 0)
+        callback(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, Py_None);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef thread_starter_def = {"_thread_starter", thread_starter, METH_VARARGS, NULL};
+
+static int call_threading_setprofile(PyObject *func)
+{
+    PyObject *threading = PyImport_ImportModule("threading");
+    if (!threading)
+        return -1;
+    PyObject *r = PyObject_CallMethod(threading, "setprofile", "O", func);
+    Py_DECREF(threading);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+int fpy_source_start(fpy_profiler_t *p)
+{
+    PyThreadState *me = PyThreadState_Get();
+    if (!p->threads_all)
+        return hook_thread(p, me);
+    PyThreadState *ts;
+    for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (hook_thread(p, ts) < 0)
+            goto error;
+    }
+    p->thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
+    if (!p->thread_starter || call_threading_setprofile(p->thread_starter) < 0)
+        goto error;
+    return 0;
+error:
+    fpy_source_stop(p);
+    return -1;
+}
+
+void fpy_source_stop(fpy_profiler_t *p)
+{
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    if (p->thread_starter) {
+        /* only undo threading.setprofile if it is still ours */
+        PyObject *threading = PyImport_ImportModule("threading");
+        PyObject *cur = threading ? PyObject_GetAttrString(threading, "_profile_hook") : NULL;
+        if (cur == p->thread_starter && call_threading_setprofile(Py_None) < 0)
+            PyErr_Clear();
+        Py_XDECREF(cur);
+        Py_XDECREF(threading);
+        PyErr_Clear();
+        Py_CLEAR(p->thread_starter);
+    }
+    PyThreadState *me = PyThreadState_Get();
+    PyThreadState *ts;
+    for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
+            PyErr_Clear();
+    }
+    fpy_exc_restore(&saved);
+}
+
+int fpy_source_module_init(PyObject *module)
+{
+    (void)module;
+    return PyType_Ready(&hook_type);
+}
+
+#endif

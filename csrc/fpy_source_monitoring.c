@@ -1,0 +1,210 @@
+/* Event source for Python 3.12+: C functions (METH_FASTCALL, bound to the
+ * profiler) registered directly as sys.monitoring callbacks, which costs
+ * less than the legacy profile hook that 3.12 emulates on top of
+ * sys.monitoring. Events arrive from every thread; fpy_thread_for keeps
+ * each thread's stack apart and filters threads when threads=False. */
+#include "fpy_profiler.h"
+
+#if FPY_USE_MONITORING
+
+/* sys.monitoring event numbers (stable: part of the documented API). */
+enum {
+    EV_PY_START = 0,
+    EV_PY_RESUME = 1,
+    EV_PY_RETURN = 2,
+    EV_PY_YIELD = 3,
+    EV_CALL = 4,
+    EV_PY_UNWIND = 11,
+    EV_PY_THROW = 12,
+    EV_C_RETURN = 14,
+    EV_C_RAISE = 15,
+};
+
+/* Tool ids tried in order: the profiler slot first, then two unassigned
+ * ones, so fastprof can run alongside cProfile or another fastprof. */
+static const int tool_ids[] = {2, 3, 4};
+
+static PyObject *frame_ident(PyThreadState *tstate)
+{
+    /* Only generator frames in wall mode need an identity: their frame
+     * object lives as long as the generator. Borrowed on purpose: it is
+     * only compared, never dereferenced. */
+    PyFrameObject *f = PyThreadState_GetFrame(tstate);
+    Py_XDECREF(f);
+    return (PyObject *)f;
+}
+
+static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    fpy_profiler_t *p = (fpy_profiler_t *)self;
+    if (nargs >= 1 && PyCode_Check(args[0])) {
+        PyCodeObject *code = (PyCodeObject *)args[0];
+        PyThreadState *tstate = PyThreadState_Get();
+        const void *ident = NULL;
+        if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+            ident = frame_ident(tstate);
+        fpy_record_py_start(p, tstate, code, ident);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, int suspending)
+{
+    fpy_profiler_t *p = (fpy_profiler_t *)self;
+    if (nargs >= 1 && PyCode_Check(args[0])) {
+        PyCodeObject *code = (PyCodeObject *)args[0];
+        PyThreadState *tstate = PyThreadState_Get();
+        const void *ident = NULL;
+        if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+            ident = frame_ident(tstate);
+        fpy_record_py_stop(p, tstate, code, ident, suspending);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *on_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return stop(self, args, nargs, 0);
+}
+
+static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return stop(self, args, nargs, 1);
+}
+
+static PyObject *on_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs >= 4)
+        fpy_record_c_call((fpy_profiler_t *)self, PyThreadState_Get(), args[2], args[3]);
+    Py_RETURN_NONE;
+}
+
+static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs >= 4)
+        fpy_record_c_return((fpy_profiler_t *)self, PyThreadState_Get(), args[2], args[3]);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef callback_defs[] = {
+    {"_on_start", (PyCFunction)(void (*)(void))on_start, METH_FASTCALL, NULL},
+    {"_on_return", (PyCFunction)(void (*)(void))on_return, METH_FASTCALL, NULL},
+    {"_on_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL, NULL},
+    {"_on_call", (PyCFunction)(void (*)(void))on_call, METH_FASTCALL, NULL},
+    {"_on_c_return", (PyCFunction)(void (*)(void))on_c_return, METH_FASTCALL, NULL},
+};
+
+static const struct {
+    int event;
+    int callback; /* index into callback_defs */
+    int builtins_only;
+} event_table[] = {
+    {EV_PY_START, 0, 0},  {EV_PY_RESUME, 0, 0}, {EV_PY_THROW, 0, 0},
+    {EV_PY_RETURN, 1, 0}, {EV_PY_UNWIND, 1, 0}, {EV_PY_YIELD, 2, 0},
+    {EV_CALL, 3, 1},      {EV_C_RETURN, 4, 1},  {EV_C_RAISE, 4, 1},
+};
+
+#define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
+
+static PyObject *monitoring_module(void)
+{
+    PyObject *sys = PyImport_ImportModule("sys");
+    if (!sys)
+        return NULL;
+    PyObject *mon = PyObject_GetAttrString(sys, "monitoring");
+    Py_DECREF(sys);
+    return mon;
+}
+
+/* Claims a free tool id; -1 with ValueError if none is free. */
+static int claim_tool_id(PyObject *mon)
+{
+    for (size_t i = 0; i < sizeof tool_ids / sizeof tool_ids[0]; i++) {
+        PyObject *r = PyObject_CallMethod(mon, "use_tool_id", "is", tool_ids[i], "fastprof");
+        if (r) {
+            Py_DECREF(r);
+            return tool_ids[i];
+        }
+        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+            return -1;
+        PyErr_Clear();
+    }
+    PyErr_SetString(PyExc_ValueError,
+                    "cannot enable fastprof: sys.monitoring tool ids 2-4 are all in use "
+                    "(other profilers are active)");
+    return -1;
+}
+
+int fpy_source_start(fpy_profiler_t *p)
+{
+    PyObject *mon = monitoring_module();
+    if (!mon)
+        return -1;
+    int mask = 0;
+    if (!p->missing) {
+        p->missing = PyObject_GetAttrString(mon, "MISSING");
+        if (!p->missing)
+            goto error;
+    }
+    p->tool_id = claim_tool_id(mon);
+    if (p->tool_id < 0)
+        goto error;
+    for (int i = 0; i < N_EVENTS; i++) {
+        if (event_table[i].builtins_only && !p->builtins)
+            continue;
+        PyObject *fn = PyCFunction_New(&callback_defs[event_table[i].callback], (PyObject *)p);
+        if (!fn)
+            goto error;
+        PyObject *r = PyObject_CallMethod(mon, "register_callback", "iiO", p->tool_id,
+                                          1 << event_table[i].event, fn);
+        Py_DECREF(fn);
+        if (!r)
+            goto error;
+        Py_DECREF(r);
+        /* C_RETURN and C_RAISE are implied by CALL: set_events refuses them */
+        if (event_table[i].event != EV_C_RETURN && event_table[i].event != EV_C_RAISE)
+            mask |= 1 << event_table[i].event;
+    }
+    PyObject *r = PyObject_CallMethod(mon, "set_events", "ii", p->tool_id, mask);
+    if (!r)
+        goto error;
+    Py_DECREF(r);
+    Py_DECREF(mon);
+    return 0;
+error:
+    Py_DECREF(mon);
+    fpy_source_stop(p);
+    return -1;
+}
+
+void fpy_source_stop(fpy_profiler_t *p)
+{
+    if (p->tool_id < 0)
+        return;
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    PyObject *mon = monitoring_module();
+    if (mon) {
+        PyObject *r = PyObject_CallMethod(mon, "set_events", "ii", p->tool_id, 0);
+        Py_XDECREF(r);
+        for (int i = 0; i < N_EVENTS; i++) {
+            r = PyObject_CallMethod(mon, "register_callback", "iiO", p->tool_id,
+                                    1 << event_table[i].event, Py_None);
+            Py_XDECREF(r);
+        }
+        r = PyObject_CallMethod(mon, "free_tool_id", "i", p->tool_id);
+        Py_XDECREF(r);
+        Py_DECREF(mon);
+    }
+    PyErr_Clear();
+    p->tool_id = -1;
+    fpy_exc_restore(&saved);
+}
+
+int fpy_source_module_init(PyObject *module)
+{
+    (void)module;
+    return 0;
+}
+
+#endif

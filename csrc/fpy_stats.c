@@ -1,0 +1,202 @@
+/* From the core's tables to Python objects: getstats() in _lsprof's shape,
+ * and callpaths().
+ *
+ * The tables are first merged into a private copy (pure C, so no other
+ * thread runs meanwhile); the Python objects are then built from that copy,
+ * which other threads' events or a clear() cannot touch. The copy borrows
+ * the entries' user objects, so they are INCREF'd while it is in use. */
+#include "fpy_profiler.h"
+
+static PyTypeObject *entry_type, *subentry_type;
+
+static PyStructSequence_Field entry_fields[] = {
+    {"code", "code object or built-in function name"},
+    {"callcount", "how many times this was called"},
+    {"reccallcount", "how many times called recursively"},
+    {"totaltime", "total time in this entry"},
+    {"inlinetime", "inline time in this entry (not in subcalls)"},
+    {"calls", "details of the calls"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Field subentry_fields[] = {
+    {"code", "called code object or built-in function name"},
+    {"callcount", "how many times this is called"},
+    {"reccallcount", "how many times this is called recursively"},
+    {"totaltime", "total time spent in this call"},
+    {"inlinetime", "inline time (not in further subcalls)"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Desc entry_desc = {"fastprof._fastprof.profiler_entry", NULL, entry_fields, 6};
+static PyStructSequence_Desc subentry_desc = {"fastprof._fastprof.profiler_subentry", NULL,
+                                              subentry_fields, 5};
+
+int fpy_stats_module_init(PyObject *module)
+{
+    entry_type = PyStructSequence_NewType(&entry_desc);
+    subentry_type = PyStructSequence_NewType(&subentry_desc);
+    if (!entry_type || !subentry_type)
+        return -1;
+    if (PyModule_AddObject(module, "profiler_entry", Py_NewRef((PyObject *)entry_type)) < 0)
+        return -1;
+    if (PyModule_AddObject(module, "profiler_subentry", Py_NewRef((PyObject *)subentry_type)) < 0)
+        return -1;
+    return 0;
+}
+
+static void user_refs(fp_thread_t *m, int incref)
+{
+    fp_entry_t *e;
+    for (e = m->entries; e; e = e->hh.next) {
+        if (incref)
+            Py_INCREF((PyObject *)e->user);
+        else
+            Py_DECREF((PyObject *)e->user);
+    }
+}
+
+/* Merges the threads selected by `thread` (None: all, else an id) into a
+ * new private record with references held on its users; NULL with an
+ * exception set on failure. */
+static fp_thread_t *snapshot(fpy_profiler_t *p, PyObject *thread)
+{
+    int all = thread == NULL || thread == Py_None;
+    unsigned long long id = 0;
+    if (!all) {
+        id = PyLong_AsUnsignedLongLong(thread);
+        if (id == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        if (!fp_thread_find(&p->core, id)) {
+            PyErr_Format(PyExc_KeyError, "no profiled thread with id %llu", id);
+            return NULL;
+        }
+    }
+    fp_thread_t *m = fp_thread_new(0);
+    if (!m)
+        return (fp_thread_t *)PyErr_NoMemory();
+    fp_thread_t *t;
+    for (t = p->core.threads; t; t = t->hh.next) {
+        if ((all || t->id == id) && fp_thread_merge(m, t) != 0) {
+            fp_thread_free(m, NULL, NULL);
+            return (fp_thread_t *)PyErr_NoMemory();
+        }
+    }
+    user_refs(m, 1);
+    return m;
+}
+
+static void snapshot_free(fp_thread_t *m)
+{
+    user_refs(m, 0);
+    fp_thread_free(m, NULL, NULL);
+}
+
+static PyObject *make_record(PyTypeObject *type, PyObject *code, uint64_t calls, uint64_t reccalls,
+                             double tt, double it)
+{
+    PyObject *rec = PyStructSequence_New(type);
+    if (!rec)
+        return NULL;
+    PyObject *items[5] = {Py_NewRef(code), PyLong_FromUnsignedLongLong(calls),
+                          PyLong_FromUnsignedLongLong(reccalls), PyFloat_FromDouble(tt),
+                          PyFloat_FromDouble(it)};
+    for (int i = 0; i < 5; i++) {
+        if (!items[i]) {
+            for (int j = i; j < 5; j++)
+                Py_XDECREF(items[j]);
+            Py_DECREF(rec);
+            return NULL;
+        }
+        PyStructSequence_SetItem(rec, i, items[i]);
+    }
+    return rec;
+}
+
+PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread)
+{
+    fp_thread_t *m = snapshot(p, thread);
+    if (!m)
+        return NULL;
+    const double factor = 1.0 / p->clock.ticks_per_second;
+    PyObject *result = PyList_New(0);
+    /* calls[i]: the callee list of the i-th entry, made when first needed.
+     * Entries' reclevel (unused in a snapshot) holds that index. */
+    PyObject **calls = PyMem_Calloc(m->n_entries ? m->n_entries : 1, sizeof *calls);
+    if (!result || !calls) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    fp_entry_t *e;
+    int64_t i = 0;
+    for (e = m->entries; e; e = e->hh.next)
+        e->reclevel = i++;
+    fp_edge_t *g;
+    for (g = m->edges; g; g = g->hh.next) {
+        int64_t caller = ((fp_entry_t *)g->key.a)->reclevel;
+        const fp_entry_t *callee = g->key.b;
+        if (!calls[caller] && !(calls[caller] = PyList_New(0)))
+            goto error;
+        PyObject *sub = make_record(subentry_type, callee->user, g->callcount, g->reccallcount,
+                                    g->tt * factor, g->it * factor);
+        if (!sub || PyList_Append(calls[caller], sub) < 0) {
+            Py_XDECREF(sub);
+            goto error;
+        }
+        Py_DECREF(sub);
+    }
+    for (e = m->entries; e; e = e->hh.next) {
+        if (e->callcount == 0)
+            continue; /* as _lsprof: never completed */
+        PyObject *rec = make_record(entry_type, e->user, e->callcount, e->reccallcount,
+                                    e->tt * factor, e->it * factor);
+        if (!rec)
+            goto error;
+        PyObject *sub = calls[e->reclevel] ? Py_NewRef(calls[e->reclevel]) : Py_NewRef(Py_None);
+        PyStructSequence_SetItem(rec, 5, sub);
+        if (PyList_Append(result, rec) < 0) {
+            Py_DECREF(rec);
+            goto error;
+        }
+        Py_DECREF(rec);
+    }
+    goto done;
+error:
+    Py_CLEAR(result);
+done:
+    if (calls) {
+        for (size_t k = 0; k < m->n_entries; k++)
+            Py_XDECREF(calls[k]);
+    }
+    PyMem_Free(calls);
+    snapshot_free(m);
+    return result;
+}
+
+PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread)
+{
+    fp_thread_t *m = snapshot(p, thread);
+    if (!m)
+        return NULL;
+    const double factor = 1.0 / p->clock.ticks_per_second;
+    PyObject *result = PyList_New(0);
+    if (!result)
+        goto done;
+    fp_node_t *n;
+    for (n = m->nodes; n; n = n->hh.next) {
+        const fp_node_t *parent = n->key.a;
+        const fp_entry_t *e = n->key.b;
+        PyObject *item = Py_BuildValue("(nOKdd)", parent ? (Py_ssize_t)parent->index : (Py_ssize_t)-1,
+                                       (PyObject *)e->user, (unsigned long long)n->callcount,
+                                       n->it * factor, n->tt * factor);
+        if (!item || PyList_Append(result, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(result);
+            break;
+        }
+        Py_DECREF(item);
+    }
+done:
+    snapshot_free(m);
+    return result;
+}

@@ -1,0 +1,150 @@
+"""Reading and writing profile files.
+
+A fastprof ``.prof`` file is exactly what cProfile writes -- one marshal'd
+pstats dict ``{(file, line, name): (cc, nc, tt, ct, {caller: (nc, cc, tt, ct)})}``
+-- optionally followed by a second marshal'd object, the *trailer*, holding
+what pstats has no room for (call paths, per-thread stats, clock).
+``pstats.Stats``, gprof2dot, snakeviz and friends read only the first object,
+so they read our files unchanged; a cProfile file is a fastprof file with no
+trailer.
+
+Trailer (a plain dict; only marshal-able values)::
+
+    {
+      "format": "fastprof", "version": 1,
+      "clock": "tsc" | "monotonic" | "cpu" | "custom",   # optional
+      "callpaths": {                                      # optional
+          "functions": [(file, line, name), ...],
+          "nodes": [(parent, function, calls, tottime, cumtime), ...],
+      },
+      "threads": [                                        # optional
+          {"id": int, "ident": int, "name": str, "stats": <pstats dict>}, ...
+      ],
+    }
+
+``nodes`` is the calling-context tree: ``parent`` is the index of the parent
+node in the same list (-1 for a root) and always smaller than the node's own
+index; ``function`` indexes ``functions``.  ``calls``/``tottime`` of a node
+are those of the function when called along that path; ``cumtime`` counts
+outermost activations only (as pstats does).
+"""
+
+import marshal
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+FORMAT_NAME = "fastprof"
+FORMAT_VERSION = 1
+
+FuncKey = Tuple[str, int, str]
+# (parent index or -1, function index, calls, tottime, cumtime)
+Node = Tuple[int, int, int, float, float]
+
+
+class ProfileFileError(Exception):
+    """A file is missing, unreadable, or not a profile."""
+
+
+@dataclass
+class CallPaths:
+    functions: List[FuncKey] = field(default_factory=list)
+    nodes: List[Node] = field(default_factory=list)
+
+    def to_marshal(self) -> Dict[str, Any]:
+        return {"functions": list(self.functions), "nodes": list(self.nodes)}
+
+    @classmethod
+    def from_marshal(cls, obj: Dict[str, Any]) -> "CallPaths":
+        functions = [tuple(f) for f in obj["functions"]]
+        nodes = [tuple(n) for n in obj["nodes"]]
+        for i, (parent, func, *_rest) in enumerate(nodes):
+            if not (-1 <= parent < i) or not (0 <= func < len(functions)):
+                raise ValueError("malformed call-path node %d" % i)
+        return cls(functions, nodes)
+
+
+@dataclass
+class ProfileData:
+    """Everything one profile file holds."""
+
+    stats: Dict[FuncKey, tuple]
+    callpaths: Optional[CallPaths] = None
+    threads: List[Dict[str, Any]] = field(default_factory=list)
+    clock: Optional[str] = None
+
+    def trailer(self) -> Optional[Dict[str, Any]]:
+        if self.callpaths is None and not self.threads and self.clock is None:
+            return None
+        out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
+        if self.clock is not None:
+            out["clock"] = self.clock
+        if self.callpaths is not None:
+            out["callpaths"] = self.callpaths.to_marshal()
+        if self.threads:
+            out["threads"] = list(self.threads)
+        return out
+
+
+def write_profile(path, data: ProfileData) -> None:
+    """Write *data* to *path* (str, PathLike or a binary file object)."""
+    if hasattr(path, "write"):
+        _write(path, data)
+        return
+    with open(path, "wb") as f:
+        _write(f, data)
+
+
+def _write(f, data: ProfileData) -> None:
+    marshal.dump(data.stats, f)
+    trailer = data.trailer()
+    if trailer is not None:
+        marshal.dump(trailer, f)
+
+
+def load_profile(path) -> ProfileData:
+    """Read a cProfile or fastprof file; raise ProfileFileError if it is not one."""
+    try:
+        with open(path, "rb") as f:
+            try:
+                stats = marshal.load(f)
+            except (EOFError, ValueError, TypeError) as exc:
+                raise ProfileFileError("%s: not a profile file (%s)" % (path, exc)) from None
+            _check_stats(path, stats)
+            data = ProfileData(stats)
+            try:
+                trailer = marshal.load(f)
+            except EOFError:
+                return data
+            except (ValueError, TypeError) as exc:
+                raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
+    except OSError as exc:
+        raise ProfileFileError("%s: %s" % (path, exc.strerror or exc)) from None
+    if not (isinstance(trailer, dict) and trailer.get("format") == FORMAT_NAME):
+        raise ProfileFileError("%s: unexpected data after the pstats table" % (path,))
+    try:
+        if "callpaths" in trailer:
+            data.callpaths = CallPaths.from_marshal(trailer["callpaths"])
+        data.threads = list(trailer.get("threads", []))
+        data.clock = trailer.get("clock")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
+    return data
+
+
+def _check_stats(path, stats) -> None:
+    if not isinstance(stats, dict):
+        raise ProfileFileError("%s: not a profile file (no pstats table)" % (path,))
+    for key, value in stats.items():
+        ok = (isinstance(key, tuple) and len(key) == 3 and isinstance(value, tuple)
+              and len(value) == 5 and isinstance(value[4], dict))
+        if not ok:
+            raise ProfileFileError("%s: not a profile file (bad entry %r)" % (path, key))
+
+
+def same_file(a, b) -> bool:
+    """True if paths *a* and *b* name the same existing file."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
