@@ -201,4 +201,8 @@ int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
  * at `now` (what cProfile does on disable). */
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now);
 
+/* Drops the open and parked frames of `t` without booking them: its thread
+ * is gone (e.g. in a fork child) and those calls will never return. */
+void fp_thread_abandon(fp_thread_t *t);
+
 #endif

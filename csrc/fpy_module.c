@@ -2,6 +2,9 @@
  * disable / clear, and reporting of errors met on the hot path. */
 #include "fpy_profiler.h"
 
+/* Every live profiler, so a fork child can fix them all up. */
+static fpy_profiler_t *live_profilers;
+
 static int parse_choice(const char *what, const char *value, const char *a, const char *b)
 {
     if (strcmp(value, a) == 0)
@@ -77,6 +80,10 @@ static PyObject *profiler_new(PyTypeObject *type, PyObject *args, PyObject *kwds
 #if FPY_USE_MONITORING
     p->tool_id = -1;
 #endif
+    p->next_live = live_profilers;
+    if (live_profilers)
+        live_profilers->prev_live = p;
+    live_profilers = p;
     return (PyObject *)p;
 }
 
@@ -215,6 +222,12 @@ static int profiler_tp_clear(fpy_profiler_t *p)
 static void profiler_dealloc(fpy_profiler_t *p)
 {
     PyObject_GC_UnTrack(p);
+    if (p->prev_live)
+        p->prev_live->next_live = p->next_live;
+    else
+        live_profilers = p->next_live;
+    if (p->next_live)
+        p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
         fpy_source_stop(p);
         p->enabled = 0;
@@ -280,7 +293,27 @@ static PyObject *mem_fail_after(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* In a fork child only the forking thread survives: the open frames of the
+ * other threads would otherwise be closed at the next disable() with the
+ * child's clock, inflating their times. Their finished calls are kept. */
+static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    uint64_t me = PyThreadState_Get()->id;
+    fpy_profiler_t *p;
+    for (p = live_profilers; p; p = p->next_live) {
+        fp_thread_t *t;
+        for (t = p->core.threads; t; t = t->hh.next) {
+            if (t->id != me)
+                fp_thread_abandon(t);
+        }
+        p->last_thread = NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_after_fork_child", after_fork_child, METH_NOARGS, "Called in a fork child (os.register_at_fork)."},
     {"_mem_fail_after", mem_fail_after, METH_O,
      "Testing only: let the next n core allocations succeed and fail the rest (n < 0: never fail)."},
     {NULL, NULL, 0, NULL},
@@ -289,6 +322,24 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "fastprof._fastprof", "The C core of fastprof.", -1, module_methods,
 };
+
+/* os.register_at_fork(after_in_child=_after_fork_child) */
+static int register_fork_handler(PyObject *m)
+{
+    PyObject *hook = PyObject_GetAttrString(m, "_after_fork_child");
+    PyObject *os = hook ? PyImport_ImportModule("os") : NULL;
+    PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
+    PyObject *args = reg ? PyTuple_New(0) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{sO}", "after_in_child", hook) : NULL;
+    PyObject *r = kw ? PyObject_Call(reg, args, kw) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    Py_XDECREF(reg);
+    Py_XDECREF(os);
+    Py_XDECREF(hook);
+    return r ? 0 : -1;
+}
 
 PyMODINIT_FUNC PyInit__fastprof(void)
 {
@@ -301,6 +352,8 @@ PyMODINIT_FUNC PyInit__fastprof(void)
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)&fpy_profiler_type)) < 0)
         goto error;
     if (PyModule_AddIntConstant(m, "USES_MONITORING", FPY_USE_MONITORING) < 0)
+        goto error;
+    if (register_fork_handler(m) < 0)
         goto error;
     return m;
 error:

@@ -32,6 +32,8 @@ typedef struct fpy_profiler {
     /* last thread seen by the event source, to skip the thread lookup */
     uint64_t last_tid;
     fp_thread_t *last_thread;
+    /* every live profiler, for the after-fork handler */
+    struct fpy_profiler *next_live, *prev_live;
 #if FPY_USE_MONITORING
     int tool_id; /* -1 when not registered */
     PyObject *missing; /* sys.monitoring.MISSING */
