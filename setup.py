@@ -18,13 +18,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PKG_ROOT = os.path.join("python", "fastprof")
 NOT_DATA = (".py", ".pyc", ".pyo", ".so", ".pyd", ".o", ".dll", ".dylib")
 
-compile_args = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
+# Hidden visibility: only PyInit__fastprof is exported, so calls into the
+# core are direct (no PLT) and can be inlined.
+compile_args = ["-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
                 "-Wno-cast-function-type"]
 link_args = []
 if os.environ.get("FASTPROF_DEBUG") == "1":
     compile_args += ["-O0", "-g"]
 else:
-    compile_args += ["-O2"]
+    # -flto lets the core's accounting inline into the event callbacks.
+    compile_args += ["-O2", "-flto"]
+    link_args += ["-O2", "-flto"]
 if os.environ.get("FASTPROF_SANITIZE") == "1":
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
     compile_args += san + ["-g"]

@@ -27,21 +27,34 @@ int fp_tsc_usable(void)
 #endif
 }
 
+/* A counter reading and the monotonic time it was taken at: the midpoint
+ * of the narrowest of a few brackets (monotonic, counter, monotonic), so a
+ * preemption between the reads, which widens its bracket, is left out
+ * instead of skewing the pairing by half the preemption. */
+static void tsc_pair(double *mono, fp_time_t *tsc)
+{
+    fp_time_t best = INT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        fp_time_t a = fp_clock_ns(CLOCK_MONOTONIC);
+        fp_time_t t = fp_tsc_read();
+        fp_time_t b = fp_clock_ns(CLOCK_MONOTONIC);
+        if (b - a < best) {
+            best = b - a;
+            *mono = ((double)a + (double)b) / 2;
+            *tsc = t;
+        }
+    }
+}
+
 double fp_tsc_calibrate(int64_t ns)
 {
-    /* Bracket each counter read between two monotonic reads and keep the
-     * midpoint, so a preemption between the reads shows as a wide bracket
-     * instead of a skewed ratio. */
-    fp_time_t m0a = fp_clock_ns(CLOCK_MONOTONIC);
-    fp_time_t t0 = fp_tsc_read();
-    fp_time_t m0b = fp_clock_ns(CLOCK_MONOTONIC);
-    fp_time_t m1a, t1, m1b;
+    double m0 = 0, m1 = 0;
+    fp_time_t t0 = 0, t1 = 0;
+    tsc_pair(&m0, &t0);
     do {
-        m1a = fp_clock_ns(CLOCK_MONOTONIC);
-        t1 = fp_tsc_read();
-        m1b = fp_clock_ns(CLOCK_MONOTONIC);
-    } while (m1a - m0b < ns);
-    double elapsed_ns = ((double)m1a + (double)m1b) / 2 - ((double)m0a + (double)m0b) / 2;
+        tsc_pair(&m1, &t1);
+    } while (m1 - m0 < (double)ns);
+    double elapsed_ns = m1 - m0;
     if (elapsed_ns <= 0 || t1 <= t0)
         return 0;
     return (double)(t1 - t0) * 1e9 / elapsed_ns;
@@ -49,8 +62,10 @@ double fp_tsc_calibrate(int64_t ns)
 
 double fp_tsc_hz(void)
 {
+    if (!fp_tsc_usable())
+        return 0; /* even if calibrated before FASTPROF_NO_TSC was set */
     double hz = tsc_hz_cached;
-    if (hz > 0 || !fp_tsc_usable())
+    if (hz > 0)
         return hz;
 #if defined(__aarch64__)
     uint64_t f;

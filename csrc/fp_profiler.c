@@ -50,6 +50,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
         HASH_DEL(t->parked, k);
         fp_free(k);
     }
+    memset(t->cache, 0, sizeof t->cache);
     fp_free(t->stack);
     t->stack = NULL;
     t->depth = t->capacity = t->lost = 0;

@@ -92,6 +92,15 @@ typedef struct fp_parked {
     UT_hash_handle hh;
 } fp_parked_t;
 
+/* A direct-mapped cache in front of the entry table: most events hit a
+ * function seen moments ago, and one compare beats a hash-table probe. */
+#define FP_ENTRY_CACHE_BITS 8
+
+typedef struct fp_cached_entry {
+    const void *key;
+    struct fp_entry *entry;
+} fp_cached_entry_t;
+
 typedef struct fp_thread {
     uint64_t id;        /* chosen by the binding, unique */
     uint64_t ident;     /* labels set by the binding for display; */
@@ -105,6 +114,7 @@ typedef struct fp_thread {
     size_t capacity;
     size_t lost; /* pushes dropped (out of memory) whose pops must be skipped */
     size_t n_entries, n_edges, n_nodes;
+    fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
     UT_hash_handle hh;
 } fp_thread_t;
 
@@ -162,7 +172,21 @@ fp_thread_t *fp_thread_new(uint64_t id);
 /* ---- tables (fp_table.c) ---- */
 
 /* The entry for `key` in thread `t`, or NULL. */
-fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key);
+fp_entry_t *fp_entry_find_slow(fp_thread_t *t, const void *key);
+
+static inline fp_cached_entry_t *fp_entry_slot(fp_thread_t *t, const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
+    return &t->cache[h >> (64 - FP_ENTRY_CACHE_BITS)];
+}
+
+static inline fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key)
+{
+    fp_cached_entry_t *slot = fp_entry_slot(t, key);
+    if (slot->key == key && slot->entry)
+        return slot->entry;
+    return fp_entry_find_slow(t, key);
+}
 
 /* Adds an entry for `key` with `user` attached; the core owns `user` from
  * here on (released with the entry). Returns NULL when out of memory, in

@@ -3,10 +3,15 @@
 
 int fp_hash_oom;
 
-fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key)
+fp_entry_t *fp_entry_find_slow(fp_thread_t *t, const void *key)
 {
     fp_entry_t *e;
     HASH_FIND(hh, t->entries, &key, sizeof key, e);
+    if (e) {
+        fp_cached_entry_t *slot = fp_entry_slot(t, key);
+        slot->key = key;
+        slot->entry = e;
+    }
     return e;
 }
 
@@ -24,6 +29,9 @@ fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user)
     }
     e->user = user;
     t->n_entries++;
+    fp_cached_entry_t *slot = fp_entry_slot(t, key);
+    slot->key = key;
+    slot->entry = e;
     return e;
 }
 

@@ -4,6 +4,13 @@
 
 const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing)
 {
+    /* Exact types first: most callables are one of these, and the subtype
+     * walk of PyCFunction_Check costs more than the rest of the event. */
+    PyTypeObject *type = Py_TYPE(callable);
+    if (type == &PyCFunction_Type || type == &PyCMethod_Type)
+        return ((PyCFunctionObject *)callable)->m_ml;
+    if (type == &PyFunction_Type || type == &PyType_Type || type == &PyMethod_Type)
+        return NULL;
     if (PyCFunction_Check(callable))
         return ((PyCFunctionObject *)callable)->m_ml;
     /* 3.12+ calls `obj.method(...)` through the unbound method descriptor;

@@ -46,30 +46,57 @@ extern PyTypeObject fpy_profiler_type;
 
 /* ---- fpy_record.c: turning interpreter events into core calls ---- */
 
-/* Reads the profiler's clock; with a custom timer a failure sets `failed`
- * and the pending error and returns the last good reading. May run Python
- * code (custom timer) and so release the GIL. */
-fp_time_t fpy_now(fpy_profiler_t *p);
+/* Calls the custom timer: a failure sets `failed` and the pending error
+ * and returns the last good reading. Runs Python code, which may release
+ * the GIL. */
+fp_time_t fpy_now_custom(fpy_profiler_t *p);
 
-/* The thread record for thread state `tstate`, or NULL if events of that
- * thread are not recorded (threads=False, another thread) or on OOM. */
-fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tstate);
+/* Reads the profiler's clock (see fpy_now_custom for a custom timer). */
+static inline fp_time_t fpy_now(fpy_profiler_t *p)
+{
+    if (p->clock.kind == FP_CLOCK_TSC)
+        return fp_tsc_read();
+    if (p->clock.kind != FP_CLOCK_CUSTOM)
+        return fp_clock_now(&p->clock);
+    return fpy_now_custom(p);
+}
+
+/* The thread record for thread state `tstate`, created (and labelled with
+ * the thread's ident) if new; NULL on OOM. */
+fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate);
+
+/* Like fpy_thread_record, but NULL for threads whose events are not
+ * recorded (threads=False and not the enabling thread); cached. */
+static inline fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tstate)
+{
+    if (tstate->id == p->last_tid && p->last_thread)
+        return p->last_thread;
+    if (!p->threads_all && tstate->id != p->owner_tid)
+        return NULL;
+    fp_thread_t *t = fpy_thread_record(p, tstate);
+    p->last_tid = tstate->id;
+    p->last_thread = t;
+    return t;
+}
+
+/* The fpy_record_* functions take the thread record of the thread the event
+ * happened in (never NULL). */
 
 /* A Python frame starts or resumes (`frame`: its identity, for generators
  * in wall mode; may be NULL when not needed). */
-void fpy_record_py_start(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                          const void *frame);
 
 /* A Python frame returns to its caller; `suspending` if it yields. */
-void fpy_record_py_stop(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                         const void *frame, int suspending);
 
 /* A call of `callable` starts / ends. `self_arg` is the first argument on
  * 3.12+ (to resolve method descriptors), NULL before. Non-C callables are
  * ignored, as cProfile does. */
-void fpy_record_c_call(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                        PyObject *self_arg);
-void fpy_record_c_return(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                          PyObject *self_arg);
 
 /* Whether the profiler still wants events of the generation `gen`. */

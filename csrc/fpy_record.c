@@ -9,10 +9,8 @@
 
 #include <math.h>
 
-fp_time_t fpy_now(fpy_profiler_t *p)
+fp_time_t fpy_now_custom(fpy_profiler_t *p)
 {
-    if (p->clock.kind != FP_CLOCK_CUSTOM)
-        return fp_clock_now(&p->clock);
     fpy_exc_state saved;
     fpy_exc_save(&saved);
     PyObject *o = PyObject_CallNoArgs(p->timer);
@@ -52,24 +50,15 @@ fp_time_t fpy_now(fpy_profiler_t *p)
     return now;
 }
 
-fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tstate)
+fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate)
 {
-    uint64_t tid = tstate->id;
-    if (tid == p->last_tid && p->last_thread)
-        return p->last_thread;
-    if (!p->threads_all && tid != p->owner_tid)
-        return NULL;
-    fp_thread_t *t = fp_thread_get(&p->core, tid);
-    if (!t)
-        return NULL;
-    t->ident = (uint64_t)tstate->thread_id;
+    fp_thread_t *t = fp_thread_get(&p->core, tstate->id);
+    if (t) {
+        t->ident = (uint64_t)tstate->thread_id;
 #if PY_VERSION_HEX >= 0x030B0000
-    t->native_id = (uint64_t)tstate->native_thread_id;
-#else
-    t->native_id = 0;
+        t->native_id = (uint64_t)tstate->native_thread_id;
 #endif
-    p->last_tid = tid;
-    p->last_thread = t;
+    }
     return t;
 }
 
@@ -88,15 +77,12 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
     return e;
 }
 
-void fpy_record_py_start(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                          const void *frame)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
-        return;
-    fp_thread_t *t = fpy_thread_for(p, tstate);
-    if (!t)
         return;
     fp_entry_t *e = code_entry(p, t, code);
     if (!e)
@@ -107,15 +93,12 @@ void fpy_record_py_start(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject 
         fp_enter(&p->core, t, e, NULL, now);
 }
 
-void fpy_record_py_stop(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *code,
+void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                         const void *frame, int suspending)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
-        return;
-    fp_thread_t *t = fpy_thread_for(p, tstate);
-    if (!t)
         return;
     if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
         fp_suspend(&p->core, t, code, frame, now);
@@ -123,7 +106,7 @@ void fpy_record_py_stop(fpy_profiler_t *p, PyThreadState *tstate, PyCodeObject *
         fp_leave(&p->core, t, code, now);
 }
 
-void fpy_record_c_call(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                        PyObject *self_arg)
 {
 #if FPY_USE_MONITORING
@@ -137,9 +120,6 @@ void fpy_record_c_call(fpy_profiler_t *p, PyThreadState *tstate, PyObject *calla
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
-        return;
-    fp_thread_t *t = fpy_thread_for(p, tstate);
-    if (!t)
         return;
     fp_entry_t *e = fp_entry_find(t, key);
     if (!e) {
@@ -173,7 +153,7 @@ void fpy_record_c_call(fpy_profiler_t *p, PyThreadState *tstate, PyObject *calla
     fp_enter(&p->core, t, e, NULL, now);
 }
 
-void fpy_record_c_return(fpy_profiler_t *p, PyThreadState *tstate, PyObject *callable,
+void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                          PyObject *self_arg)
 {
 #if FPY_USE_MONITORING
@@ -188,9 +168,7 @@ void fpy_record_c_return(fpy_profiler_t *p, PyThreadState *tstate, PyObject *cal
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_thread_t *t = fpy_thread_for(p, tstate);
-    if (t)
-        fp_leave(&p->core, t, key, now);
+    fp_leave(&p->core, t, key, now);
 }
 
 void fpy_release_user(void *user, void *ctx)

@@ -10,6 +10,8 @@
 typedef struct {
     PyObject_HEAD
     fpy_profiler_t *prof; /* strong reference */
+    fp_thread_t *thread;  /* the hooked thread's record: records live as
+                             long as their profiler */
 } fpy_hook_t;
 
 static void hook_dealloc(fpy_hook_t *self)
@@ -43,28 +45,28 @@ static PyTypeObject hook_type = {
 static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     fpy_profiler_t *p = ((fpy_hook_t *)obj)->prof;
+    fp_thread_t *t = ((fpy_hook_t *)obj)->thread;
     if (!p)
         return 0;
-    PyThreadState *tstate = PyThreadState_Get();
     switch (what) {
     case PyTrace_CALL:
-        fpy_record_py_start(p, tstate, fpy_frame_code(frame), frame);
+        fpy_record_py_start(p, t, fpy_frame_code(frame), frame);
         break;
     case PyTrace_RETURN: {
         PyCodeObject *code = fpy_frame_code(frame);
         int suspending = p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE) &&
                          fpy_frame_is_suspending(frame);
-        fpy_record_py_stop(p, tstate, code, frame, suspending);
+        fpy_record_py_stop(p, t, code, frame, suspending);
         break;
     }
     case PyTrace_C_CALL:
         if (p->builtins)
-            fpy_record_c_call(p, tstate, arg, NULL);
+            fpy_record_c_call(p, t, arg, NULL);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
         if (p->builtins)
-            fpy_record_c_return(p, tstate, arg, NULL);
+            fpy_record_c_return(p, t, arg, NULL);
         break;
     default:
         break;
@@ -83,10 +85,16 @@ static int hook_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
     if (is_our_hook(ts, p))
         return 0;
+    fp_thread_t *t = fpy_thread_record(p, ts);
+    if (!t) {
+        PyErr_NoMemory();
+        return -1;
+    }
     fpy_hook_t *hook = PyObject_GC_New(fpy_hook_t, &hook_type);
     if (!hook)
         return -1;
     hook->prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
+    hook->thread = t;
     PyObject_GC_Track(hook);
     int rc = _PyEval_SetProfile(ts, callback, (PyObject *)hook);
     Py_DECREF(hook);

@@ -40,10 +40,13 @@ static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
         PyThreadState *tstate = PyThreadState_Get();
-        const void *ident = NULL;
-        if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
-            ident = frame_ident(tstate);
-        fpy_record_py_start(p, tstate, code, ident);
+        fp_thread_t *t = fpy_thread_for(p, tstate);
+        if (t) {
+            const void *ident = NULL;
+            if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+                ident = frame_ident(tstate);
+            fpy_record_py_start(p, t, code, ident);
+        }
     }
     Py_RETURN_NONE;
 }
@@ -54,10 +57,13 @@ static PyObject *stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, i
     if (nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
         PyThreadState *tstate = PyThreadState_Get();
-        const void *ident = NULL;
-        if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
-            ident = frame_ident(tstate);
-        fpy_record_py_stop(p, tstate, code, ident, suspending);
+        fp_thread_t *t = fpy_thread_for(p, tstate);
+        if (t) {
+            const void *ident = NULL;
+            if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+                ident = frame_ident(tstate);
+            fpy_record_py_stop(p, t, code, ident, suspending);
+        }
     }
     Py_RETURN_NONE;
 }
@@ -74,15 +80,19 @@ static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t narg
 
 static PyObject *on_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs >= 4)
-        fpy_record_c_call((fpy_profiler_t *)self, PyThreadState_Get(), args[2], args[3]);
+    fpy_profiler_t *p = (fpy_profiler_t *)self;
+    fp_thread_t *t = nargs >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    if (t)
+        fpy_record_c_call(p, t, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
 static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs >= 4)
-        fpy_record_c_return((fpy_profiler_t *)self, PyThreadState_Get(), args[2], args[3]);
+    fpy_profiler_t *p = (fpy_profiler_t *)self;
+    fp_thread_t *t = nargs >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    if (t)
+        fpy_record_c_return(p, t, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
