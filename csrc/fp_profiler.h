@@ -40,6 +40,7 @@ typedef struct fp_entry {
     fp_time_t it;          /* inline time: own code, callees excluded */
     int64_t reclevel;      /* activations currently on the stack */
     struct fp_edge *last_edge; /* the edge into this entry used last */
+    struct fp_node *last_node; /* the call-path node of this entry used last */
     UT_hash_handle hh;
 } fp_entry_t;
 

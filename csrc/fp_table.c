@@ -63,11 +63,15 @@ fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
 
 fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry)
 {
-    fp_pair_t key = {parent, entry};
-    fp_node_t *node;
-    HASH_FIND(hh, t->nodes, &key, sizeof key, node);
-    if (node)
+    fp_node_t *node = entry->last_node; /* as for edges: loops repeat paths */
+    if (node && node->key.a == parent)
         return node;
+    fp_pair_t key = {parent, entry};
+    HASH_FIND(hh, t->nodes, &key, sizeof key, node);
+    if (node) {
+        entry->last_node = node;
+        return node;
+    }
     node = fp_calloc(1, sizeof *node);
     if (!node)
         return NULL;
@@ -81,5 +85,6 @@ fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry)
         return NULL;
     }
     t->n_nodes++;
+    entry->last_node = node;
     return node;
 }
