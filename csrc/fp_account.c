@@ -95,9 +95,11 @@ static void book(const fp_frame_t *f, fp_time_t now)
 
 int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
-    if (t->lost || push_frame(p, t) != 0) {
+    if (!e || t->lost || push_frame(p, t) != 0) {
         /* Once a push is dropped, everything nested in it is dropped too:
          * its return must not pop the caller's frame. */
+        if (!e)
+            p->nomem = 1; /* the binding could not get an entry */
         t->lost++;
         return FP_ENOMEM;
     }

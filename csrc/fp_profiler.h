@@ -204,7 +204,10 @@ fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry);
 /* ---- accounting (fp_account.c); `now` is a reading of the clock ---- */
 
 /* A call of `e` starts on `t`. `ident` names a generator/coroutine frame
- * that may later be parked with fp_suspend (NULL for plain calls). */
+ * that may later be parked with fp_suspend (NULL for plain calls). `e` may
+ * be NULL when the binding could not get an entry (out of memory): the call
+ * is dropped like a failed push (nomem set, FP_ENOMEM returned) and its
+ * return, still to be reported with fp_leave, pops nothing. */
 int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
 
 /* The call of the function `key` on top of `t`'s stack returns. If `key`
@@ -219,7 +222,7 @@ int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *id
 
 /* A generator frame resumes: the frame parked on `t` under `ident` goes
  * back on top of the stack; if none is parked there, this is a first start:
- * fp_enter(p, t, e, ident, now). */
+ * fp_enter(p, t, e, ident, now) (so `e` may be NULL, as there). */
 int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
 
 /* Closes every open frame of `t`, parked ones included, as if returning

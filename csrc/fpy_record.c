@@ -57,6 +57,10 @@ fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate)
         t->ident = (uint64_t)tstate->thread_id;
 #if PY_VERSION_HEX >= 0x030B0000
         t->native_id = (uint64_t)tstate->native_thread_id;
+#else
+        /* before 3.11 only the running thread can tell its native id */
+        if (tstate == PyThreadState_Get())
+            t->native_id = (uint64_t)PyThread_get_thread_native_id();
 #endif
     }
     return t;

@@ -137,14 +137,16 @@ int fpy_source_start(fpy_profiler_t *p)
     PyThreadState *me = PyThreadState_Get();
     if (!p->threads_all)
         return hook_thread(p, me);
+    /* threading.setprofile runs Python code: call it before hooking, so it
+     * does not show up in the stats */
+    p->thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
+    if (!p->thread_starter || call_threading_setprofile(p->thread_starter) < 0)
+        goto error;
     PyThreadState *ts;
     for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         if (hook_thread(p, ts) < 0)
             goto error;
     }
-    p->thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
-    if (!p->thread_starter || call_threading_setprofile(p->thread_starter) < 0)
-        goto error;
     return 0;
 error:
     fpy_source_stop(p);
@@ -155,6 +157,13 @@ void fpy_source_stop(fpy_profiler_t *p)
 {
     fpy_exc_state saved;
     fpy_exc_save(&saved);
+    /* unhook first, so that undoing threading.setprofile is not recorded */
+    PyThreadState *me = PyThreadState_Get();
+    PyThreadState *ts;
+    for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
+            PyErr_Clear();
+    }
     if (p->thread_starter) {
         /* only undo threading.setprofile if it is still ours */
         PyObject *threading = PyImport_ImportModule("threading");
@@ -165,12 +174,6 @@ void fpy_source_stop(fpy_profiler_t *p)
         Py_XDECREF(threading);
         PyErr_Clear();
         Py_CLEAR(p->thread_starter);
-    }
-    PyThreadState *me = PyThreadState_Get();
-    PyThreadState *ts;
-    for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
-        if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
-            PyErr_Clear();
     }
     fpy_exc_restore(&saved);
 }

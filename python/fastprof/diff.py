@@ -1,0 +1,157 @@
+"""``fastprof diff``: what changed between two profiles of the same program.
+
+Functions are matched by their pstats key ``(file, line, name)``; a function
+whose first line moved (the code around it was edited) is still matched by
+``(file, name)`` when that pair is unique on both sides.  Rows are ranked by
+the absolute change of the chosen metric (tottime, cumtime or calls).
+"""
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from .profile_file import FuncKey, ProfileData
+from .view import format_count, format_time, function_text, render_table, totals
+
+METRICS = ("tottime", "cumtime", "calls")
+_ZERO = (0, 0, 0.0, 0.0)
+
+
+@dataclass
+class Change:
+    base_key: Optional[FuncKey]   # None: only in the new profile
+    new_key: Optional[FuncKey]    # None: only in the base profile
+    base: Tuple[int, int, float, float]   # (cc, nc, tt, ct), zeros when absent
+    new: Tuple[int, int, float, float]
+
+    @property
+    def key(self) -> FuncKey:
+        return self.new_key if self.new_key is not None else self.base_key
+
+    def value(self, metric: str, side: str) -> float:
+        v = self.base if side == "base" else self.new
+        return {"tottime": v[2], "cumtime": v[3], "calls": v[1]}[metric]
+
+    def delta(self, metric: str) -> float:
+        return self.value(metric, "new") - self.value(metric, "base")
+
+    @property
+    def changed(self) -> bool:
+        return self.base != self.new or self.base_key is None or self.new_key is None
+
+
+def _match(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Tuple[Optional[FuncKey], Optional[FuncKey]]]:
+    pairs: List[Tuple[Optional[FuncKey], Optional[FuncKey]]] = []
+    only_base = [k for k in base if k not in new]
+    only_new = [k for k in new if k not in base]
+    pairs.extend((k, k) for k in base if k in new)
+
+    def by_file_name(keys):
+        groups: Dict[tuple, List[FuncKey]] = {}
+        for k in keys:
+            groups.setdefault((k[0], k[2]), []).append(k)
+        return groups
+
+    gb, gn = by_file_name(only_base), by_file_name(only_new)
+    # a (file, name) pair unique in *each whole profile* moved lines
+    all_b, all_n = by_file_name(base), by_file_name(new)
+    moved = set()
+    for fn, ks in gb.items():
+        if len(ks) == 1 and len(gn.get(fn, ())) == 1 and len(all_b[fn]) == 1 and len(all_n[fn]) == 1:
+            pairs.append((ks[0], gn[fn][0]))
+            moved.add(ks[0])
+            moved.add(gn[fn][0])
+    pairs.extend((k, None) for k in only_base if k not in moved)
+    pairs.extend((None, k) for k in only_new if k not in moved)
+    return pairs
+
+
+def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Change]:
+    """One Change per function of either profile (unchanged ones included)."""
+    out = []
+    for bk, nk in _match(base, new):
+        b = tuple(base[bk][:4]) if bk is not None else _ZERO
+        n = tuple(new[nk][:4]) if nk is not None else _ZERO
+        out.append(Change(bk, nk, b, n))
+    return out
+
+
+def ranked(changes: List[Change], metric: str = "tottime") -> List[Change]:
+    """Changed functions, largest absolute change of *metric* first."""
+    if metric not in METRICS:
+        raise ValueError("unknown metric %r; use one of: %s" % (metric, ", ".join(METRICS)))
+    rows = [c for c in changes if c.changed]
+    rows.sort(key=lambda c: (str(c.key[0]), c.key[1], str(c.key[2])))
+    rows.sort(key=lambda c: abs(c.delta(metric)), reverse=True)
+    return rows
+
+
+def relative(base: float, new: float) -> str:
+    if base == 0:
+        return "new" if new else "0%"
+    if new == 0 and base:
+        return "-100%"
+    r = 100.0 * (new - base) / abs(base)
+    if r == 0:
+        return "0%"
+    if abs(r) >= 9.95:
+        return "%+.0f%%" % r
+    return "%+.1f%%" % r
+
+
+def _signed_time(x: float, micro: str) -> str:
+    if x == 0:
+        return "0"
+    return ("+" if x > 0 else "") + format_time(x, micro)
+
+
+def _signed_count(x: float) -> str:
+    if x == 0:
+        return "0"
+    return ("+" if x > 0 else "-") + format_count(abs(x))
+
+
+def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new_name: str = "new",
+               metric: str = "tottime", limit: int = 20, micro: str = "\u00b5") -> List[str]:
+    changes = diff_stats(base.stats, new.stats)
+    bt, bc, _ = totals(base.stats)
+    nt, nc, _ = totals(new.stats)
+    width = max(len(base_name), len(new_name))
+    lines = [
+        "base  %s  total %s, %s calls, %s functions" % (base_name.ljust(width), format_time(bt, micro),
+                                                        format_count(bc), format_count(len(base.stats))),
+        "new   %s  total %s, %s calls, %s functions" % (new_name.ljust(width), format_time(nt, micro),
+                                                        format_count(nc), format_count(len(new.stats))),
+    ]
+    rows = ranked(changes, metric)
+    if not rows:
+        lines.append("")
+        lines.append("No change: both profiles have the same %d functions with the same calls and times."
+                     % len(changes))
+        return lines
+    lines.append("      change: total %s (%s), calls %s (%s)" % (
+        _signed_time(nt - bt, micro), relative(bt, nt), _signed_count(nc - bc), relative(bc, nc)))
+    lines.append("")
+    shown = rows if limit <= 0 else rows[:limit]
+    cells = []
+    for c in shown:
+        b, n = c.value(metric, "base"), c.value(metric, "new")
+        if metric == "calls":
+            main = [format_count(b), format_count(n), _signed_count(n - b)]
+        else:
+            main = [format_time(b, micro), format_time(n, micro), _signed_time(n - b, micro)]
+        status = ""
+        if c.base_key is None:
+            status = "  [new]"
+        elif c.new_key is None:
+            status = "  [gone]"
+        elif c.base_key != c.new_key:
+            status = "  [moved from line %s]" % c.base_key[1]
+        calls = "%s -> %s" % (format_count(c.base[1]), format_count(c.new[1]))
+        cells.append(main + [relative(b, n), calls, function_text(c.key) + status])
+    lines.extend(render_table(["base " + metric, "new " + metric, "change", "rel", "calls", "function"],
+                              cells, "rrrrrl"))
+    lines.append("")
+    unchanged = len(changes) - len(rows)
+    lines.append("%d of %d changed functions shown, by %s change%s; %d unchanged" % (
+        len(shown), len(rows), metric, " (-n 0 shows all)" if len(shown) < len(rows) else "", unchanged))
+    return lines

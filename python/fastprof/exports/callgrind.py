@@ -1,0 +1,99 @@
+"""Callgrind format, for KCachegrind / QCachegrind and callgrind_annotate.
+
+Format reference: https://valgrind.org/docs/manual/cl-format.html
+
+One cost event, ``ns`` (nanoseconds, integers as the format requires).
+Each function is a ``fl=``/``fn=`` block with its self cost on its first
+line; each function it called follows as ``cfl=``/``cfn=``/``calls=`` with
+the *inclusive* cost of those calls.  File and function names are
+compressed (``fn=(3) name`` the first time, ``fn=(3)`` after).
+
+This is the function-level graph pstats holds (call paths have no place in
+the format).  A function's calls to itself (direct recursion) are left out:
+pstats counts their time inside the outermost call already, so listing them
+would count it twice in every inclusive cost.  Mutual recursion (a calls b
+calls a) stays; KCachegrind shows it as a cycle.
+"""
+
+from collections import defaultdict
+from typing import Dict, TextIO
+
+from ..profile_file import FuncKey, ProfileData
+from ._tree import is_builtin
+
+BUILTIN_FILE = "<built-in>"
+
+
+def _ns(seconds: float) -> int:
+    return max(0, int(round(seconds * 1e9)))
+
+
+def _names(stats) -> Dict[FuncKey, str]:
+    """Function names, with ``:line`` added where a file has two of the same name."""
+    seen = defaultdict(set)
+    for key in stats:
+        seen[(key[0], key[2])].add(key[1])
+    names = {}
+    for key in stats:
+        name = key[2]
+        if not is_builtin(key) and len(seen[(key[0], key[2])]) > 1:
+            name = "%s:%s" % (name, key[1])
+        names[key] = name
+    return names
+
+
+def write_callgrind(data: ProfileData, out: TextIO, cmd: str = "") -> None:
+    stats = data.stats
+    names = _names(stats)
+    # callees[f] = {g: edge (nc, cc, tt, ct)} for each call f -> g
+    callees: Dict[FuncKey, Dict[FuncKey, tuple]] = defaultdict(dict)
+    for g, value in stats.items():
+        for f, edge in value[4].items():
+            callees[f][g] = edge
+    file_ids: Dict[str, int] = {}
+    fn_ids: Dict[FuncKey, int] = {}
+
+    def file_ref(key: FuncKey) -> str:
+        filename = BUILTIN_FILE if is_builtin(key) else str(key[0])
+        if filename in file_ids:
+            return "(%d)" % file_ids[filename]
+        file_ids[filename] = len(file_ids) + 1
+        return "(%d) %s" % (file_ids[filename], filename)
+
+    def fn_ref(key: FuncKey) -> str:
+        if key in fn_ids:
+            return "(%d)" % fn_ids[key]
+        fn_ids[key] = len(fn_ids) + 1
+        return "(%d) %s" % (fn_ids[key], names[key])
+
+    def line_of(key: FuncKey) -> int:
+        line = key[1]
+        return line if isinstance(line, int) and line > 0 else 0
+
+    total = sum(_ns(v[2]) for v in stats.values())
+    w = out.write
+    w("# callgrind format\n")
+    w("version: 1\n")
+    w("creator: fastprof\n")
+    if cmd:
+        w("cmd: %s\n" % cmd.replace("\n", " "))
+    w("positions: line\n")
+    w("event: ns : Time (ns)\n")
+    w("events: ns\n")
+    w("summary: %d\n" % total)
+    for key in sorted(stats, key=lambda k: (str(k[0]), line_of(k), str(k[2]))):
+        cc, nc, tt, ct, _callers = stats[key]
+        w("\n")
+        w("fl=%s\n" % file_ref(key))
+        w("fn=%s\n" % fn_ref(key))
+        line = line_of(key)
+        w("%d %d\n" % (line, _ns(tt)))
+        for callee in sorted(callees.get(key, ()), key=lambda k: (str(k[0]), line_of(k), str(k[2]))):
+            if callee not in stats or callee == key:
+                continue  # a direct recursive call is inside the outer call's cost already
+            e_nc, _e_cc, _e_tt, e_ct = callees[key][callee][:4]
+            w("cfl=%s\n" % file_ref(callee))
+            w("cfn=%s\n" % fn_ref(callee))
+            w("calls=%d %d\n" % (int(e_nc), line_of(callee)))
+            w("%d %d\n" % (line, _ns(e_ct)))
+    w("\ntotals: %d\n" % total)

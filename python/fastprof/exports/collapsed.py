@@ -1,0 +1,53 @@
+"""Collapsed ("folded") stacks for flamegraph.pl, inferno and speedscope.
+
+One line per call path: frames from the root down, joined by ``;``, a space,
+then the *self* time of the last frame along that path in integer
+microseconds.  Frames are ``name (file:line)`` for Python functions (file
+relative to its sys.path entry when it sits under one) and the cProfile name
+for C functions.
+
+Rounding is carried from line to line, so the weights add up to the total
+profiled time even when most paths take less than a microsecond; paths whose
+weight rounds to 0 are left out (flamegraph.pl would drop them anyway).
+
+A cProfile file without call paths gets the tree estimated from its callers
+(see ``_tree``); the CLI says so on stderr.
+"""
+
+from typing import Iterator, TextIO, Tuple
+
+from ..profile_file import ProfileData
+from ._tree import build_tree, func_label
+
+
+def _frame(key) -> str:
+    # ';' separates frames and the last space separates the weight: keep
+    # both out of the frame text (spaces inside are fine for the parsers,
+    # which split at the *last* space).
+    return func_label(key).replace(";", ",").replace("\n", " ")
+
+
+def collapsed_lines(data: ProfileData, unit: float = 1e-6) -> Iterator[Tuple[str, int]]:
+    """(stack, weight) pairs; weight is self time in multiples of *unit* seconds."""
+    tree = build_tree(data)
+    labels = [_frame(k) for k in tree.functions]
+    acc = 0.0
+    emitted = 0
+    path = []  # labels from the root to the current node
+    stack = [(r, 0) for r in reversed(tree.roots)]  # (node, depth)
+    while stack:
+        n, depth = stack.pop()
+        del path[depth:]
+        path.append(labels[tree.func[n]])
+        acc += tree.self_time[n] / unit
+        weight = int(round(acc)) - emitted
+        if weight > 0:
+            emitted += weight
+            yield ";".join(path), weight
+        for c in reversed(tree.children[n]):
+            stack.append((c, depth + 1))
+
+
+def write_collapsed(data: ProfileData, out: TextIO) -> None:
+    for stack, weight in collapsed_lines(data):
+        out.write("%s %d\n" % (stack, weight))

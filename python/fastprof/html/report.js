@@ -1,0 +1,439 @@
+/* fastprof HTML report: table, callers/callees, icicle flame graph, source.
+ * Self-contained: everything comes from the JSON in #fastprof-data. */
+(function () {
+  'use strict';
+
+  var D = JSON.parse(document.getElementById('fastprof-data').textContent);
+  var TOTAL = D.total || 0;
+  var ROW = 18;           // px per flame graph row (matches --row in the CSS)
+  var MIN_PX = 0.5;       // narrower frames are not drawn
+  var TABLE_LIMIT = 500;  // rows drawn before "show all"
+
+  // ------------------------------------------------------------ helpers
+  function $(id) { return document.getElementById(id); }
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) {
+      if (k === 'class') e.className = attrs[k]; else e.setAttribute(k, attrs[k]);
+    }
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function fmtTime(s) {
+    if (!(s > 0)) return '0 s';
+    var v, u;
+    if (s < 1e-6) { v = s * 1e9; u = ' ns'; }
+    else if (s < 1e-3) { v = s * 1e6; u = ' \u00b5s'; }
+    else if (s < 1) { v = s * 1e3; u = ' ms'; }
+    else { v = s; u = ' s'; }
+    var digits = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+    return v.toFixed(digits) + u;
+  }
+  function fmtPct(s) {
+    if (!(TOTAL > 0)) return '';
+    var p = 100 * s / TOTAL;
+    return (p >= 10 ? p.toFixed(1) : p.toFixed(2)) + '%';
+  }
+  function fmtInt(n) {
+    n = Math.round(n);
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+  function fmtCalls(f) {
+    return f.nc !== f.cc ? fmtInt(f.nc) + '/' + fmtInt(f.cc) : fmtInt(f.nc);
+  }
+  function makeRegex(text) {
+    if (!text) return null;
+    try { return new RegExp(text, 'i'); }
+    catch (e) {
+      var esc = text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      return new RegExp(esc, 'i');
+    }
+  }
+
+  // ------------------------------------------------------------ functions
+  var F = D.functions.map(function (r, i) {
+    return { i: i, name: r[0], file: r[1], short: r[2], line: r[3], cc: r[4], nc: r[5], tt: r[6], ct: r[7],
+             callers: [], callees: [] };
+  });
+  D.callers.forEach(function (list, i) {
+    list.forEach(function (e) {
+      var edge = { nc: e[1], cc: e[2], tt: e[3], ct: e[4] };
+      F[i].callers.push({ f: e[0], nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
+      F[e[0]].callees.push({ f: i, nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
+    });
+  });
+  F.forEach(function (f) {
+    f.where = f.file ? f.short + ':' + f.line : 'built-in';
+    f.search = (f.name + ' ' + f.file + ':' + f.line).toLowerCase();
+  });
+
+  // ------------------------------------------------------------ summary
+  $('title').textContent = D.title;
+  (function summary() {
+    var s = $('summary');
+    function add(label, value) {
+      if (s.childNodes.length) s.appendChild(document.createTextNode(' \u00b7 '));
+      s.appendChild(document.createTextNode(label + ' '));
+      s.appendChild(el('b', null, value));
+    }
+    add('total profiled time', fmtTime(TOTAL));
+    add('functions', fmtInt(F.length));
+    add('calls', fmtInt(D.total_calls) + (D.primitive_calls !== D.total_calls ?
+        ' (' + fmtInt(D.primitive_calls) + ' primitive)' : ''));
+    if (D.clock) add('clock', D.clock);
+    if (D.threads) add('threads', String(D.threads));
+    add('written', D.created);
+  })();
+
+  // ------------------------------------------------------------ flame graph
+  // Node 0 is a synthetic root ("all"); tree node k is node k + 1.
+  var T = D.tree;
+  var NN = T.func.length + 1;
+  var nFunc = new Int32Array(NN), nParent = new Int32Array(NN), nDepth = new Int32Array(NN);
+  var nSelf = new Float64Array(NN), nTotal = new Float64Array(NN), nCalls = new Float64Array(NN);
+  var nCum = new Float64Array(NN);
+  var kids = [];
+  var maxDepth = 0;
+  nFunc[0] = -1; nParent[0] = -1; kids.push([]);
+  for (var k = 0; k < T.func.length; k++) {
+    var n = k + 1, p = T.parent[k] + 1;
+    nFunc[n] = T.func[k]; nParent[n] = p; nSelf[n] = T.self[k]; nCalls[n] = T.calls[k];
+    nCum[n] = T.cum[k]; nDepth[n] = nDepth[p] + 1; kids.push([]);
+    kids[p].push(n);
+    if (nDepth[n] > maxDepth) maxDepth = nDepth[n];
+  }
+  for (var m = NN - 1; m >= 0; m--) {   // children come after parents
+    nTotal[m] += nSelf[m];
+    if (m > 0) nTotal[nParent[m]] += nTotal[m];
+  }
+  kids.forEach(function (list) { list.sort(function (a, b) { return nTotal[b] - nTotal[a]; }); });
+  var ROOT_TOTAL = nTotal[0];
+
+  var flame = $('flame'), tip = $('flame-tip');
+  var zoom = 0, selectedFunc = -1, searchRe = null;
+  if (!T.exact) {
+    $('flame-note').className = 'note warn';
+    $('flame-note').textContent = 'estimated from the caller graph: this profile has no call paths ' +
+      '(record them with fastprof callpaths=True for exact ones)';
+  } else {
+    $('flame-note').textContent = 'width = time (self + callees); click a frame to zoom, the root to reset';
+  }
+
+  function nodeLabel(n) { return n === 0 ? 'all' : F[nFunc[n]].name; }
+  function hash(s) {
+    var h = 0;
+    for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+    return Math.abs(h);
+  }
+  // warm hues per file, lightness per function: neighbours stay distinguishable
+  function hue(f) {
+    var l = 60 + hash(f.name) % 14;
+    if (!f.file) return 'hsl(205, 55%, ' + (l + 6) + '%)';   // C functions: blue
+    var h = hash(f.file);
+    return 'hsl(' + (12 + h % 38) + ', ' + (72 + (h >> 8) % 18) + '%, ' + l + '%)';
+  }
+
+  function drawFlame() {
+    var W = flame.clientWidth || 800;
+    var frag = document.createDocumentFragment();
+    var ancestors = [];
+    for (var a = zoom; a >= 0; a = nParent[a]) ancestors.unshift(a);
+    var base = ancestors.length - 1;       // depth of the zoomed node's row
+    var rows = 0, matched = 0;
+    function put(n, x, w, row, cls) {
+      var f = n === 0 ? null : F[nFunc[n]];
+      var d = el('div', { 'class': 'frame' + (cls ? ' ' + cls : ''), 'data-node': String(n) });
+      d.style.left = x + 'px'; d.style.top = (row * ROW) + 'px'; d.style.width = Math.max(w, 1) + 'px';
+      d.style.background = f ? hue(f) : '';
+      if (n === 0) d.className += ' root';
+      if (f && f.i === selectedFunc) d.className += ' selected';
+      if (searchRe && f) {
+        if (searchRe.test(f.name) || searchRe.test(f.file)) d.className += ' match';
+        else d.className += ' dim';
+      }
+      if (w > 28) d.textContent = n === 0 ? 'all (' + fmtTime(ROOT_TOTAL) + ')' : f.name;
+      frag.appendChild(d);
+      if (row + 1 > rows) rows = row + 1;
+    }
+    for (var i = 0; i < base; i++) put(ancestors[i], 0, W, i, 'ancestor');
+    var scale = nTotal[zoom] > 0 ? W / nTotal[zoom] : 0;
+    // explicit stack: [node, x, row]
+    var stack = [[zoom, 0, base]];
+    var matchedTime = 0;
+    while (stack.length) {
+      var it = stack.pop(), n = it[0], x = it[1], row = it[2];
+      var w = nTotal[n] * scale;
+      if (n !== zoom && w < MIN_PX) continue;
+      put(n, x, n === zoom ? W : w, row, '');
+      if (searchRe && n !== 0 && isMatchRoot(n)) matchedTime += nTotal[n];
+      var cx = x, list = kids[n];
+      for (var c = 0; c < list.length; c++) {
+        stack.push([list[c], cx, row + 1]);
+        cx += nTotal[list[c]] * scale;
+      }
+    }
+    flame.textContent = '';
+    flame.appendChild(frag);
+    flame.style.height = (rows * ROW) + 'px';
+    flame.setAttribute('data-zoom', String(zoom));
+    drawCrumbs(ancestors);
+    if (searchRe) {
+      $('flame-match').textContent = 'matched: ' + fmtPct(matchedTime) + ' (' + fmtTime(matchedTime) + ')';
+    } else {
+      $('flame-match').textContent = '';
+    }
+  }
+  // a matching frame with no matching ancestor (so nested matches count once)
+  function isMatchRoot(n) {
+    var f = F[nFunc[n]];
+    if (!(searchRe.test(f.name) || searchRe.test(f.file))) return false;
+    for (var a = nParent[n]; a > 0; a = nParent[a]) {
+      var g = F[nFunc[a]];
+      if (searchRe.test(g.name) || searchRe.test(g.file)) return false;
+    }
+    return true;
+  }
+  function drawCrumbs(ancestors) {
+    var c = $('flame-crumbs');
+    c.textContent = '';
+    ancestors.forEach(function (n, i) {
+      if (i) c.appendChild(document.createTextNode(' \u203a '));
+      var a = el('a', { 'data-node': String(n) }, nodeLabel(n));
+      a.addEventListener('click', function () { setZoom(n); });
+      c.appendChild(a);
+    });
+    if (zoom !== 0) {
+      c.appendChild(document.createTextNode('  \u2014 ' + fmtTime(nTotal[zoom]) + ', ' +
+        fmtPct(nTotal[zoom]) + ' of the total'));
+    }
+  }
+  function setZoom(n) {
+    zoom = n;
+    drawFlame();
+  }
+  flame.addEventListener('click', function (ev) {
+    var d = ev.target.closest('.frame');
+    if (!d) return;
+    var n = +d.getAttribute('data-node');
+    setZoom(n);
+    if (n !== 0) select(nFunc[n], false);
+  });
+  flame.addEventListener('mousemove', function (ev) {
+    var d = ev.target.closest('.frame');
+    if (!d) { tip.hidden = true; return; }
+    var n = +d.getAttribute('data-node');
+    tip.textContent = '';
+    if (n === 0) {
+      tip.appendChild(el('div', { 'class': 't-name' }, 'all call paths'));
+      tip.appendChild(el('div', null, fmtTime(ROOT_TOTAL)));
+    } else {
+      var f = F[nFunc[n]];
+      tip.appendChild(el('div', { 'class': 't-name' }, f.name));
+      tip.appendChild(el('div', { 'class': 't-file' }, f.file ? f.file + ':' + f.line : 'built-in'));
+      tip.appendChild(el('div', null, 'total ' + fmtTime(nTotal[n]) + ' (' + fmtPct(nTotal[n]) + ') \u00b7 self ' +
+        fmtTime(nSelf[n]) + ' \u00b7 calls ' + fmtInt(nCalls[n])));
+    }
+    tip.hidden = false;
+    var x = ev.clientX + 14, y = ev.clientY + 14;
+    if (x + tip.offsetWidth > window.innerWidth) x = Math.max(0, ev.clientX - tip.offsetWidth - 8);
+    if (y + tip.offsetHeight > window.innerHeight) y = Math.max(0, ev.clientY - tip.offsetHeight - 8);
+    tip.style.left = x + 'px'; tip.style.top = y + 'px';
+  });
+  flame.addEventListener('mouseleave', function () { tip.hidden = true; });
+  $('flame-reset').addEventListener('click', function () { setZoom(0); });
+  $('flame-search').addEventListener('input', function () {
+    searchRe = makeRegex(this.value.trim());
+    drawFlame();
+  });
+  document.addEventListener('keydown', function (ev) {
+    if (ev.key === 'Escape' && zoom !== 0) setZoom(0);
+  });
+  var resizeTimer = 0;
+  window.addEventListener('resize', function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(drawFlame, 100);
+  });
+
+  // ------------------------------------------------------------ table
+  var COLS = [
+    { key: 'name', label: 'function', num: false, get: function (f) { return f.name.toLowerCase(); } },
+    { key: 'nc', label: 'calls', num: true, get: function (f) { return f.nc; } },
+    { key: 'tt', label: 'tottime', num: true, get: function (f) { return f.tt; } },
+    { key: 'ttpct', label: '% tot', num: true, get: function (f) { return f.tt; } },
+    { key: 'ttper', label: 'per call', num: true, get: function (f) { return f.nc ? f.tt / f.nc : 0; } },
+    { key: 'ct', label: 'cumtime', num: true, get: function (f) { return f.ct; } },
+    { key: 'ctpct', label: '% cum', num: true, get: function (f) { return f.ct; } },
+    { key: 'ctper', label: 'per call', num: true, get: function (f) { return f.cc ? f.ct / f.cc : 0; } }
+  ];
+  var sortCol = COLS[2], sortDesc = true, filterRe = null, showAll = false;
+  var headRow = document.querySelector('#functions thead tr');
+  COLS.forEach(function (c) {
+    var th = el('th', { 'data-key': c.key, scope: 'col' }, c.label);
+    th.addEventListener('click', function () {
+      if (sortCol === c) sortDesc = !sortDesc;
+      else { sortCol = c; sortDesc = c.num; }
+      drawTable();
+    });
+    headRow.appendChild(th);
+  });
+  $('filter').addEventListener('input', function () {
+    filterRe = makeRegex(this.value.trim());
+    drawTable();
+  });
+
+  function drawTable() {
+    Array.prototype.forEach.call(headRow.children, function (th) {
+      if (th.getAttribute('data-key') === sortCol.key) th.setAttribute('aria-sort', sortDesc ? 'descending' : 'ascending');
+      else th.removeAttribute('aria-sort');
+    });
+    var rows = F.filter(function (f) { return !filterRe || filterRe.test(f.name) || filterRe.test(f.file + ':' + f.line); });
+    var get = sortCol.get, dir = sortDesc ? -1 : 1;
+    rows.sort(function (a, b) {
+      var x = get(a), y = get(b);
+      if (x < y) return -dir;
+      if (x > y) return dir;
+      return a.i - b.i;
+    });
+    var shown = showAll ? rows : rows.slice(0, TABLE_LIMIT);
+    var tbody = document.querySelector('#functions tbody');
+    var frag = document.createDocumentFragment();
+    shown.forEach(function (f) {
+      var tr = el('tr', { 'data-func': String(f.i) });
+      if (f.i === selectedFunc) tr.className = 'selected';
+      var td = el('td', { 'class': 'fn' });
+      td.appendChild(el('div', null, f.name));
+      td.appendChild(el('div', { 'class': 'file' }, f.where));
+      tr.appendChild(td);
+      tr.appendChild(el('td', { 'data-value': String(f.nc) }, fmtCalls(f)));
+      tr.appendChild(el('td', { 'data-value': String(f.tt) }, fmtTime(f.tt)));
+      var pct = el('td', { 'class': 'pct' });
+      var bar = el('span', { 'class': 'bar' });
+      bar.style.width = Math.round(TOTAL > 0 ? 40 * f.tt / TOTAL : 0) + 'px';
+      pct.appendChild(bar);
+      pct.appendChild(document.createTextNode(fmtPct(f.tt)));
+      tr.appendChild(pct);
+      tr.appendChild(el('td', null, fmtTime(f.nc ? f.tt / f.nc : 0)));
+      tr.appendChild(el('td', { 'data-value': String(f.ct) }, fmtTime(f.ct)));
+      tr.appendChild(el('td', { 'class': 'pct' }, fmtPct(f.ct)));
+      tr.appendChild(el('td', null, fmtTime(f.cc ? f.ct / f.cc : 0)));
+      frag.appendChild(tr);
+    });
+    tbody.textContent = '';
+    tbody.appendChild(frag);
+    $('filter-count').textContent = filterRe ? rows.length + ' of ' + F.length : F.length + ' functions';
+    var more = $('table-more');
+    more.textContent = '';
+    if (shown.length < rows.length) {
+      var b = el('button', { type: 'button' }, 'show all ' + rows.length + ' rows');
+      b.addEventListener('click', function () { showAll = true; drawTable(); });
+      more.appendChild(el('span', { 'class': 'note' }, 'first ' + shown.length + ' rows shown '));
+      more.appendChild(b);
+    }
+  }
+  document.querySelector('#functions tbody').addEventListener('click', function (ev) {
+    var tr = ev.target.closest('tr');
+    if (tr) select(+tr.getAttribute('data-func'), true);
+  });
+
+  // ------------------------------------------------------------ detail
+  function fnLink(i) {
+    var f = F[i];
+    var a = el('a', { 'class': 'fnlink', 'data-func': String(i), title: f.file ? f.file + ':' + f.line : 'built-in' }, f.name);
+    return a;
+  }
+  function edgeTable(title, edges, emptyText) {
+    var box = el('div', { 'class': title.toLowerCase() });
+    box.appendChild(el('h4', null, title + ' (' + edges.length + ')'));
+    if (!edges.length) { box.appendChild(el('p', { 'class': 'note' }, emptyText)); return box; }
+    var t = el('table');
+    var hr = el('tr');
+    ['function', 'calls', 'tottime', 'cumtime'].forEach(function (h) { hr.appendChild(el('th', null, h)); });
+    t.appendChild(el('thead')).appendChild(hr);
+    var tb = el('tbody');
+    edges.slice().sort(function (a, b) { return b.ct - a.ct || b.nc - a.nc; }).forEach(function (e) {
+      var tr = el('tr', { 'data-func': String(e.f) });
+      var td = el('td');
+      td.appendChild(fnLink(e.f));
+      var f = F[e.f];
+      td.appendChild(el('div', { 'class': 'note' }, f.where));
+      tr.appendChild(td);
+      tr.appendChild(el('td', null, e.nc !== e.cc ? fmtInt(e.nc) + '/' + fmtInt(e.cc) : fmtInt(e.nc)));
+      tr.appendChild(el('td', null, fmtTime(e.tt)));
+      tr.appendChild(el('td', null, fmtTime(e.ct)));
+      tb.appendChild(tr);
+    });
+    t.appendChild(tb);
+    box.appendChild(t);
+    return box;
+  }
+  function select(i) {
+    selectedFunc = i;
+    var f = F[i];
+    var box = $('detail');
+    box.textContent = '';
+    box.setAttribute('data-func', String(i));
+    box.appendChild(el('h3', null, f.name));
+    box.appendChild(el('div', { 'class': 'file' }, f.file ? f.file + ':' + f.line : 'built-in (C) function'));
+    var dl = el('dl');
+    function row(k, v) { dl.appendChild(el('dt', null, k)); dl.appendChild(el('dd', null, v)); }
+    row('calls', fmtCalls(f) + (f.nc !== f.cc ? '  (all / primitive)' : ''));
+    row('tottime', fmtTime(f.tt) + '  (' + fmtPct(f.tt) + ')');
+    row('cumtime', fmtTime(f.ct) + '  (' + fmtPct(f.ct) + ')');
+    row('per call', fmtTime(f.nc ? f.tt / f.nc : 0) + ' self, ' + fmtTime(f.cc ? f.ct / f.cc : 0) + ' cumulative');
+    var paths = 0;
+    for (var n = 1; n < NN; n++) if (nFunc[n] === i) { paths++; }
+    row('call paths', paths + (T.exact ? '' : ' (estimated)'));
+    box.appendChild(dl);
+    var hb = el('button', { type: 'button' }, 'highlight in flame graph');
+    hb.addEventListener('click', function () {
+      var q = '^' + f.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
+      $('flame-search').value = q;
+      searchRe = new RegExp(q);
+      drawFlame();
+      $('flame-section').scrollIntoView({ behavior: 'smooth' });
+    });
+    box.appendChild(hb);
+    box.appendChild(edgeTable('Callers', f.callers, 'nobody: a root of the profile'));
+    box.appendChild(edgeTable('Callees', f.callees, 'none'));
+    var src = D.sources[String(i)];
+    box.appendChild(el('h4', null, 'Source'));
+    if (src) {
+      var pre = el('pre', { 'class': 'source' });
+      src.lines.forEach(function (text, j) {
+        var line = el('div', j === 0 ? { 'class': 'first' } : null);
+        line.appendChild(el('span', { 'class': 'ln' }, String(src.start + j)));
+        line.appendChild(document.createTextNode(text));
+        pre.appendChild(line);
+      });
+      box.appendChild(pre);
+      box.appendChild(el('p', { 'class': 'note' }, 'source as read when the report was written' +
+        (src.truncated ? ' (first lines only)' : '')));
+    } else {
+      box.appendChild(el('p', { 'class': 'note' }, f.file ? 'source not available (file not readable when the report was written)'
+        : 'C function: no Python source'));
+    }
+    Array.prototype.forEach.call(document.querySelectorAll('#functions tbody tr'), function (tr) {
+      tr.className = +tr.getAttribute('data-func') === i ? 'selected' : '';
+    });
+    Array.prototype.forEach.call(flame.querySelectorAll('.frame'), function (d) {
+      var n = +d.getAttribute('data-node');
+      d.classList.toggle('selected', n > 0 && nFunc[n] === i);
+    });
+  }
+  $('detail').addEventListener('click', function (ev) {
+    var a = ev.target.closest('a.fnlink');
+    if (a) select(+a.getAttribute('data-func'), false);
+  });
+
+  // ------------------------------------------------------------ start
+  drawTable();
+  drawFlame();
+  // A small hook for tests and the curious: state, not behaviour.
+  window.fastprofReport = {
+    data: D,
+    zoom: function () { return zoom; },
+    selected: function () { return selectedFunc; },
+    nodeTotal: function (n) { return nTotal[n]; }
+  };
+  document.body.setAttribute('data-ready', '1');
+})();

@@ -1,0 +1,580 @@
+"""``fastprof.Profile``: cProfile's ``Profile`` on top of the C profiler.
+
+Everything cProfile's ``Profile`` offers works the same way here (and
+``pstats.Stats(profile)`` reads it the same way); the extras -- threads,
+clock, coroutine mode, call paths, per-thread views, caller/callee views --
+are keyword-only or separate methods, so code written for cProfile runs
+unchanged.
+"""
+
+import functools
+import inspect
+import threading
+import warnings
+import weakref
+
+from . import _fastprof
+from .profile_file import CallPaths, ProfileData, write_profile
+
+__all__ = ["Profile", "run", "runctx", "profile", "label"]
+
+CLOCKS = ("wall", "cpu")
+COROUTINE_MODES = ("call", "wall")
+
+
+def label(code):
+    """The pstats key of a profiled function: ``(file, line, name)``.
+
+    C functions come as a str from the C module; cProfile files them under
+    ``('~', 0, name)`` ('~' sorts them last) and so do we.
+    """
+    if isinstance(code, str):
+        return ('~', 0, code)
+    return (code.co_filename, code.co_firstlineno, code.co_name)
+
+
+def entries_to_stats(entries):
+    """Turn ``getstats()`` entries into a pstats dict.
+
+    This is cProfile's ``Profile.snapshot_stats`` line for line: when two
+    entries share a label the last one wins, callers of a callee are merged
+    per caller label, and an entry's callees are matched to their own entry
+    by object identity (``id(code)``), exactly as cProfile does.
+    """
+    stats = {}
+    callersdicts = {}
+    for entry in entries:
+        func = label(entry.code)
+        nc = entry.callcount
+        cc = nc - entry.reccallcount
+        tt = entry.inlinetime
+        ct = entry.totaltime
+        callers = {}
+        callersdicts[id(entry.code)] = callers
+        stats[func] = cc, nc, tt, ct, callers
+    for entry in entries:
+        if entry.calls:
+            func = label(entry.code)
+            for subentry in entry.calls:
+                try:
+                    callers = callersdicts[id(subentry.code)]
+                except KeyError:
+                    continue
+                nc = subentry.callcount
+                cc = nc - subentry.reccallcount
+                tt = subentry.inlinetime
+                ct = subentry.totaltime
+                if func in callers:
+                    prev = callers[func]
+                    nc += prev[0]
+                    cc += prev[1]
+                    tt += prev[2]
+                    ct += prev[3]
+                callers[func] = nc, cc, tt, ct
+    return stats
+
+
+def callpaths_to_file(nodes):
+    """Turn C ``callpaths()`` nodes into a ``profile_file.CallPaths``.
+
+    C nodes are ``(parent, code, calls, inlinetime, totaltime)``; the file
+    keeps ``(parent, function index, calls, tottime, cumtime)`` with the
+    functions, named by ``label()``, listed once each.
+    """
+    functions = []
+    index = {}
+    out = []
+    for parent, code, calls, inlinetime, totaltime in nodes:
+        key = label(code)
+        i = index.get(key)
+        if i is None:
+            i = index[key] = len(functions)
+            functions.append(key)
+        out.append((parent, i, calls, inlinetime, totaltime))
+    return CallPaths(functions, out)
+
+
+class _StatsHolder:
+    """What pstats.Stats() accepts: an object with create_stats() and .stats."""
+
+    def __init__(self, stats):
+        self.stats = stats
+
+    def create_stats(self):
+        pass
+
+
+def _pstats_of(stats, stream=None):
+    """A pstats.Stats over a pstats dict; empty is allowed (pstats refuses it)."""
+    import pstats
+    if stats:
+        return pstats.Stats(_StatsHolder(stats), stream=stream)
+    return pstats.Stats(stream=stream)
+
+
+def _sort_args(sort):
+    if isinstance(sort, (tuple, list)):
+        return tuple(sort)
+    return (sort,)
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, int)):
+        raise TypeError("%s must be True or False, not %r" % (name, value))
+    return bool(value)
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError("%s must be %s, not %r" % (
+            name, " or ".join(repr(c) for c in choices), value))
+    return value
+
+
+class Profile(_fastprof.Profiler):
+    """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
+    threads=False, clock="wall", coroutines="call", callpaths=False,
+    max_depth=128)
+
+    A drop-in replacement for ``cProfile.Profile``.
+
+    The first four arguments are cProfile's: a custom ``timer`` returning a
+    float means seconds; one returning an int is scaled by ``timeunit``
+    seconds per unit.  ``subcalls=False`` records no caller/callee edges,
+    ``builtins=False`` does not profile C functions.
+
+    Keyword-only extras:
+
+    - ``threads``: profile every thread of the process, not just the one
+      that calls ``enable()``; see ``thread_stats()``.
+    - ``clock``: ``"wall"`` (default) or ``"cpu"`` (per-thread CPU time).
+      Ignored when ``timer`` is given.
+    - ``coroutines``: ``"call"`` (cProfile: every resume of a generator or
+      coroutine is a call) or ``"wall"`` (one call from start to finish;
+      cumtime is wall time across suspensions).
+    - ``callpaths``: also record the calling-context tree (written to the
+      ``.prof`` trailer; drawn by the flame graph exports), ``max_depth``
+      deep at most.
+    """
+
+    def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
+                 threads=False, clock="wall", coroutines="call", callpaths=False,
+                 max_depth=128):
+        if timer is not None and not callable(timer):
+            raise TypeError("timer must be a callable or None, not %r" % (timer,))
+        if timeunit is None:  # cProfile's docstring says timeunit=None
+            timeunit = 0.0
+        if isinstance(timeunit, bool) or not isinstance(timeunit, (int, float)):
+            raise TypeError("timeunit must be a number, not %r" % (timeunit,))
+        if not timeunit >= 0.0:
+            raise ValueError("timeunit must be >= 0, not %r" % (timeunit,))
+        subcalls = _check_bool("subcalls", subcalls)
+        builtins = _check_bool("builtins", builtins)
+        threads = _check_bool("threads", threads)
+        callpaths = _check_bool("callpaths", callpaths)
+        _check_choice("clock", clock, CLOCKS)
+        _check_choice("coroutines", coroutines, COROUTINE_MODES)
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+            raise TypeError("max_depth must be an int, not %r" % (max_depth,))
+        if max_depth < 1:
+            raise ValueError("max_depth must be >= 1, not %r" % (max_depth,))
+        super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
+                         clock=clock, coroutines=coroutines, callpaths=callpaths,
+                         max_depth=max_depth)
+        self._options = {
+            "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
+            "builtins": builtins, "threads": threads, "clock": clock,
+            "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
+        }
+        # id from threads() -> thread name, kept after the thread is gone
+        self._thread_names = {}
+        # (ident, native_id) -> name of the threads alive at enable() time
+        self._names_at_enable = {}
+        # the Thread objects that had ended before profiling started: they
+        # cannot be profiled threads (their idents may be reused by some)
+        self._ended_before_start = None
+        # a profiler error that __exit__ could not raise (a user exception won)
+        self.error = None
+
+    @property
+    def options(self):
+        """The (validated) arguments this profiler was built with, as a dict."""
+        return dict(self._options)
+
+    def __repr__(self):
+        return "<%s.%s %s%s>" % (
+            type(self).__module__, type(self).__qualname__,
+            "enabled" if self.enabled else "disabled",
+            "".join(" %s=%r" % (k, v) for k, v in self._options.items()
+                    if k in ("threads", "clock", "coroutines", "callpaths")))
+
+    # -- start / stop ------------------------------------------------------
+
+    def enable(self):
+        """Start profiling (cProfile's ``enable``)."""
+        self._names_at_enable = _live_thread_names()
+        if self._ended_before_start is None:
+            self._ended_before_start = weakref.WeakSet(
+                k[4] for k in _known_threads() if not k[3])
+        super().enable()
+
+    # disable() is the C method itself, as in cProfile (so the profile shows
+    # the same "{method 'disable' ...}" row): it closes the frames still
+    # open, and raises a profiler failure (out of memory, a failing custom
+    # timer) that happened meanwhile; the stats collected so far stay.
+
+    def clear(self):
+        """Drop all collected stats."""
+        super().clear()
+        self._thread_names.clear()
+        self._ended_before_start = None
+
+    # The methods below call the C disable() inline, not through a Python
+    # helper: a helper called while profiling would show up as a row that
+    # cProfile's profile does not have.
+
+    def _failed_under(self, err, exc):
+        """The profiler failed (*err*) while the user's *exc* propagated.
+
+        The profiler error must not replace the user's exception: it is kept
+        in ``self.error`` and reported as a RuntimeWarning.
+        """
+        self.error = err
+        warnings.warn("fastprof: profiling stopped early (%s: %s) while %s "
+                      "propagated; the stats are partial"
+                      % (type(err).__name__, err, type(exc).__name__),
+                      RuntimeWarning, stacklevel=3)
+
+    def _disable(self):
+        try:
+            self.disable()
+        finally:
+            self._remember_thread_names()
+
+    def __enter__(self):
+        self.enable()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.disable()
+        except Exception as err:
+            if exc_type is None:
+                raise
+            self._failed_under(err, exc)
+        finally:
+            self._remember_thread_names()
+        return False
+
+    # -- stats -------------------------------------------------------------
+
+    def create_stats(self):
+        """Stop profiling and fill ``self.stats`` (what pstats reads)."""
+        self._disable()
+        self.snapshot_stats()
+
+    def snapshot_stats(self):
+        """Fill ``self.stats`` from the current stats, as cProfile does."""
+        self.stats = entries_to_stats(self.getstats())
+
+    def print_stats(self, sort=-1, thread=None):
+        """Print the stats table like cProfile (``sort``: a pstats sort key,
+        or a tuple of them); ``thread``: only that thread (an id from
+        ``thread_stats()``)."""
+        self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+
+    def print_callers(self, *restrictions, sort=-1, thread=None):
+        """Print who called each function (``pstats.Stats.print_callers``);
+        ``restrictions`` select rows as in pstats: a regex on the name, an
+        int count or a float fraction."""
+        (self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+         .print_callers(*restrictions))
+
+    def print_callees(self, *restrictions, sort=-1, thread=None):
+        """Print what each function called (``pstats.Stats.print_callees``)."""
+        (self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+         .print_callees(*restrictions))
+
+    def _pstats(self, thread):
+        if thread is None:
+            self.create_stats()
+            return _pstats_of(self.stats)
+        return _pstats_of(self._thread_stats_dict(self._thread_id(thread)))
+
+    # -- threads -------------------------------------------------------------
+
+    def thread_stats(self):
+        """One ``(id, ident, name, stats)`` per profiled thread.
+
+        ``id`` is unique per thread for this profiler (idents get reused by
+        the OS), ``ident`` is ``threading.get_ident()`` of the thread,
+        ``stats`` a pstats dict.  Names come from ``threading``; a thread
+        that ended before its name could be seen is called
+        ``"Thread-<ident> (ended)"``.
+        """
+        self._remember_thread_names()
+        out = []
+        for tid, ident, _native in self.threads():
+            out.append((tid, ident, self._thread_name(tid, ident),
+                        self._thread_stats_dict(tid)))
+        return out
+
+    def _thread_stats_dict(self, tid):
+        return entries_to_stats(self.getstats(tid))
+
+    def _thread_name(self, tid, ident):
+        name = self._thread_names.get(tid)
+        return name if name is not None else "Thread-%d (ended)" % ident
+
+    def _thread_id(self, thread):
+        """Accept an id from threads()/thread_stats() or a threading.Thread."""
+        records = self.threads()
+        if isinstance(thread, threading.Thread):
+            ids = [tid for tid, ident, _n in records if ident == thread.ident]
+            if not ids:
+                raise ValueError("thread %r was not profiled" % (thread.name,))
+            return max(ids)  # the newest record owns a reused ident
+        if isinstance(thread, bool) or not isinstance(thread, int):
+            raise TypeError("thread must be an id from thread_stats() or a "
+                            "threading.Thread, not %r" % (thread,))
+        if thread not in [tid for tid, _i, _n in records]:
+            raise ValueError("no profiled thread has id %r (known ids: %s)" % (
+                thread, ", ".join(str(r[0]) for r in records) or "none"))
+        return thread
+
+    def _remember_thread_names(self):
+        """Name the profiled threads from the Thread objects ``threading`` knows.
+
+        Besides the live threads, ``threading._dangling`` still holds every
+        Thread object something references (a thread that was started and
+        joined while profiling), and those keep their ident, native id and
+        name after they end.  Idents get reused, so: a thread that had
+        already ended when profiling started is no candidate; only the
+        newest record of an ident may be a live thread; and a record that
+        still matches ended threads of different names stays unnamed
+        rather than named wrong.  Names are kept by record id, so they
+        outlive the threads.
+        """
+        try:
+            records = self.threads()
+        except Exception:
+            return
+        if all(r[0] in self._thread_names for r in records):
+            return
+        before = self._ended_before_start or ()
+        known = [k for k in _known_threads() if k[4] not in before]
+        newest = {}
+        for tid, ident, _native in records:
+            newest[ident] = max(tid, newest.get(ident, tid))
+        for tid, ident, native in records:
+            if tid in self._thread_names:
+                continue
+            # a native id of 0 or None means "unknown" (3.9/3.10 may not know it)
+            cands = [(alive, name) for i, n, name, alive, _t in known
+                     if i == ident and (not native or not n or n == native)]
+            live = [name for alive, name in cands if alive]
+            ended = {name for alive, name in cands if not alive}
+            if not cands:
+                ended = {name for (i, n), name in self._names_at_enable.items()
+                         if i == ident and (not native or not n or n == native)}
+            if live and newest[ident] == tid:
+                self._thread_names[tid] = live[0]
+            elif len(ended) == 1:
+                self._thread_names[tid] = ended.pop()
+
+    # -- files -------------------------------------------------------------
+
+    def profile_data(self, thread=None):
+        """Stop profiling; return everything a profile file holds, as a
+        ``profile_file.ProfileData`` (what ``fastprof.exports`` writes).
+
+        With ``thread``, only that thread's stats and call paths.
+        """
+        info = self.clock_info()
+        if thread is None:
+            self.create_stats()
+            data = ProfileData(self.stats, clock=info.get("clock"))
+            if self._options["threads"]:
+                data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
+                                for tid, ident, name, st in self.thread_stats()]
+            if self._options["callpaths"]:
+                data.callpaths = callpaths_to_file(self.callpaths())
+            return data
+        self._disable()
+        tid = self._thread_id(thread)
+        data = ProfileData(self._thread_stats_dict(tid), clock=info.get("clock"))
+        if self._options["callpaths"]:
+            data.callpaths = callpaths_to_file(self.callpaths(tid))
+        return data
+
+    def dump_stats(self, file, thread=None):
+        """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
+        fastprof's extras (clock, call paths, per-thread stats) follow in a
+        trailer those tools ignore.  ``thread``: that thread only."""
+        write_profile(file, self.profile_data(thread))
+
+    # -- running code ------------------------------------------------------
+
+    def run(self, cmd):
+        """Profile ``exec(cmd)`` in the namespace of ``__main__``."""
+        import __main__
+        dict = __main__.__dict__
+        return self.runctx(cmd, dict, dict)
+
+    def runctx(self, cmd, globals, locals):
+        """Profile ``exec(cmd, globals, locals)``; return self."""
+        self.enable()
+        try:
+            exec(cmd, globals, locals)
+        except BaseException as exc:
+            try:
+                self.disable()
+            except Exception as err:
+                self._failed_under(err, exc)
+            self._remember_thread_names()
+            raise
+        try:
+            self.disable()
+        finally:
+            self._remember_thread_names()
+        return self
+
+    def runcall(self, func, /, *args, **kw):
+        """Profile ``func(*args, **kw)``; return its result."""
+        self.enable()
+        try:
+            result = func(*args, **kw)
+        except BaseException as exc:
+            try:
+                self.disable()
+            except Exception as err:
+                self._failed_under(err, exc)
+            self._remember_thread_names()
+            raise
+        try:
+            self.disable()
+        finally:
+            self._remember_thread_names()
+        return result
+
+
+def _live_thread_names():
+    """(ident, native_id) -> name of the threads alive now."""
+    out = {}
+    for t in threading.enumerate():
+        if t.ident is not None:
+            out[(t.ident, getattr(t, "native_id", None))] = t.name
+    return out
+
+
+def _known_threads():
+    """(ident, native_id, name, alive, thread) of the Thread objects still around."""
+    threads = set(threading.enumerate())
+    for _attempt in range(3):
+        try:  # another thread may add to the WeakSet while we copy it
+            threads.update(list(getattr(threading, "_dangling", ())))
+            break
+        except RuntimeError:
+            continue
+    out = []
+    for t in threads:
+        if t.ident is not None:
+            out.append((t.ident, getattr(t, "native_id", None), t.name, t.is_alive(), t))
+    return out
+
+
+# -- module functions, as cProfile's ----------------------------------------
+
+def _show(prof, filename, sort):
+    if filename is not None:
+        prof.dump_stats(filename)
+    else:
+        prof.print_stats(sort)
+
+
+def run(statement, filename=None, sort=-1, **profile_kwargs):
+    """Run statement under the profiler, optionally saving the results
+    in filename (else printing them, sorted by ``sort``).
+
+    Like ``cProfile.run``: the statement runs in ``__main__``'s namespace and
+    a ``SystemExit`` it raises ends it quietly.  Extra keyword arguments go to
+    ``Profile`` (``threads=True``, ``clock="cpu"``, ...).
+    """
+    prof = Profile(**profile_kwargs)
+    try:
+        prof.run(statement)
+    except SystemExit:
+        pass
+    finally:
+        _show(prof, filename, sort)
+
+
+def runctx(statement, globals, locals, filename=None, sort=-1, **profile_kwargs):
+    """Run statement under the profiler with the given globals and locals;
+    as ``run()`` otherwise (and as ``cProfile.runctx``)."""
+    prof = Profile(**profile_kwargs)
+    try:
+        prof.runctx(statement, globals, locals)
+    except SystemExit:
+        pass
+    finally:
+        _show(prof, filename, sort)
+
+
+def profile(func=None, *, filename=None, sort=-1, **profile_kwargs):
+    """Decorator: profile every call of the function.
+
+    After each call the stats of that call are printed (sorted by ``sort``)
+    or, with ``filename``, written there (overwriting).  Other keyword
+    arguments go to ``Profile``.  The last call's ``Profile`` is kept as
+    ``wrapper.profiler``.  A call made while the function is already being
+    profiled (recursion, or a call from another thread meanwhile) gets no
+    profiler of its own: recursion shows in the outer call's profile.
+    Coroutine functions are profiled from first resume to final return.
+
+        @fastprof.profile
+        def work(): ...
+
+        @fastprof.profile(filename="work.prof", threads=True)
+        def work(): ...
+    """
+    Profile(**profile_kwargs)  # validate the arguments at decoration time
+
+    def decorate(fn):
+        active = []
+
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def wrapper(*args, **kwargs):
+                if active:
+                    return await fn(*args, **kwargs)
+                prof = wrapper.profiler = Profile(**profile_kwargs)
+                active.append(prof)
+                try:
+                    with prof:
+                        return await fn(*args, **kwargs)
+                finally:
+                    active.pop()
+                    _show(prof, filename, sort)
+        else:
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                if active:
+                    return fn(*args, **kwargs)
+                prof = wrapper.profiler = Profile(**profile_kwargs)
+                active.append(prof)
+                try:
+                    return prof.runcall(fn, *args, **kwargs)
+                finally:
+                    active.pop()
+                    _show(prof, filename, sort)
+
+        wrapper.profiler = None
+        return wrapper
+
+    if func is None:
+        return decorate
+    if not callable(func):
+        raise TypeError("profile() takes a function, not %r" % (func,))
+    return decorate(func)
+

@@ -1,0 +1,317 @@
+"""``fastprof view``: a profile as an aligned table with human units.
+
+Reads any cProfile or fastprof ``.prof`` file.  Times are shown as
+ns / µs / ms / s with three significant digits, each with its percent of
+the total profiled time (the sum of all tottimes, what pstats calls
+"total time").
+"""
+
+import re
+import sys
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
+
+from .exports._tree import build_tree, func_label, is_builtin, short_path, stdname
+from .profile_file import FuncKey, ProfileData
+
+# ---------------------------------------------------------------- units
+
+
+def micro_sign(stream: Optional[TextIO] = None) -> str:
+    """'µ' if *stream* can print it, else 'u'."""
+    encoding = getattr(stream if stream is not None else sys.stdout, "encoding", None) or "ascii"
+    try:
+        "\u00b5".encode(encoding)
+        return "\u00b5"
+    except (UnicodeEncodeError, LookupError):
+        return "u"
+
+
+def format_time(seconds: float, micro: str = "\u00b5") -> str:
+    """Three significant digits in ns, µs, ms or s: ``'12.3 ms'``."""
+    if seconds != seconds:  # NaN
+        return "?"
+    neg = seconds < 0
+    s = -seconds if neg else seconds
+    if s == 0:
+        text = "0 s"
+    else:
+        if s < 1e-6:
+            v, unit = s * 1e9, "ns"
+        elif s < 1e-3:
+            v, unit = s * 1e6, micro + "s"
+        elif s < 1.0:
+            v, unit = s * 1e3, "ms"
+        else:
+            v, unit = s, "s"
+        # rounding may carry into the next unit: 999.96 µs -> 1.00 ms
+        if round(v, _digits(v)) >= 1000 and unit != "s":
+            nxt = {"ns": micro + "s", micro + "s": "ms", "ms": "s"}
+            v, unit = v / 1000, nxt[unit]
+        text = "%.*f %s" % (_digits(v), v, unit)
+    return "-" + text if neg else text
+
+
+def _digits(v: float) -> int:
+    v = abs(v)
+    if v >= 99.95:
+        return 0
+    if v >= 9.995:
+        return 1
+    return 2
+
+
+def format_percent(part: float, total: float) -> str:
+    if total <= 0:
+        return "-"
+    p = 100.0 * part / total
+    if p == 0:
+        return "0%"
+    if abs(p) < 0.01:
+        return "<0.01%" if p > 0 else ">-0.01%"
+    return "%.*f%%" % (1 if abs(p) >= 9.95 else 2, p)
+
+
+def format_count(n) -> str:
+    return "{:,}".format(int(n))
+
+
+def format_calls(cc, nc) -> str:
+    """``nc`` or ``nc/cc`` when some calls were recursive, as pstats prints."""
+    return format_count(nc) if nc == cc else "%s/%s" % (format_count(nc), format_count(cc))
+
+
+# ---------------------------------------------------------------- sorting
+
+# name -> (key function on (key, cc, nc, tt, ct), descending?)
+_SORTS: Dict[str, Tuple[Callable, bool]] = {
+    "tottime": (lambda r: r[3], True),
+    "cumtime": (lambda r: r[4], True),
+    "calls": (lambda r: r[2], True),
+    "pcalls": (lambda r: r[1], True),
+    "percall": (lambda r: r[3] / r[2] if r[2] else 0.0, True),
+    "cumpercall": (lambda r: r[4] / r[1] if r[1] else 0.0, True),
+    "name": (lambda r: (r[0][2], str(r[0][0]), r[0][1]), False),
+    "file": (lambda r: (str(r[0][0]), r[0][1], r[0][2]), False),
+    "line": (lambda r: (r[0][1], str(r[0][0]), r[0][2]), False),
+}
+_SORT_ALIASES = {
+    "time": "tottime", "tt": "tottime", "self": "tottime",
+    "cumulative": "cumtime", "cum": "cumtime", "ct": "cumtime",
+    "ncalls": "calls", "filename": "file", "module": "file", "nfl": "file", "stdname": "file",
+    "primitive": "pcalls",
+}
+SORT_CHOICES = tuple(_SORTS)
+
+
+def parse_sort(text: str) -> str:
+    """Normalise a sort name (pstats' names work too); ValueError if unknown."""
+    name = _SORT_ALIASES.get(text.lower(), text.lower())
+    if name not in _SORTS:
+        raise ValueError("unknown sort %r; use one of: %s" % (text, ", ".join(SORT_CHOICES)))
+    return name
+
+
+def sorted_rows(stats: Dict[FuncKey, tuple], sort: str = "tottime") -> List[tuple]:
+    """``(key, cc, nc, tt, ct)`` rows, sorted; ties broken by file, line, name."""
+    keyfn, desc = _SORTS[parse_sort(sort)]
+    rows = [(k, v[0], v[1], v[2], v[3]) for k, v in stats.items()]
+    rows.sort(key=lambda r: (str(r[0][0]), r[0][1], str(r[0][2])))
+    rows.sort(key=keyfn, reverse=desc)
+    return rows
+
+
+def matcher(pattern: Optional[str]) -> Callable[[FuncKey], bool]:
+    """A test of functions against a regex searched in ``name`` and ``file:line(name)``."""
+    if not pattern:
+        return lambda key: True
+    rx = re.compile(pattern)
+    return lambda key: bool(rx.search(str(key[2])) or rx.search(stdname(key)))
+
+
+# ---------------------------------------------------------------- table output
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> List[str]:
+    """Columns padded to their widest cell; *align* has one 'l' or 'r' per column.
+
+    The last column is never padded (it is the function name, often long).
+    """
+    rows = [list(r) for r in rows]
+    widths = [len(h) for h in headers]
+    for r in rows:
+        for i, cell in enumerate(r):
+            widths[i] = max(widths[i], len(cell))
+    out = []
+    for r in [list(headers)] + rows:
+        cells = []
+        for i, cell in enumerate(r):
+            if i == len(r) - 1:
+                cells.append(cell)
+            elif align[i] == "r":
+                cells.append(cell.rjust(widths[i]))
+            else:
+                cells.append(cell.ljust(widths[i]))
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def function_text(key: FuncKey) -> str:
+    """``name  file:line`` (file shortened), or the C function's name."""
+    if is_builtin(key):
+        return str(key[2])
+    return "%s  %s:%s" % (key[2], short_path(str(key[0])), key[1])
+
+
+def totals(stats: Dict[FuncKey, tuple]) -> Tuple[float, int, int]:
+    """(total tottime, all calls, primitive calls)."""
+    return (sum(v[2] for v in stats.values()), sum(int(v[1]) for v in stats.values()),
+            sum(int(v[0]) for v in stats.values()))
+
+
+def summary_line(name: str, stats: Dict[FuncKey, tuple], micro: str = "\u00b5") -> str:
+    total, calls, pcalls = totals(stats)
+    text = "%s: total profiled time %s, %s functions, %s calls" % (
+        name, format_time(total, micro), format_count(len(stats)), format_count(calls))
+    if pcalls != calls:
+        text += " (%s primitive)" % format_count(pcalls)
+    return text
+
+
+def function_table(stats: Dict[FuncKey, tuple], sort: str = "tottime", limit: int = 30,
+                   pattern: Optional[str] = None, micro: str = "\u00b5") -> List[str]:
+    total = totals(stats)[0]
+    match = matcher(pattern)
+    rows = [r for r in sorted_rows(stats, sort) if match(r[0])]
+    shown = rows if limit <= 0 else rows[:limit]
+    cells = []
+    for key, cc, nc, tt, ct in shown:
+        cells.append([
+            format_time(tt, micro), format_percent(tt, total),
+            format_time(ct, micro), format_percent(ct, total),
+            format_calls(cc, nc),
+            format_time(tt / nc if nc else 0.0, micro),
+            format_time(ct / cc if cc else 0.0, micro),
+            function_text(key),
+        ])
+    lines = render_table(["tottime", "%", "cumtime", "%", "calls", "tot/call", "cum/call", "function"],
+                         cells, "rrrrrrrl")
+    what = "sorted by %s" % parse_sort(sort)
+    if pattern:
+        what += ", matching /%s/" % pattern
+    lines.append("")
+    if len(shown) < len(rows):
+        lines.append("%d of %d functions shown (%s; -n 0 shows all)" % (len(shown), len(rows), what))
+    else:
+        lines.append("%d functions shown (%s)" % (len(shown), what))
+    return lines
+
+
+def _callees_of(stats: Dict[FuncKey, tuple]) -> Dict[FuncKey, Dict[FuncKey, tuple]]:
+    callees: Dict[FuncKey, Dict[FuncKey, tuple]] = {}
+    for key, value in stats.items():
+        for caller, edge in value[4].items():
+            callees.setdefault(caller, {})[key] = edge
+    return callees
+
+
+def edge_tables(stats: Dict[FuncKey, tuple], pattern: str, direction: str,
+                micro: str = "\u00b5", limit: int = 30) -> List[str]:
+    """For each function matching *pattern*: its callers or callees, with edge times.
+
+    An edge's numbers are those of the callee when called from that caller
+    (calls, tottime, cumtime), as pstats' print_callers/print_callees show.
+    """
+    total = totals(stats)[0]
+    match = matcher(pattern)
+    targets = [r for r in sorted_rows(stats, "cumtime") if match(r[0])]
+    if not targets:
+        return ["no function matches /%s/" % pattern]
+    callees = _callees_of(stats) if direction == "callees" else None
+    lines: List[str] = []
+    shown = targets if limit <= 0 else targets[:limit]
+    for key, cc, nc, tt, ct in shown:
+        if lines:
+            lines.append("")
+        lines.append("%s  (%s)" % (function_text(key), stdname(key)) if not is_builtin(key)
+                     else function_text(key))
+        lines.append("  calls %s, tottime %s (%s), cumtime %s (%s)" % (
+            format_calls(cc, nc), format_time(tt, micro), format_percent(tt, total),
+            format_time(ct, micro), format_percent(ct, total)))
+        edges = stats[key][4] if direction == "callers" else callees.get(key, {})
+        if not edges:
+            lines.append("  no %s%s" % (direction, " (a root of the profile)" if direction == "callers" else ""))
+            continue
+        rows = sorted(edges.items(), key=lambda kv: (-kv[1][3], -kv[1][0], str(kv[0])))
+        cells = []
+        for other, (e_nc, e_cc, e_tt, e_ct) in rows:
+            cells.append(["", format_calls(e_cc, e_nc), format_time(e_tt, micro), format_time(e_ct, micro),
+                          format_percent(e_ct, ct) if ct > 0 else "-", function_text(other)])
+        label = "caller" if direction == "callers" else "callee"
+        share = "% of cum"
+        lines.extend(render_table([" ", "calls", "tottime", "cumtime", share, label], cells, "rrrrrl"))
+    if len(shown) < len(targets):
+        lines.append("")
+        lines.append("%d of %d matching functions shown (-n 0 shows all)" % (len(shown), len(targets)))
+    return lines
+
+
+def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5",
+               max_depth: int = 0, limit: int = 0) -> List[str]:
+    """The call paths as an indented tree: total, percent, self, calls, function.
+
+    Paths below *min_percent* of the total are folded into one "... N more"
+    line per parent (left out when even together they stay below it).
+    """
+    tree = build_tree(data)
+    totals_ = tree.totals()
+    grand = tree.total_time()
+    lines = []
+    if not tree.exact:
+        lines.append("(no call paths in this profile: tree estimated from the caller graph;")
+        lines.append(" record exact paths with fastprof's callpaths=True / --callpaths)")
+    cells = []
+    threshold = grand * min_percent / 100.0
+    stack: list = []
+
+    def push_children(kids, depth):
+        kids = sorted(kids, key=lambda c: -totals_[c])
+        big = [c for c in kids if totals_[c] >= threshold]
+        small = [c for c in kids if totals_[c] < threshold]
+        folded = sum(totals_[c] for c in small)
+        if small and folded >= threshold:  # smaller folds are noise: leave them out
+            stack.append((("...", len(small), folded), depth))
+        for c in reversed(big):
+            stack.append((c, depth))
+
+    push_children(tree.roots, 0)
+    while stack:
+        n, depth = stack.pop()
+        if isinstance(n, tuple):  # folded small children: ("...", count, time)
+            _tag, count, t = n
+            cells.append([format_time(t, micro), format_percent(t, grand), "", "",
+                          "  " * depth + "... %d more below %.3g%%" % (count, min_percent)])
+            continue
+        key = tree.functions[tree.func[n]]
+        cells.append([format_time(totals_[n], micro), format_percent(totals_[n], grand),
+                      format_time(tree.self_time[n], micro), format_count(round(tree.calls[n])),
+                      "  " * depth + func_label(key)])
+        if max_depth and depth + 1 >= max_depth:
+            continue
+        push_children(tree.children[n], depth + 1)
+    shown = cells if limit <= 0 else cells[:limit]
+    lines.extend(render_table(["total", "%", "self", "calls", "call path"], shown, "rrrrl"))
+    if len(shown) < len(cells):
+        lines.append("")
+        lines.append("%d of %d lines shown (-n 0 shows all)" % (len(shown), len(cells)))
+    return lines
+
+
+def select_stats(data: ProfileData, thread: Optional[str]) -> Tuple[Dict[FuncKey, tuple], str]:
+    """The stats of the whole profile, or of one thread (by id or name)."""
+    if thread is None:
+        return data.stats, ""
+    for t in data.threads:
+        if str(t.get("id")) == thread or t.get("name") == thread:
+            return t["stats"], "thread %s (id %s)" % (t.get("name"), t.get("id"))
+    known = ", ".join("%s (%s)" % (t.get("id"), t.get("name")) for t in data.threads)
+    raise ValueError("no thread %r in this profile; %s" % (
+        thread, "threads: " + known if known else "it has no per-thread stats"))
