@@ -283,6 +283,14 @@ def test_export_formats_by_extension(project, name):
     assert (project / name).stat().st_size > 0
 
 
+def test_tree_formats_record_exact_call_paths_without_asking(project):
+    r = fp("-o", "out.speedscope.json", "work.py", cwd=project)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((project / "out.speedscope.json").read_text())
+    names = [p["name"] for p in doc["profiles"]]
+    assert names and not any("estimated" in n for n in names)
+
+
 @pytest.mark.parametrize("name", ["restats", "out.pstats", "out.stats", "prof.out"])
 def test_pstats_for_plain_names(project, name):
     r = fp("-o", name, "work.py", cwd=project)

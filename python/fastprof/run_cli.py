@@ -119,8 +119,8 @@ def build_parser():
                    help="call: each resume of a generator/coroutine is a call, as in "
                         "cProfile (default); wall: one call from start to finish")
     p.add_argument("--callpaths", action="store_true",
-                   help="also record the calling-context tree (for the flame graphs of "
-                        ".html, .speedscope.json, .collapsed and the .prof trailer)")
+                   help="also record the calling-context tree, stored in the .prof "
+                        "trailer (implied by -o .html, .speedscope.json, .collapsed/.folded)")
     p.add_argument("--max-depth", type=int, default=128, metavar="N",
                    help="with --callpaths, cut call paths deeper than N (default 128)")
     p.add_argument("--no-builtins", dest="builtins", action="store_false",
@@ -171,6 +171,10 @@ def split_argv(argv):
 
 
 # -- early checks --------------------------------------------------------------
+
+# -o formats drawn from the calling-context tree: --callpaths is implied
+TREE_FORMATS = ("html", "speedscope", "collapsed")
+
 
 def output_format(path):
     """The output format for -o PATH: 'pstats' or a fastprof.exports format."""
@@ -433,8 +437,10 @@ def main(argv=None):
               file=sys.stderr)
         return 2
 
+    # formats that draw the call tree get exact call paths without asking
+    callpaths = options.callpaths or fmt in TREE_FORMATS
     prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
-                   coroutines=options.coroutines, callpaths=options.callpaths,
+                   coroutines=options.coroutines, callpaths=callpaths,
                    max_depth=options.max_depth)
     failures = []
     status = run_program(prof, code, globs, options.threads, failures)
