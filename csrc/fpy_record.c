@@ -88,9 +88,7 @@ void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_entry_t *e = code_entry(p, t, code);
-    if (!e)
-        return;
+    fp_entry_t *e = code_entry(p, t, code); /* NULL: recorded as a dropped call */
     if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
         fp_resume(&p->core, t, e, frame, now);
     else
@@ -130,31 +128,26 @@ void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
         fpy_exc_state saved;
         fpy_exc_save(&saved);
         PyObject *name = fpy_cfunc_name(callable, self_arg);
-        if (!name) {
-            PyErr_Clear();
-            fpy_exc_restore(&saved);
-            return;
-        }
+        if (!name)
+            PyErr_Clear(); /* out of memory, in practice */
         fpy_exc_restore(&saved);
         /* naming may have run code: look again before adding */
         if (!fpy_live(p, gen)) {
-            Py_DECREF(name);
+            Py_XDECREF(name);
             return;
         }
         e = fp_entry_find(t, key);
         if (e) {
-            Py_DECREF(name);
-        } else {
+            Py_XDECREF(name);
+        } else if (name) {
             e = fp_entry_add(t, key, name);
             if (!e) {
                 Py_DECREF(name);
                 p->core.nomem = 1;
             }
         }
-        if (!e)
-            return;
     }
-    fp_enter(&p->core, t, e, NULL, now);
+    fp_enter(&p->core, t, e, NULL, now); /* e NULL: recorded as a dropped call */
 }
 
 void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
