@@ -11,6 +11,8 @@
 
 fp_time_t fpy_now_custom(fpy_profiler_t *p)
 {
+    if (p->failed) /* never call a timer that failed again */
+        return p->last_now;
     fpy_exc_state saved;
     fpy_exc_save(&saved);
     PyObject *o = PyObject_CallNoArgs(p->timer);

@@ -7,19 +7,6 @@
 
 #if FPY_USE_MONITORING
 
-/* sys.monitoring event numbers (stable: part of the documented API). */
-enum {
-    EV_PY_START = 0,
-    EV_PY_RESUME = 1,
-    EV_PY_RETURN = 2,
-    EV_PY_YIELD = 3,
-    EV_CALL = 4,
-    EV_PY_UNWIND = 11,
-    EV_PY_THROW = 12,
-    EV_C_RETURN = 14,
-    EV_C_RAISE = 15,
-};
-
 /* Tool ids tried in order: the profiler slot first, then two unassigned
  * ones, so fastprof can run alongside cProfile or another fastprof. */
 static const int tool_ids[] = {2, 3, 4};
@@ -104,17 +91,32 @@ static PyMethodDef callback_defs[] = {
     {"_on_c_return", (PyCFunction)(void (*)(void))on_c_return, METH_FASTCALL, NULL},
 };
 
+/* Events by name: their flags are read from sys.monitoring.events, not
+ * hard-coded. C_RETURN and C_RAISE come with CALL (set_events refuses
+ * them alone) but need their own callback. */
 static const struct {
-    int event;
+    const char *event;
     int callback; /* index into callback_defs */
     int builtins_only;
+    int implied_by_call;
 } event_table[] = {
-    {EV_PY_START, 0, 0},  {EV_PY_RESUME, 0, 0}, {EV_PY_THROW, 0, 0},
-    {EV_PY_RETURN, 1, 0}, {EV_PY_UNWIND, 1, 0}, {EV_PY_YIELD, 2, 0},
-    {EV_CALL, 3, 1},      {EV_C_RETURN, 4, 1},  {EV_C_RAISE, 4, 1},
+    {"PY_START", 0, 0, 0},  {"PY_RESUME", 0, 0, 0}, {"PY_THROW", 0, 0, 0},
+    {"PY_RETURN", 1, 0, 0}, {"PY_UNWIND", 1, 0, 0}, {"PY_YIELD", 2, 0, 0},
+    {"CALL", 3, 1, 0},      {"C_RETURN", 4, 1, 1},  {"C_RAISE", 4, 1, 1},
 };
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
+
+/* The flag of event `name` (sys.monitoring.events.NAME); -1 on error. */
+static long event_flag(PyObject *mon, const char *name)
+{
+    PyObject *events = PyObject_GetAttrString(mon, "events");
+    PyObject *flag = events ? PyObject_GetAttrString(events, name) : NULL;
+    long value = flag ? PyLong_AsLong(flag) : -1;
+    Py_XDECREF(flag);
+    Py_XDECREF(events);
+    return value;
+}
 
 static PyObject *monitoring_module(void)
 {
@@ -150,7 +152,7 @@ int fpy_source_start(fpy_profiler_t *p)
     PyObject *mon = monitoring_module();
     if (!mon)
         return -1;
-    int mask = 0;
+    long mask = 0;
     if (!p->missing) {
         p->missing = PyObject_GetAttrString(mon, "MISSING");
         if (!p->missing)
@@ -162,20 +164,21 @@ int fpy_source_start(fpy_profiler_t *p)
     for (int i = 0; i < N_EVENTS; i++) {
         if (event_table[i].builtins_only && !p->builtins)
             continue;
+        long flag = event_flag(mon, event_table[i].event);
+        if (flag < 0)
+            goto error;
         PyObject *fn = PyCFunction_New(&callback_defs[event_table[i].callback], (PyObject *)p);
         if (!fn)
             goto error;
-        PyObject *r = PyObject_CallMethod(mon, "register_callback", "iiO", p->tool_id,
-                                          1 << event_table[i].event, fn);
+        PyObject *r = PyObject_CallMethod(mon, "register_callback", "ilO", p->tool_id, flag, fn);
         Py_DECREF(fn);
         if (!r)
             goto error;
         Py_DECREF(r);
-        /* C_RETURN and C_RAISE are implied by CALL: set_events refuses them */
-        if (event_table[i].event != EV_C_RETURN && event_table[i].event != EV_C_RAISE)
-            mask |= 1 << event_table[i].event;
+        if (!event_table[i].implied_by_call)
+            mask |= flag;
     }
-    PyObject *r = PyObject_CallMethod(mon, "set_events", "ii", p->tool_id, mask);
+    PyObject *r = PyObject_CallMethod(mon, "set_events", "il", p->tool_id, mask);
     if (!r)
         goto error;
     Py_DECREF(r);
@@ -198,8 +201,8 @@ void fpy_source_stop(fpy_profiler_t *p)
         PyObject *r = PyObject_CallMethod(mon, "set_events", "ii", p->tool_id, 0);
         Py_XDECREF(r);
         for (int i = 0; i < N_EVENTS; i++) {
-            r = PyObject_CallMethod(mon, "register_callback", "iiO", p->tool_id,
-                                    1 << event_table[i].event, Py_None);
+            long flag = event_flag(mon, event_table[i].event);
+            r = flag < 0 ? NULL : PyObject_CallMethod(mon, "register_callback", "ilO", p->tool_id, flag, Py_None);
             Py_XDECREF(r);
         }
         r = PyObject_CallMethod(mon, "free_tool_id", "i", p->tool_id);

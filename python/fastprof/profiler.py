@@ -225,8 +225,9 @@ class Profile(_fastprof.Profiler):
 
     def clear(self):
         """Drop all collected stats."""
-        super().clear()
+        # ours first: the C clear() must be the last thing recorded
         self._thread_names.clear()
+        super().clear()
         self._ended_before_start = None
 
     # The methods below call the C disable() inline, not through a Python

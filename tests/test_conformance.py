@@ -1,0 +1,198 @@
+"""cProfile is the oracle: every corpus program, profiled once with cProfile
+and once with fastprof in the same interpreter, must give the same call
+counts for every function and every caller->callee edge.
+
+Two levels are compared, each with only the profiler-internal rows left out
+(helpers.internal_keys; docs/conformance.md lists them):
+
+- getstats(): one entry per code object (or C function) with its callees --
+  exact, keyed by the code object itself;
+- the pstats dict (create_stats() / .stats), keyed by (file, line, name).
+  Where several code objects share one such label (dataclass-generated
+  methods all live at <string>:2 ...), pstats keeps an arbitrary one of them
+  (cProfile's snapshot_stats: the last in getstats() order), so those rows
+  are compared at the getstats() level only.
+
+Times are not compared here (test_timing.py does); counts must be identical.
+"""
+import collections
+import marshal
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helpers  # noqa: E402
+
+PROGRAMS = helpers.corpus_programs()
+MODES = ["default", "nobuiltins", "nosubcalls", "callpaths", "threads"]
+_results = {}
+
+
+def run_corpus(program, tmp_path_factory):
+    if program not in _results:
+        out = str(tmp_path_factory.mktemp("conf") / (program + ".marshal"))
+        proc = helpers.run_python([os.path.join(helpers.CORPUS_DIR, "_runner.py"), program, out],
+                                  timeout=600)
+        if proc.returncode != 0:
+            _results[program] = proc
+        else:
+            with open(out, "rb") as f:
+                _results[program] = marshal.load(f)
+    result = _results[program]
+    if not isinstance(result, dict):
+        pytest.fail("runner failed for %s (exit %d):\n%s\n%s"
+                    % (program, result.returncode, result.stdout[-3000:], result.stderr[-6000:]))
+    return result
+
+
+# -- pstats level -------------------------------------------------------------
+
+def pstats_counts(stats, skip=()):
+    """{key: (cc, nc)} and {(caller, callee): (nc, cc)}, rows in `skip` left out."""
+    funcs, edges = {}, {}
+    for callee, v in stats.items():
+        if callee in skip:
+            continue
+        funcs[callee] = (v[0], v[1])
+        for caller, sub in v[4].items():
+            edges[(caller, callee)] = (sub[0], sub[1])
+    return funcs, edges
+
+
+# -- getstats level -------------------------------------------------------------
+
+def label(code_key):
+    return tuple(code_key[:3])
+
+
+def entry_counts(entries, internal):
+    """{code: (nc, reccallcount)} and {(caller code, callee code): (nc, reccallcount)}.
+    Codes are (file, line, name, id); C functions sharing a name are summed."""
+    funcs = collections.Counter()
+    funcs_rec = collections.Counter()
+    edges = collections.Counter()
+    edges_rec = collections.Counter()
+    for key, nc, rec, calls in entries:
+        key = tuple(key)
+        if label(key) in internal:
+            continue
+        funcs[key] += nc
+        funcs_rec[key] += rec
+        for sub, snc, srec in calls:
+            sub = tuple(sub)
+            if label(sub) in internal:
+                continue
+            edges[(key, sub)] += snc
+            edges_rec[(key, sub)] += srec
+    return ({k: (funcs[k], funcs_rec[k]) for k in funcs},
+            {k: (edges[k], edges_rec[k]) for k in edges})
+
+
+def duplicate_labels(entries):
+    seen = collections.defaultdict(set)
+    for key, _nc, _rec, _calls in entries:
+        seen[label(key)].add(tuple(key))
+    return {lab for lab, keys in seen.items() if len(keys) > 1}
+
+
+def fmt_code(key):
+    text = helpers.fmt_key(label(key))
+    return text if key[3] == 0 else "%s@%x" % (text, key[3])
+
+
+def diff(expected, actual, what, fmt):
+    lines = []
+    for key in sorted(set(expected) | set(actual), key=repr):
+        e, a = expected.get(key), actual.get(key)
+        if e != a:
+            lines.append("  %s %s: cProfile %s, fastprof %s" % (what, fmt(key), e, a))
+    return lines
+
+
+def fmt_edge(fmt):
+    return lambda edge: "%s -> %s" % (fmt(edge[0]), fmt(edge[1]))
+
+
+def compare_pstats(ref, test, skip):
+    ref_f, ref_e = pstats_counts(ref, skip)
+    test_f, test_e = pstats_counts(test, skip)
+    return (diff(ref_f, test_f, "function", helpers.fmt_key)
+            + diff(ref_e, test_e, "edge", fmt_edge(helpers.fmt_key)))
+
+
+def compare_entries(ref, test, ref_internal, test_internal):
+    ref_f, ref_e = entry_counts(ref, ref_internal)
+    test_f, test_e = entry_counts(test, test_internal)
+    return (diff(ref_f, test_f, "getstats entry (nc, rec)", fmt_code)
+            + diff(ref_e, test_e, "getstats subentry (nc, rec)", fmt_edge(fmt_code)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_same_counts_as_cprofile(program, mode, tmp_path_factory):
+    result = run_corpus(program, tmp_path_factory)
+    fastprof_dir = result["fastprof_dir"] or None
+    run = result[mode]
+    ref_a, ref_a_internal = helpers.strip_internal(run["ref_a"]["stats"])
+    ref_b, ref_b_internal = helpers.strip_internal(run["ref_b"]["stats"])
+    test, test_internal = helpers.strip_internal(run["test"]["stats"], fastprof_dir)
+    dups = duplicate_labels(run["ref_a"]["entries"]) | duplicate_labels(run["test"]["entries"])
+
+    nondeterministic = (
+        compare_pstats(ref_a, ref_b, dups)
+        + compare_entries(run["ref_a"]["entries"], run["ref_b"]["entries"],
+                          set(ref_a_internal), set(ref_b_internal)))
+    assert not nondeterministic, (
+        "corpus program %s is not deterministic: two cProfile runs differ\n%s"
+        % (program, "\n".join(nondeterministic[:40])))
+    assert ref_a, "cProfile saw nothing"
+
+    problems = (
+        compare_entries(run["ref_a"]["entries"], run["test"]["entries"],
+                        set(ref_a_internal), set(test_internal))
+        + compare_pstats(ref_a, test, dups))
+    assert not problems, (
+        "%s [%s, Python %s]: fastprof differs from cProfile in %d place(s)\n%s"
+        "\n(internal rows dropped: cProfile %s; fastprof %s)"
+        % (program, mode, sys.version.split()[0], len(problems), "\n".join(problems[:60]),
+           [helpers.fmt_key(k) for k in ref_a_internal],
+           [helpers.fmt_key(k) for k in test_internal]))
+
+    for key, (cc, nc, tt, ct, callers) in test.items():
+        assert 0 <= cc <= nc, (key, cc, nc)
+        assert tt >= 0 and ct >= 0, (key, tt, ct)
+        assert ct >= tt - 1e-6, (helpers.fmt_key(key), tt, ct)
+        for caller, sub in callers.items():
+            assert 0 <= sub[1] <= sub[0] and sub[2] >= 0 and sub[3] >= 0, (key, caller, sub)
+    if mode == "nobuiltins":
+        c_rows = [helpers.fmt_key(k) for k in run["test"]["stats"] if k[0] == "~"]
+        assert not c_rows, "builtins=False but C functions profiled: %s" % c_rows
+    if mode == "nosubcalls":
+        with_callers = [helpers.fmt_key(k) for k, v in run["test"]["stats"].items() if v[4]]
+        assert not with_callers, "subcalls=False but callers recorded: %s" % with_callers[:10]
+
+
+# The only rows ever dropped as profiler-internal (docs/conformance.md).
+DOCUMENTED_INTERNAL = {
+    "cProfile": {"<method 'disable' of '_lsprof.Profiler' objects>"},
+    "fastprof": {"<method 'disable' of 'fastprof._fastprof.Profiler' objects>",
+                 "<method 'disable' of '_fastprof.Profiler' objects>"},
+}
+
+
+@pytest.mark.parametrize("program", PROGRAMS[:3])
+def test_internal_rows_are_documented(program, tmp_path_factory):
+    result = run_corpus(program, tmp_path_factory)
+    fastprof_dir = result["fastprof_dir"] or None
+    impl = "cProfile" if helpers.USING_CPROFILE else "fastprof"
+    for mode in MODES:
+        for which, allowed in (("ref_a", DOCUMENTED_INTERNAL["cProfile"]),
+                               ("test", DOCUMENTED_INTERNAL[impl])):
+            stats = result[mode][which]["stats"]
+            dropped = helpers.internal_keys(stats, fastprof_dir if which == "test" else None)
+            names = {helpers.fmt_key(k) for k in dropped}
+            assert names <= allowed, (mode, which, names)
+            if mode == "nobuiltins":
+                assert not names, (mode, which, names)
