@@ -95,6 +95,7 @@ static void book(const fp_frame_t *f, fp_time_t now)
 
 int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
+    t->last_now = now;
     if (!e || t->lost || push_frame(p, t) != 0) {
         /* Once a push is dropped, everything nested in it is dropped too:
          * its return must not pop the caller's frame. */
@@ -137,6 +138,7 @@ static void close_above(fp_thread_t *t, long index, fp_time_t now)
 int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
 {
     (void)p;
+    t->last_now = now;
     if (t->lost) {
         t->lost--;
         return 0;
@@ -151,6 +153,7 @@ int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
 
 int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
 {
+    t->last_now = now;
     if (t->lost) {
         t->lost--;
         return 0;
@@ -183,6 +186,7 @@ int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *id
 int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
     fp_parked_t *park;
+    t->last_now = now;
     HASH_FIND(hh, t->parked, &ident, sizeof ident, park);
     if (!park)
         return fp_enter(p, t, e, ident, now);

@@ -114,6 +114,7 @@ typedef struct fp_thread {
     size_t depth;
     size_t capacity;
     size_t lost; /* pushes dropped (out of memory) whose pops must be skipped */
+    fp_time_t last_now; /* the clock at this thread's last event */
     size_t n_entries, n_edges, n_nodes;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
     UT_hash_handle hh;

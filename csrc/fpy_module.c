@@ -131,9 +131,13 @@ static void stop(fpy_profiler_t *p)
     p->enabled = 0;
     p->generation++;
     fp_time_t now = p->failed ? p->last_now : fpy_now(p);
+    /* A CPU clock is per thread: other threads' readings are not comparable
+     * with ours, so their open frames close at their own last event. */
+    uint64_t me = PyThreadState_Get()->id;
+    int per_thread_clock = p->clock.kind == FP_CLOCK_CPU;
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next)
-        fp_thread_flush(&p->core, t, now);
+        fp_thread_flush(&p->core, t, per_thread_clock && t->id != me ? t->last_now : now);
 }
 
 static PyObject *profiler_disable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
@@ -209,6 +213,9 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
 {
     Py_VISIT(p->timer);
     Py_VISIT(p->error);
+#if !FPY_USE_MONITORING
+    Py_VISIT(p->hooks);
+#endif
     return 0;
 }
 
@@ -216,6 +223,10 @@ static int profiler_tp_clear(fpy_profiler_t *p)
 {
     Py_CLEAR(p->timer);
     Py_CLEAR(p->error);
+#if !FPY_USE_MONITORING
+    if (!p->enabled)
+        Py_CLEAR(p->hooks);
+#endif
     return 0;
 }
 
@@ -241,6 +252,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
     Py_CLEAR(p->missing);
 #else
     Py_CLEAR(p->thread_starter);
+    Py_CLEAR(p->hooks);
 #endif
     Py_TYPE(p)->tp_free((PyObject *)p);
 }

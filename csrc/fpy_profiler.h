@@ -39,6 +39,9 @@ typedef struct fpy_profiler {
     PyObject *missing; /* sys.monitoring.MISSING */
 #else
     PyObject *thread_starter; /* given to threading.setprofile, or NULL */
+    /* {thread id: its hook}: a hook lives as long as its profiler, since a
+     * thread that is between events may still hold it after disable() */
+    PyObject *hooks;
 #endif
 } fpy_profiler_t;
 

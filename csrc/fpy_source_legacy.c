@@ -80,24 +80,89 @@ static int is_our_hook(PyThreadState *ts, fpy_profiler_t *p)
            Py_IS_TYPE(ts->c_profileobj, &hook_type) && ((fpy_hook_t *)ts->c_profileobj)->prof == p;
 }
 
-/* Hooks thread state `ts` (any thread; we hold the GIL). */
-static int hook_thread(fpy_profiler_t *p, PyThreadState *ts)
+/* The hook of thread `tid`, made if missing; borrowed (p->hooks owns it),
+ * NULL with an exception set on failure. Allocates: may run the GC. */
+static PyObject *hook_for(fpy_profiler_t *p, uint64_t tid)
+{
+    if (!p->hooks && !(p->hooks = PyDict_New()))
+        return NULL;
+    PyObject *key = PyLong_FromUnsignedLongLong(tid);
+    if (!key)
+        return NULL;
+    PyObject *hook = PyDict_GetItemWithError(p->hooks, key);
+    if (!hook && !PyErr_Occurred()) {
+        fpy_hook_t *h = PyObject_GC_New(fpy_hook_t, &hook_type);
+        if (h) {
+            h->prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
+            h->thread = NULL;
+            PyObject_GC_Track(h);
+            if (PyDict_SetItem(p->hooks, key, (PyObject *)h) == 0)
+                hook = (PyObject *)h;
+            Py_DECREF(h);
+        }
+    }
+    Py_DECREF(key);
+    return hook;
+}
+
+/* Installs the already made hook of thread state `ts` (any thread; we hold
+ * the GIL). Nothing here allocates a GC object, so the caller may be in
+ * the middle of a walk over the thread states. */
+static int install_hook(fpy_profiler_t *p, PyThreadState *ts)
 {
     if (is_our_hook(ts, p))
         return 0;
+    PyObject *key = PyLong_FromUnsignedLongLong(ts->id);
+    PyObject *hook = key ? PyDict_GetItemWithError(p->hooks, key) : NULL;
+    Py_XDECREF(key);
+    if (!hook)
+        return PyErr_Occurred() ? -1 : 0; /* a thread born meanwhile */
     fp_thread_t *t = fpy_thread_record(p, ts);
     if (!t) {
         PyErr_NoMemory();
         return -1;
     }
-    fpy_hook_t *hook = PyObject_GC_New(fpy_hook_t, &hook_type);
-    if (!hook)
+    ((fpy_hook_t *)hook)->thread = t;
+    return _PyEval_SetProfile(ts, callback, hook);
+}
+
+/* Hooks thread state `ts`, which must stay alive meanwhile (the current
+ * thread's, or one just found without releasing the GIL). */
+static int hook_thread(fpy_profiler_t *p, PyThreadState *ts)
+{
+    uint64_t tid = ts->id;
+    if (!hook_for(p, tid))
         return -1;
-    hook->prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
-    hook->thread = t;
-    PyObject_GC_Track(hook);
-    int rc = _PyEval_SetProfile(ts, callback, (PyObject *)hook);
-    Py_DECREF(hook);
+    return install_hook(p, ts);
+}
+
+/* Hooks every thread of the interpreter. Hooks are made first, walking
+ * only ids: making one can run the GC, whose finalizers may release the
+ * GIL and let threads end, freeing thread states under a walk. */
+static int hook_all_threads(fpy_profiler_t *p, PyInterpreterState *interp)
+{
+    size_t n = 0, cap = 0;
+    uint64_t *ids = NULL;
+    PyThreadState *ts;
+    for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *grown = PyMem_Realloc(ids, cap * sizeof *ids);
+            if (!grown) {
+                PyMem_Free(ids);
+                PyErr_NoMemory();
+                return -1;
+            }
+            ids = grown;
+        }
+        ids[n++] = ts->id;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = hook_for(p, ids[i]) ? 0 : -1;
+    PyMem_Free(ids);
+    for (ts = PyInterpreterState_ThreadHead(interp); ts && rc == 0; ts = PyThreadState_Next(ts))
+        rc = install_hook(p, ts);
     return rc;
 }
 
@@ -142,11 +207,8 @@ int fpy_source_start(fpy_profiler_t *p)
     p->thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
     if (!p->thread_starter || call_threading_setprofile(p->thread_starter) < 0)
         goto error;
-    PyThreadState *ts;
-    for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
-        if (hook_thread(p, ts) < 0)
-            goto error;
-    }
+    if (hook_all_threads(p, me->interp) < 0)
+        goto error;
     return 0;
 error:
     fpy_source_stop(p);
