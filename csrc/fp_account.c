@@ -104,7 +104,7 @@ int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
         t->lost++;
         return FP_ENOMEM;
     }
-    fp_frame_t f = {e, NULL, NULL, ident, now, now, 0, 0};
+    fp_frame_t f = {e, NULL, NULL, ident, 0, now, now, 0, 0};
     fp_frame_t *caller = t->depth ? &t->stack[t->depth - 1] : NULL;
     if (caller && (p->flags & FP_SUBCALLS)) {
         f.edge = fp_edge_get(t, caller->entry, e);
@@ -165,6 +165,7 @@ int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *id
     fp_parked_t *park = fp_malloc(sizeof *park);
     if (park) {
         park->ident = ident;
+        park->dead = 0;
         fp_hash_oom = 0;
         HASH_ADD(hh, t->parked, ident, sizeof park->ident, park);
         if (fp_hash_oom) {
@@ -203,6 +204,42 @@ int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
     return 0;
 }
 
+/* Books a parked frame as returning at `at` and frees the record. */
+static void close_parked(fp_thread_t *t, fp_parked_t *park, fp_time_t at)
+{
+    HASH_DEL(t->parked, park);
+    fp_frame_t f = park->frame;
+    fp_free(park);
+    /* A parked frame is not active: book it as if it had resumed and
+     * returned at once, its suspension counted up to `at`. */
+    f.susp += at - f.seg;
+    f.seg = at;
+    activate(t, &f);
+    book(deactivate(t, at), at);
+}
+
+fp_parked_t *fp_parked_find(fp_thread_t *t, const void *ident)
+{
+    fp_parked_t *park;
+    HASH_FIND(hh, t->parked, &ident, sizeof ident, park);
+    return park;
+}
+
+void fp_mark_dead(fp_thread_t *t, const void *ident)
+{
+    fp_parked_t *park = fp_parked_find(t, ident);
+    if (park)
+        park->dead = 1;
+}
+
+int fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+{
+    fp_parked_t *stale = fp_parked_find(t, ident);
+    if (stale && !t->lost && push_frame(p, t) == 0)
+        close_parked(t, stale, stale->frame.seg);
+    return fp_enter(p, t, e, ident, now);
+}
+
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
 {
     (void)p;
@@ -212,15 +249,7 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
     fp_parked_t *park, *tmp;
     HASH_ITER(hh, t->parked, park, tmp)
     {
-        HASH_DEL(t->parked, park);
-        fp_frame_t f = park->frame;
-        fp_free(park);
-        /* A parked frame is not active: book it as if it had resumed and
-         * returned at once, its suspension counted up to the flush. */
-        f.susp += now - f.seg;
-        f.seg = now;
-        activate(t, &f);
-        book(deactivate(t, now), now);
+        close_parked(t, park, park->dead ? park->frame.seg : now);
     }
 }
 

@@ -80,6 +80,7 @@ typedef struct fp_frame {
     fp_edge_t *edge; /* NULL: no caller, or subcalls off */
     fp_node_t *node; /* NULL unless call paths are on */
     const void *ident; /* generator identity in wall mode, else NULL */
+    int watched;       /* the binding watches this generator's death */
     fp_time_t t0;
     fp_time_t seg;
     fp_time_t susp;
@@ -89,6 +90,7 @@ typedef struct fp_frame {
 /* A frame taken off the stack while its generator is suspended. */
 typedef struct fp_parked {
     const void *ident;
+    int dead; /* its generator is gone without returning: close it where it parked */
     fp_frame_t frame;
     UT_hash_handle hh;
 } fp_parked_t;
@@ -226,8 +228,21 @@ int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *id
  * fp_enter(p, t, e, ident, now) (so `e` may be NULL, as there). */
 int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
 
+/* A generator frame starts for the first time. A frame still parked under
+ * the same `ident` belonged to a generator that vanished without a return
+ * event (its memory reused): it is closed where it parked. */
+int fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
+
+/* The frame parked on `t` under `ident`, or NULL. */
+fp_parked_t *fp_parked_find(fp_thread_t *t, const void *ident);
+
+/* The generator of the frame parked under `ident` is gone: the frame will
+ * be closed at the time it parked (at flush, or when `ident` starts anew). */
+void fp_mark_dead(fp_thread_t *t, const void *ident);
+
 /* Closes every open frame of `t`, parked ones included, as if returning
- * at `now` (what cProfile does on disable). */
+ * at `now` (what cProfile does on disable); dead parked frames close where
+ * they parked. */
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now);
 
 /* Drops the open and parked frames of `t` without booking them: its thread

@@ -215,6 +215,8 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
     Py_VISIT(p->error);
 #if !FPY_USE_MONITORING
     Py_VISIT(p->hooks);
+#else
+    Py_VISIT(p->gen_watch);
 #endif
     return 0;
 }
@@ -226,6 +228,8 @@ static int profiler_tp_clear(fpy_profiler_t *p)
 #if !FPY_USE_MONITORING
     if (!p->enabled)
         Py_CLEAR(p->hooks);
+#else
+    Py_CLEAR(p->gen_watch);
 #endif
     return 0;
 }
@@ -250,6 +254,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
     Py_CLEAR(p->error);
 #if FPY_USE_MONITORING
     Py_CLEAR(p->missing);
+    Py_CLEAR(p->gen_watch);
 #else
     Py_CLEAR(p->thread_starter);
     Py_CLEAR(p->hooks);

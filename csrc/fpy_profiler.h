@@ -36,6 +36,7 @@ typedef struct fpy_profiler {
     struct fpy_profiler *next_live, *prev_live;
 #if FPY_USE_MONITORING
     int tool_id; /* -1 when not registered */
+    PyObject *gen_watch; /* {frame identity: weakref to its generator} */
     PyObject *missing; /* sys.monitoring.MISSING */
 #else
     PyObject *thread_starter; /* given to threading.setprofile, or NULL */
@@ -86,9 +87,10 @@ static inline fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tsta
  * happened in (never NULL). */
 
 /* A Python frame starts or resumes (`frame`: its identity, for generators
- * in wall mode; may be NULL when not needed). */
+ * in wall mode; may be NULL when not needed). `first`: 1 if the event
+ * says it is a first start, 0 if it may be either. */
 void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                         const void *frame);
+                         const void *frame, int first);
 
 /* A Python frame returns to its caller; `suspending` if it yields. */
 void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,

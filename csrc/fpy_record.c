@@ -84,7 +84,7 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
 }
 
 void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                         const void *frame)
+                         const void *frame, int first)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -92,7 +92,7 @@ void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
         return;
     fp_entry_t *e = code_entry(p, t, code); /* NULL: recorded as a dropped call */
     if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
-        fp_resume(&p->core, t, e, frame, now);
+        (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
 }

@@ -50,7 +50,7 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         return 0;
     switch (what) {
     case PyTrace_CALL:
-        fpy_record_py_start(p, t, fpy_frame_code(frame), frame);
+        fpy_record_py_start(p, t, fpy_frame_code(frame), frame, 0);
         break;
     case PyTrace_RETURN: {
         PyCodeObject *code = fpy_frame_code(frame);

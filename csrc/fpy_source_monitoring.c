@@ -21,7 +21,7 @@ static PyObject *frame_ident(PyThreadState *tstate)
     return (PyObject *)f;
 }
 
-static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *start(PyObject *self, PyObject *const *args, Py_ssize_t nargs, int first)
 {
     fpy_profiler_t *p = (fpy_profiler_t *)self;
     if (nargs >= 1 && PyCode_Check(args[0])) {
@@ -32,11 +32,70 @@ static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t narg
             const void *ident = NULL;
             if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
                 ident = frame_ident(tstate);
-            fpy_record_py_start(p, t, code, ident);
+            fpy_record_py_start(p, t, code, ident, first);
         }
     }
     Py_RETURN_NONE;
 }
+
+static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return start(self, args, nargs, 1);
+}
+
+static PyObject *on_resume(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return start(self, args, nargs, 0);
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+/* 3.13 closes a generator suspended outside any try block without running
+ * it: no event tells its end. A weakref to the generator does: its
+ * callback marks the parked frame dead, so it closes where it parked. */
+static PyObject *on_generator_gone(PyObject *self, PyObject *wr)
+{
+    /* self: (profiler, thread id, frame identity) */
+    fpy_profiler_t *p = (fpy_profiler_t *)PyTuple_GET_ITEM(self, 0);
+    PyObject *ident_obj = PyTuple_GET_ITEM(self, 2);
+    fp_thread_t *t = fp_thread_find(&p->core, PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(self, 1)));
+    if (t)
+        fp_mark_dead(t, PyLong_AsVoidPtr(ident_obj));
+    if (p->gen_watch && PyDict_GetItemWithError(p->gen_watch, ident_obj) == wr &&
+        PyDict_DelItem(p->gen_watch, ident_obj) < 0)
+        PyErr_Clear();
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef generator_gone_def = {"_on_generator_gone", on_generator_gone, METH_O, NULL};
+
+/* Watches the generator of the frame just parked under `ident` (once). */
+static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, PyThreadState *tstate, const void *ident)
+{
+    fp_parked_t *park = fp_parked_find(t, ident);
+    if (!park || park->frame.watched)
+        return;
+    park->frame.watched = 1;
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    PyFrameObject *frame = PyThreadState_GetFrame(tstate);
+    PyObject *gen = frame ? PyFrame_GetGenerator(frame) : NULL;
+    PyObject *state = gen ? Py_BuildValue("(OKN)", (PyObject *)p, (unsigned long long)t->id,
+                                          PyLong_FromVoidPtr((void *)ident))
+                          : NULL;
+    PyObject *cb = state ? PyCFunction_New(&generator_gone_def, state) : NULL;
+    PyObject *wr = cb ? PyWeakref_NewRef(gen, cb) : NULL;
+    if (wr && (p->gen_watch || (p->gen_watch = PyDict_New())))
+        PyDict_SetItem(p->gen_watch, PyTuple_GET_ITEM(state, 2), wr);
+    Py_XDECREF(wr);
+    Py_XDECREF(cb);
+    Py_XDECREF(state);
+    Py_XDECREF(gen);
+    Py_XDECREF(frame);
+    PyErr_Clear();
+    fpy_exc_restore(&saved);
+}
+#endif
 
 static PyObject *stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, int suspending)
 {
@@ -50,6 +109,10 @@ static PyObject *stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, i
             if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
                 ident = frame_ident(tstate);
             fpy_record_py_stop(p, t, code, ident, suspending);
+#if PY_VERSION_HEX >= 0x030D0000
+            if (ident)
+                watch_generator(p, t, tstate, ident);
+#endif
         }
     }
     Py_RETURN_NONE;
@@ -85,6 +148,7 @@ static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 static PyMethodDef callback_defs[] = {
     {"_on_start", (PyCFunction)(void (*)(void))on_start, METH_FASTCALL, NULL},
+    {"_on_resume", (PyCFunction)(void (*)(void))on_resume, METH_FASTCALL, NULL},
     {"_on_return", (PyCFunction)(void (*)(void))on_return, METH_FASTCALL, NULL},
     {"_on_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL, NULL},
     {"_on_call", (PyCFunction)(void (*)(void))on_call, METH_FASTCALL, NULL},
@@ -100,9 +164,9 @@ static const struct {
     int builtins_only;
     int implied_by_call;
 } event_table[] = {
-    {"PY_START", 0, 0, 0},  {"PY_RESUME", 0, 0, 0}, {"PY_THROW", 0, 0, 0},
-    {"PY_RETURN", 1, 0, 0}, {"PY_UNWIND", 1, 0, 0}, {"PY_YIELD", 2, 0, 0},
-    {"CALL", 3, 1, 0},      {"C_RETURN", 4, 1, 1},  {"C_RAISE", 4, 1, 1},
+    {"PY_START", 0, 0, 0},  {"PY_RESUME", 1, 0, 0}, {"PY_THROW", 1, 0, 0},
+    {"PY_RETURN", 2, 0, 0}, {"PY_UNWIND", 2, 0, 0}, {"PY_YIELD", 3, 0, 0},
+    {"CALL", 4, 1, 0},      {"C_RETURN", 5, 1, 1},  {"C_RAISE", 5, 1, 1},
 };
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
