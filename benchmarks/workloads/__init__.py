@@ -1,0 +1,36 @@
+"""Benchmark workloads for fastprof.
+
+Each workload is a module in this package with:
+
+- ``DESCRIPTION``: one line saying what shape of code it exercises;
+- ``SIZES``: ``{"full": n, "smoke": n}``; ``full`` takes roughly 0.3-1 s
+  unprofiled on CPython 3.11 on the reference machine, ``smoke`` a few ms;
+- ``run(n)``: does the work and returns a small deterministic checksum
+  (an int or a str).  The harness checks that every profiler gives the same
+  checksum, so a profiler that changes behaviour is caught.
+
+Workloads are deterministic (no clock, no randomness without a fixed seed, no
+I/O, no threads) and keep no state between calls, so a warm-up call does not
+change what the timed call does.  They must run unchanged on CPython 3.9+.
+"""
+
+import importlib
+
+#: Order used in tables and plots.
+NAMES = [
+    "fib",
+    "builtins",
+    "oop",
+    "generators",
+    "regex",
+    "asyncio_tasks",
+    "json_report",
+    "template",
+]
+
+
+def load(name):
+    """Return the workload module called ``name``."""
+    if name not in NAMES:
+        raise KeyError("unknown workload %r (known: %s)" % (name, ", ".join(NAMES)))
+    return importlib.import_module("%s.%s" % (__name__, name))

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Make sure .venv/pyX.Y exists (no system site-packages) and holds what
+# scripts/requirements-build.txt and requirements-test.txt ask for.
+# The stamp .venv/pyX.Y/.fastprof-stamp holds a hash of both files and of the
+# base interpreter: pip runs again only when that hash changes, and the venv is
+# made anew only when it is missing, broken, or its base interpreter changed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+v=${1:?usage: venv.sh X.Y}
+dir=.venv/py$v
+stamp=$dir/.fastprof-stamp
+basefile=$dir/.fastprof-base
+
+base=$(scripts/find-python.sh "$v")
+want=$( { echo "$base"; "$base" -c 'import sys; print(sys.version)';
+          cat scripts/requirements-build.txt requirements-test.txt; } | sha256sum | cut -d' ' -f1)
+
+# A venv copied or moved from elsewhere keeps scripts (bin/pytest) whose
+# first line names the old place: make it anew.
+if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c pass >/dev/null 2>&1 \
+        && [ "$(cat "$basefile" 2>/dev/null)" = "$base" ] \
+        && head -n3 "$dir/bin/pip" 2>/dev/null | grep -qF "$(pwd -P)/$dir/bin/python"; then
+    if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        exit 0                                  # up to date: say nothing
+    fi
+else
+    echo "venv py$v: creating $dir from $base"
+    rm -rf "$dir"
+    "$base" -m venv "$dir"
+    echo "$base" > "$basefile"
+fi
+
+echo "venv py$v: installing scripts/requirements-build.txt + requirements-test.txt"
+rm -f "$stamp"
+# (the grep drops a warning some machines' pip config prints for every package)
+"$dir/bin/python" -m pip install --quiet --no-input --progress-bar off \
+    -r scripts/requirements-build.txt -r requirements-test.txt < /dev/null 2>&1 \
+    | { grep -vF 'is ignored: it is neither a file nor a directory' || true; }
+echo "$want" > "$stamp"
+echo "venv py$v: ready"
