@@ -7,13 +7,25 @@ so when a workload of run.py is slow this tells which kind of event to look at.
 All in one process, min of --repeats runs, CPU time (process_time): quick to
 run while tuning; run.py remains the measurement of record.
 
+The "floor" column is a hook that reads the clock once per event and records
+nothing (benchmarks/floor/floor_hook.c, compiled on the fly with cc; the
+column is left out when that fails): what CPython charges any profiler for
+delivering the events, through the same mechanism fastprof uses
+(PyEval_SetProfile up to 3.11, sys.monitoring C callbacks from 3.12). The
+last column is fastprof's cost above that floor as a fraction of cProfile's.
+
     PYTHONPATH=python python3 benchmarks/micro.py [--n 200000] [--repeats 5]
 """
 
 import argparse
 import cProfile
+import importlib.util
+import os
 import re
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 
 N = 200000
@@ -84,6 +96,58 @@ CASES = [py_calls, builtin_calls, c_methods, c_calls_python, generator_resumes, 
          exceptions]
 
 
+FLOOR_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor", "floor_hook.c")
+FLOOR_TOOL_ID = 5  # sys.monitoring: a free id, not one fastprof (2-4) or cProfile (2) uses
+FLOOR_EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_UNWIND", "PY_YIELD",
+                "CALL", "C_RETURN", "C_RAISE")
+
+
+def build_floor_hook():
+    """Compiles and imports floor_hook.c for this interpreter; None (and why) if it cannot."""
+    out = tempfile.mkdtemp(prefix="fastprof-floor-")
+    target = os.path.join(out, "_floor_hook" + sysconfig.get_config_var("EXT_SUFFIX"))
+    cmd = [os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC",
+           "-I" + sysconfig.get_paths()["include"], FLOOR_SOURCE, "-o", target]
+    try:
+        subprocess.run(cmd, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return None, "cannot build %s: %s" % (FLOOR_SOURCE, exc)
+    spec = importlib.util.spec_from_file_location("_floor_hook", target)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, None
+
+
+class FloorHook:
+    """enable()/disable() like a profiler, delivering fastprof's events to floor_hook.tick."""
+
+    module = None
+
+    def enable(self):
+        if sys.version_info < (3, 12):
+            self.module.enable()
+            return
+        mon = sys.monitoring
+        mon.use_tool_id(FLOOR_TOOL_ID, "fastprof-floor")
+        mask = 0
+        for name in FLOOR_EVENTS:
+            flag = getattr(mon.events, name)
+            mon.register_callback(FLOOR_TOOL_ID, flag, self.module.tick)
+            if name not in ("C_RETURN", "C_RAISE"):  # implied by CALL
+                mask |= flag
+        mon.set_events(FLOOR_TOOL_ID, mask)
+
+    def disable(self):
+        if sys.version_info < (3, 12):
+            self.module.disable()
+            return
+        mon = sys.monitoring
+        mon.set_events(FLOOR_TOOL_ID, 0)
+        for name in FLOOR_EVENTS:
+            mon.register_callback(FLOOR_TOOL_ID, getattr(mon.events, name), None)
+        mon.free_tool_id(FLOOR_TOOL_ID)
+
+
 def best_time(fn, make, repeats):
     best = float("inf")
     for _ in range(repeats):
@@ -107,8 +171,13 @@ def main():
     N = args.n
     import fastprof
     print("Python %s, fastprof from %s" % (sys.version.split()[0], fastprof.__file__))
+    FloorHook.module, why_not = build_floor_hook()
+    if why_not:
+        print("floor column left out: " + why_not)
     print("added CPU ns per call (min of %d runs)" % args.repeats)
-    print("%-18s %8s %10s %10s %8s" % ("case", "calls", "cProfile", "fastprof", "fp/cP"))
+    print("%-18s %8s %8s %10s %10s %8s %8s %13s" % (
+        "case", "calls", "floor", "cProfile", "fastprof", "fp/cP", "floor/cP",
+        "above floor"))
     for fn in CASES:
         p = cProfile.Profile()
         p.enable()
@@ -118,8 +187,21 @@ def main():
         base = best_time(fn, None, args.repeats)
         cp = best_time(fn, cProfile.Profile, args.repeats) - base
         fp = best_time(fn, fastprof.Profile, args.repeats) - base
-        print("%-18s %8d %10.0f %10.0f %7.0f%%" % (fn.__name__, calls, cp / calls * 1e9,
-                                                  fp / calls * 1e9, 100 * fp / cp if cp > 0 else 0))
+        row = "%-18s %8d" % (fn.__name__, calls)
+        if FloorHook.module:
+            floor = best_time(fn, FloorHook, args.repeats) - base
+            row += " %8.0f" % (floor / calls * 1e9)
+        else:
+            floor = None
+            row += " %8s" % "-"
+        row += " %10.0f %10.0f %7.0f%%" % (cp / calls * 1e9, fp / calls * 1e9, _pct(fp, cp))
+        if floor is not None:
+            row += " %7.0f%% %12.0f%%" % (_pct(floor, cp), _pct(fp - floor, cp - floor))
+        print(row)
+
+
+def _pct(part, whole):
+    return 100.0 * part / whole if whole > 0 else float("nan")
 
 
 if __name__ == "__main__":
