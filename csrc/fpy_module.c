@@ -157,7 +157,10 @@ static PyObject *profiler_clear(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
-static PyObject *profiler_getstats(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+/* getstats(thread=None) and callpaths(thread=None): the same argument, the
+ * same pending error reported first. */
+static PyObject *read_tables(fpy_profiler_t *p, PyObject *args, PyObject *kwds,
+                             PyObject *(*read)(fpy_profiler_t *, PyObject *))
 {
     static char *kwlist[] = {"thread", NULL};
     PyObject *thread = Py_None;
@@ -165,18 +168,17 @@ static PyObject *profiler_getstats(fpy_profiler_t *p, PyObject *args, PyObject *
         return NULL;
     if (report_pending(p) < 0)
         return NULL;
-    return fpy_getstats(p, thread);
+    return read(p, thread);
+}
+
+static PyObject *profiler_getstats(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    return read_tables(p, args, kwds, fpy_getstats);
 }
 
 static PyObject *profiler_callpaths(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"thread", NULL};
-    PyObject *thread = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O", kwlist, &thread))
-        return NULL;
-    if (report_pending(p) < 0)
-        return NULL;
-    return fpy_callpaths(p, thread);
+    return read_tables(p, args, kwds, fpy_callpaths);
 }
 
 static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))

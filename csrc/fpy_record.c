@@ -110,15 +110,21 @@ void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
         fp_leave(&p->core, t, code, now);
 }
 
+/* The key of a C callable (see fpy_cfunc_key), NULL if it is not one. */
+static inline const void *c_key(fpy_profiler_t *p, PyObject *callable, PyObject *self_arg)
+{
+#if FPY_USE_MONITORING
+    return fpy_cfunc_key(callable, self_arg, p->missing);
+#else
+    (void)p;
+    return fpy_cfunc_key(callable, self_arg, NULL);
+#endif
+}
+
 void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                        PyObject *self_arg)
 {
-#if FPY_USE_MONITORING
-    PyObject *missing = p->missing;
-#else
-    PyObject *missing = NULL;
-#endif
-    const void *key = fpy_cfunc_key(callable, self_arg, missing);
+    const void *key = c_key(p, callable, self_arg);
     if (!key)
         return;
     uint64_t gen = p->generation;
@@ -155,12 +161,7 @@ void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
 void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                          PyObject *self_arg)
 {
-#if FPY_USE_MONITORING
-    PyObject *missing = p->missing;
-#else
-    PyObject *missing = NULL;
-#endif
-    const void *key = fpy_cfunc_key(callable, self_arg, missing);
+    const void *key = c_key(p, callable, self_arg);
     if (!key)
         return;
     uint64_t gen = p->generation;

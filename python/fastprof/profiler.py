@@ -232,9 +232,10 @@ class Profile(_fastprof.Profiler):
 
     # The methods below call the C disable() inline, not through a Python
     # helper: a helper called while profiling would show up as a row that
-    # cProfile's profile does not have.
+    # cProfile's profile does not have. (_profiled is called before enable(),
+    # so it is never seen.)
 
-    def _failed_under(self, err, exc):
+    def _failed_under(self, err, exc, stacklevel=3):
         """The profiler failed (*err*) while the user's *exc* propagated.
 
         The profiler error must not replace the user's exception: it is kept
@@ -244,7 +245,7 @@ class Profile(_fastprof.Profiler):
         warnings.warn("fastprof: profiling stopped early (%s: %s) while %s "
                       "propagated; the stats are partial"
                       % (type(err).__name__, err, type(exc).__name__),
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=stacklevel)
 
     def _disable(self):
         try:
@@ -424,24 +425,16 @@ class Profile(_fastprof.Profiler):
 
     def runctx(self, cmd, globals, locals):
         """Profile ``exec(cmd, globals, locals)``; return self."""
-        self.enable()
-        try:
-            exec(cmd, globals, locals)
-        except BaseException as exc:
-            try:
-                self.disable()
-            except Exception as err:
-                self._failed_under(err, exc)
-            self._remember_thread_names()
-            raise
-        try:
-            self.disable()
-        finally:
-            self._remember_thread_names()
+        self._profiled(exec, cmd, globals, locals)
         return self
 
     def runcall(self, func, /, *args, **kw):
         """Profile ``func(*args, **kw)``; return its result."""
+        return self._profiled(func, *args, **kw)
+
+    def _profiled(self, func, /, *args, **kw):
+        """``func(*args, **kw)`` between enable() and disable(); an exception
+        from func wins over a profiler failure reported by disable()."""
         self.enable()
         try:
             result = func(*args, **kw)
@@ -449,7 +442,7 @@ class Profile(_fastprof.Profiler):
             try:
                 self.disable()
             except Exception as err:
-                self._failed_under(err, exc)
+                self._failed_under(err, exc, stacklevel=4)  # runcall's caller
             self._remember_thread_names()
             raise
         try:
