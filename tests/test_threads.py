@@ -532,3 +532,32 @@ def test_threads_false_enabled_from_a_worker_thread():
     assert_sane(prof.stats)
     assert not unique_keys(4) & set(prof.stats)
     assert_same_counts(ref, prof.stats, workload_py_keys(5), "worker that enabled")
+
+
+def test_profiler_never_calls_thread_is_alive(monkeypatch):
+    """Naming threads must not touch their state: ``Thread.is_alive()`` may
+    release the thread's lock (before 3.13), and racing a ``join()`` in
+    another thread that broke the program's threading (seen in the stress
+    test as "release unlocked lock")."""
+    import fastprof
+
+    ended = threading.Thread(target=rec, args=(2,), name="ended-before")
+    ended.start()
+    ended.join()
+    calls = []
+
+    def spy(self):
+        calls.append(self.name)
+        raise AssertionError("the profiler called Thread.is_alive()")
+
+    monkeypatch.setattr(threading.Thread, "is_alive", spy)
+    prof = fastprof.Profile(threads=True)
+    prof.enable()
+    worker = threading.Thread(target=rec, args=(3,), name="worker")
+    worker.start()
+    worker.join()
+    prof.disable()
+    prof.create_stats()
+    names = {name for _tid, _ident, name, _stats in prof.thread_stats()}
+    assert calls == []
+    assert "worker" in names and "ended-before" not in names

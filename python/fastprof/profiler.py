@@ -462,8 +462,15 @@ def _live_thread_names():
 
 
 def _known_threads():
-    """(ident, native_id, name, alive, thread) of the Thread objects still around."""
-    threads = set(threading.enumerate())
+    """(ident, native_id, name, alive, thread) of the Thread objects still around.
+
+    "alive" is membership in ``threading.enumerate()``, never
+    ``Thread.is_alive()``: before 3.13 that call may release the thread's
+    lock, and racing a ``join()`` in another thread it breaks the program's
+    threading ("release unlocked lock", an AssertionError in ``_stop``).
+    """
+    live = set(threading.enumerate())
+    threads = set(live)
     for _attempt in range(3):
         try:  # another thread may add to the WeakSet while we copy it
             threads.update(list(getattr(threading, "_dangling", ())))
@@ -473,7 +480,7 @@ def _known_threads():
     out = []
     for t in threads:
         if t.ident is not None:
-            out.append((t.ident, getattr(t, "native_id", None), t.name, t.is_alive(), t))
+            out.append((t.ident, getattr(t, "native_id", None), t.name, t in live, t))
     return out
 
 

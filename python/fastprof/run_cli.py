@@ -348,8 +348,7 @@ def _pending_threads():
     import threading
     me = threading.current_thread()
     return [t for t in threading.enumerate()
-            if t is not me and t is not threading.main_thread() and not t.daemon
-            and t.is_alive()]
+            if t is not me and t is not threading.main_thread() and not t.daemon]
 
 
 def _join_threads(threads):
