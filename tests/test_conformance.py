@@ -196,3 +196,53 @@ def test_internal_rows_are_documented(program, tmp_path_factory):
             assert names <= allowed, (mode, which, names)
             if mode == "nobuiltins":
                 assert not names, (mode, which, names)
+
+
+# -- call paths agree with the flat stats ---------------------------------------
+
+MAX_DEPTH = 128  # Profile's default max_depth: deeper paths are cut there
+
+
+def path_totals(paths):
+    """{code key: [calls, inlinetime, cumtime, cut]} summed over the call-path
+    nodes of each function.  Cumtime counts only the nodes with no ancestor
+    of the same function (its outermost activations, as the flat cumtime);
+    `cut` tells that some node of it sits at the depth bound, where ancestry
+    is no longer exact."""
+    ancestry, depth = [], []
+    out = {}
+    for parent, key, calls, inline, total in paths:
+        key = tuple(key)
+        above = ancestry[parent] if parent >= 0 else frozenset()
+        ancestry.append(above | {key})
+        depth.append(depth[parent] + 1 if parent >= 0 else 1)
+        row = out.setdefault(key, [0, 0.0, 0.0, False])
+        row[0] += calls
+        row[1] += inline
+        if key not in above:
+            row[2] += total
+        row[3] = row[3] or depth[-1] >= MAX_DEPTH
+    return out
+
+
+@pytest.mark.skipif(helpers.USING_CPROFILE, reason="call paths are fastprof-only")
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_callpath_totals_agree_with_flat_stats(program, tmp_path_factory):
+    """Summed over its call paths, every function has its flat calls and
+    tottime, and its outermost paths add up to its cumtime."""
+    run = run_corpus(program, tmp_path_factory)["callpaths"]["test"]
+    flat = {tuple(k): v for k, v in run["flat_times"].items()}
+    paths = path_totals(run["paths"])
+    assert paths, "no call paths recorded"
+    problems = []
+    for key in sorted(set(flat) | set(paths), key=repr):
+        f = flat.get(key, [0, 0.0, 0.0])
+        p = paths.get(key, [0, 0.0, 0.0, False])
+        if f[0] != p[0]:
+            problems.append("%s: %d calls flat, %d over its paths" % (fmt_code(key), f[0], p[0]))
+        if abs(f[1] - p[1]) > 1e-9 + 1e-9 * abs(f[1]):
+            problems.append("%s: tottime %r flat, %r over its paths" % (fmt_code(key), f[1], p[1]))
+        if not p[3] and abs(f[2] - p[2]) > 1e-9 + 1e-9 * abs(f[2]):
+            problems.append("%s: cumtime %r flat, %r over its paths" % (fmt_code(key), f[2], p[2]))
+    assert not problems, "%s: call paths disagree with the flat stats\n%s" % (
+        program, "\n".join(problems[:40]))

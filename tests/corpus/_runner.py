@@ -50,12 +50,29 @@ def profile_once(factory, kwargs, main):
         prof.disable()
     finally:
         gc.enable()
-    entries = [entry_record(e) for e in prof.getstats()]
+    raw = prof.getstats()
+    result = {"entries": [entry_record(e) for e in raw]}
+    if kwargs.get("callpaths"):
+        result["flat_times"] = flat_times(raw)
+        result["paths"] = [(parent, code_key(code), calls, inline, total)
+                           for parent, code, calls, inline, total in prof.callpaths()]
     prof.create_stats()
-    stats = dict(prof.stats)
-    del prof
+    result["stats"] = dict(prof.stats)
+    del prof, raw
     gc.collect()
-    return {"stats": stats, "entries": entries}
+    return result
+
+
+def flat_times(entries):
+    """{code key: [callcount, inlinetime, totaltime]} (C functions sharing a
+    name summed), to check the call paths against."""
+    out = {}
+    for e in entries:
+        row = out.setdefault(code_key(e.code), [0, 0.0, 0.0])
+        row[0] += e.callcount
+        row[1] += e.inlinetime
+        row[2] += e.totaltime
+    return out
 
 
 def code_key(code):
