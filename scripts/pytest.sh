@@ -46,6 +46,8 @@ if [ "$kind" = asan ]; then
     # of Python objects inside its arenas).
     export PYTHONMALLOC=malloc
     timeout_per_test=${PYTEST_TIMEOUT:-900}
+    # issue 4: the concurrency stress runs 10 s per mode under the sanitizers
+    export FASTPROF_STRESS_SECONDS=${FASTPROF_STRESS_SECONDS:-10}
 fi
 export PYTEST_TIMEOUT=$timeout_per_test     # read by pytest-timeout
 

@@ -816,3 +816,34 @@ def test_thread_forgotten_by_threading_gets_an_honest_name():
         gc.collect()  # the Thread object is gone before disable() looks
     names = {i: name for _tid, i, name, _st in pr.thread_stats()}
     assert names[ident] == "Thread-%d (ended)" % ident
+
+
+def first_seen_after_the_failure(n):
+    return fib(n)
+
+
+def test_out_of_memory_raises_memory_error_and_keeps_the_stats():
+    """The core's allocations fail (the testing switch _mem_fail_after):
+    the program runs on, the calls that need a new table row are dropped,
+    disable() raises MemoryError once, and what was collected stays."""
+    from fastprof import _fastprof
+    pr = fastprof.Profile(builtins=False)
+    pr.enable()
+    fib(5)                                   # 15 calls, rows and edges made
+    _fastprof._mem_fail_after(0)
+    try:
+        assert first_seen_after_the_failure(5) == 5  # needs a new row: dropped
+        fib(5)                               # rows exist: still counted
+    finally:
+        _fastprof._mem_fail_after(-1)
+    with pytest.raises(MemoryError, match="out of memory"):
+        pr.disable()
+    assert not pr.enabled
+    pr.create_stats()
+    assert pr.stats[key(fib)][:2] == (2, 30)
+    assert key(first_seen_after_the_failure) not in pr.stats
+    pr.getstats()                            # reported once, not again
+    with pr:                                 # and the profiler works on
+        first_seen_after_the_failure(3)
+    pr.create_stats()
+    assert pr.stats[key(first_seen_after_the_failure)][:2] == (1, 1)

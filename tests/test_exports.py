@@ -15,6 +15,7 @@ import textwrap
 
 import pytest
 
+import helpers
 from fastprof.exports import FORMATS, export, format_for_path, render
 from fastprof.exports._tree import build_tree, tree_from_callers
 from fastprof.profile_file import CallPaths, ProfileData, load_profile
@@ -289,7 +290,7 @@ def test_callgrind_names_same_function_names_apart():
 def test_callgrind_annotate_reads_it(any_data, tmp_path):
     exe = shutil.which("callgrind_annotate")
     if not exe:
-        pytest.skip("callgrind_annotate not installed (apt-get install valgrind)")
+        helpers.tool_missing("callgrind_annotate not installed (apt-get install valgrind)")
     out = tmp_path / "callgrind.out.test"
     assert export(any_data, str(out), title="test run") == "callgrind"
     total = sum(int(round(v[2] * 1e9)) for v in any_data.stats.values())
@@ -310,7 +311,10 @@ def test_callgrind_annotate_reads_it(any_data, tmp_path):
 # ---------------------------------------------------------------- speedscope
 
 def _schema_validator():
-    jsonschema = pytest.importorskip("jsonschema")
+    try:
+        import jsonschema
+    except ImportError:
+        helpers.tool_missing("jsonschema is not installed (requirements-test.txt)")
     with open(SCHEMA) as f:
         schema = json.load(f)
     cls = jsonschema.validators.validator_for(schema)

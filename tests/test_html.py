@@ -30,6 +30,8 @@ if os.path.join(ROOT, "python") not in sys.path:  # script use
     sys.path.append(os.path.join(ROOT, "python"))
 
 from fastprof.exports import export  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helpers  # noqa: E402
 from fastprof.exports.html import render_html, report_data  # noqa: E402
 from fastprof.profile_file import CallPaths, ProfileData, load_profile  # noqa: E402
 
@@ -407,7 +409,7 @@ def test_report_tree_exact_vs_estimated(tmp_path):
 def browser():
     exe = find_chromium()
     if not exe:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
+        helpers.tool_missing("chromium is not installed (apt-get install chromium)")
     b = Chromium(exe)
     yield b
     b.close()
