@@ -6,7 +6,7 @@
 #
 # Variables (give them on the command line):
 #   PY=...           Python versions for venvs / builds / test-py   (default: all supported)
-#   ASAN_PY=...      versions for test-asan (default 3.11 3.12, or PY when PY is given)
+#   ASAN_PY=...      versions for test-asan (default: all supported, or PY when PY is given)
 #   DEV_PY=3.11      version for dev / demo / bench-smoke (default: python3's)
 #   PYTEST_ARGS=...  extra pytest arguments (paths, -k, -x, -v, ...)
 #   PYTEST_TIMEOUT=  seconds per test (default 300, 900 under ASan)
@@ -22,7 +22,7 @@ ifdef PY
 ASAN_PY ?= $(PY)
 endif
 PY      ?= $(SUPPORTED_PY)
-ASAN_PY ?= 3.11 3.12
+ASAN_PY ?= $(SUPPORTED_PY)
 ifndef DEV_PY
 DEV_PY  := $(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
 endif

@@ -10,10 +10,12 @@
  * for the return of a frame entered before profiling started. */
 #define FP_LEAVE_SEARCH 32
 
-static int push_frame(fp_profiler_t *p, fp_thread_t *t)
+/* The fast paths below are forced inline: every event runs them, and a
+ * call costs as much as their bodies. */
+#define FP_HOT static inline __attribute__((always_inline))
+
+static __attribute__((noinline)) int grow_stack(fp_profiler_t *p, fp_thread_t *t)
 {
-    if (t->depth < t->capacity)
-        return 0;
     size_t cap = t->capacity ? t->capacity * 2 : 64;
     fp_frame_t *stack = fp_realloc(t->stack, cap * sizeof *stack);
     if (!stack) {
@@ -23,6 +25,11 @@ static int push_frame(fp_profiler_t *p, fp_thread_t *t)
     t->stack = stack;
     t->capacity = cap;
     return 0;
+}
+
+FP_HOT int push_frame(fp_profiler_t *p, fp_thread_t *t)
+{
+    return t->depth < t->capacity ? 0 : grow_stack(p, t);
 }
 
 static fp_node_t *child_node(fp_profiler_t *p, fp_thread_t *t, fp_node_t *parent, fp_entry_t *e)
@@ -38,7 +45,7 @@ static fp_node_t *child_node(fp_profiler_t *p, fp_thread_t *t, fp_node_t *parent
 }
 
 /* Puts `f` on top of the stack and counts it as active. */
-static void activate(fp_thread_t *t, const fp_frame_t *f)
+FP_HOT void activate(fp_thread_t *t, const fp_frame_t *f)
 {
     t->stack[t->depth++] = *f;
     f->entry->reclevel++;
@@ -50,7 +57,7 @@ static void activate(fp_thread_t *t, const fp_frame_t *f)
 
 /* Takes the top frame off the stack, charging the running segment to the
  * caller; returns a pointer to it (valid until the next push). */
-static fp_frame_t *deactivate(fp_thread_t *t, fp_time_t now)
+FP_HOT fp_frame_t *deactivate(fp_thread_t *t, fp_time_t now)
 {
     fp_frame_t *f = &t->stack[--t->depth];
     if (t->depth > 0)
@@ -64,7 +71,7 @@ static fp_frame_t *deactivate(fp_thread_t *t, fp_time_t now)
 }
 
 /* Books a finished call described by a deactivated frame. */
-static void book(const fp_frame_t *f, fp_time_t now)
+FP_HOT void book(const fp_frame_t *f, fp_time_t now)
 {
     fp_time_t tt = now - f->t0;
     fp_time_t it = tt - f->susp - f->subt;
@@ -143,10 +150,12 @@ int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
         t->lost--;
         return 0;
     }
-    long i = find_frame(t, key);
-    if (i < 0)
-        return 0;
-    close_above(t, i, now);
+    if (t->depth == 0 || t->stack[t->depth - 1].entry->key != key) {
+        long i = find_frame(t, key); /* a missed return, or never entered */
+        if (i < 0)
+            return 0;
+        close_above(t, i, now);
+    }
     book(deactivate(t, now), now);
     return 0;
 }

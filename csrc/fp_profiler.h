@@ -198,7 +198,17 @@ static inline fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key)
 fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user);
 
 /* The edge caller->callee in `t`, created if missing; NULL on OOM. */
-fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee);
+fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee);
+
+static inline fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+{
+    /* Loops call the same callee from the same caller over and over: the
+     * callee remembers its last edge, which saves the hash lookup. */
+    fp_edge_t *edge = callee->last_edge;
+    if (edge && edge->key.a == caller)
+        return edge;
+    return fp_edge_get_slow(t, caller, callee);
+}
 
 /* The call-path node for `entry` under `parent` (NULL: a root), created if
  * missing; NULL on OOM. */

@@ -35,13 +35,9 @@ fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user)
     return e;
 }
 
-fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
 {
-    /* Loops call the same callee from the same caller over and over: the
-     * callee remembers its last edge, which saves the hash lookup. */
-    fp_edge_t *edge = callee->last_edge;
-    if (edge && edge->key.a == caller)
-        return edge;
+    fp_edge_t *edge;
     fp_pair_t key = {caller, callee};
     HASH_FIND(hh, t->edges, &key, sizeof key, edge);
     if (!edge) {

@@ -21,10 +21,9 @@ static PyObject *frame_ident(PyThreadState *tstate)
     return (PyObject *)f;
 }
 
-static PyObject *start(PyObject *self, PyObject *const *args, Py_ssize_t nargs, int first)
+static PyObject *start(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
 {
-    fpy_profiler_t *p = (fpy_profiler_t *)self;
-    if (nargs >= 1 && PyCode_Check(args[0])) {
+    if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
         PyThreadState *tstate = PyThreadState_Get();
         fp_thread_t *t = fpy_thread_for(p, tstate);
@@ -36,16 +35,6 @@ static PyObject *start(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
         }
     }
     Py_RETURN_NONE;
-}
-
-static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    return start(self, args, nargs, 1);
-}
-
-static PyObject *on_resume(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    return start(self, args, nargs, 0);
 }
 
 #if PY_VERSION_HEX >= 0x030D0000
@@ -97,10 +86,9 @@ static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, PyThreadState *ts
 }
 #endif
 
-static PyObject *stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, int suspending)
+static PyObject *stop(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int suspending)
 {
-    fpy_profiler_t *p = (fpy_profiler_t *)self;
-    if (nargs >= 1 && PyCode_Check(args[0])) {
+    if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
         PyThreadState *tstate = PyThreadState_Get();
         fp_thread_t *t = fpy_thread_for(p, tstate);
@@ -118,49 +106,110 @@ static PyObject *stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs, i
     Py_RETURN_NONE;
 }
 
-static PyObject *on_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The callbacks registered with sys.monitoring: small objects with their
+ * own vectorcall, called directly by the interpreter (a builtin function
+ * would add its own call layer to every event). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    fpy_profiler_t *prof; /* strong reference; NULL once cleared by the GC */
+} fpy_callback_t;
+
+#define PROFILER_OF(callback) (((fpy_callback_t *)(callback))->prof)
+
+static PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    return stop(self, args, nargs, 0);
+    (void)kwnames;
+    return start(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
 }
 
-static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    return stop(self, args, nargs, 1);
+    (void)kwnames;
+    return start(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
 }
 
-static PyObject *on_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    fpy_profiler_t *p = (fpy_profiler_t *)self;
-    fp_thread_t *t = nargs >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    (void)kwnames;
+    return stop(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+}
+
+static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    (void)kwnames;
+    return stop(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
+}
+
+static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    (void)kwnames;
+    fpy_profiler_t *p = PROFILER_OF(cb);
+    fp_thread_t *t = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
     if (t)
         fpy_record_c_call(p, t, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
-static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    fpy_profiler_t *p = (fpy_profiler_t *)self;
-    fp_thread_t *t = nargs >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    (void)kwnames;
+    fpy_profiler_t *p = PROFILER_OF(cb);
+    fp_thread_t *t = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
     if (t)
         fpy_record_c_return(p, t, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
-static PyMethodDef callback_defs[] = {
-    {"_on_start", (PyCFunction)(void (*)(void))on_start, METH_FASTCALL, NULL},
-    {"_on_resume", (PyCFunction)(void (*)(void))on_resume, METH_FASTCALL, NULL},
-    {"_on_return", (PyCFunction)(void (*)(void))on_return, METH_FASTCALL, NULL},
-    {"_on_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL, NULL},
-    {"_on_call", (PyCFunction)(void (*)(void))on_call, METH_FASTCALL, NULL},
-    {"_on_c_return", (PyCFunction)(void (*)(void))on_c_return, METH_FASTCALL, NULL},
+static const vectorcallfunc callback_fns[] = {on_start, on_resume, on_return, on_yield, on_call, on_c_return};
+
+static void callback_dealloc(fpy_callback_t *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->prof);
+    PyObject_GC_Del(self);
+}
+
+static int callback_traverse(fpy_callback_t *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->prof);
+    return 0;
+}
+
+static int callback_clear(fpy_callback_t *self)
+{
+    Py_CLEAR(self->prof);
+    return 0;
+}
+
+static PyTypeObject callback_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof._fastprof._Callback",
+    .tp_basicsize = sizeof(fpy_callback_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(fpy_callback_t, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = (destructor)callback_dealloc,
+    .tp_traverse = (traverseproc)callback_traverse,
+    .tp_clear = (inquiry)callback_clear,
 };
+
+static PyObject *new_callback(fpy_profiler_t *p, vectorcallfunc fn)
+{
+    fpy_callback_t *cb = PyObject_GC_New(fpy_callback_t, &callback_type);
+    if (!cb)
+        return NULL;
+    cb->vectorcall = fn;
+    cb->prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
+    PyObject_GC_Track(cb);
+    return (PyObject *)cb;
+}
 
 /* Events by name: their flags are read from sys.monitoring.events, not
  * hard-coded. C_RETURN and C_RAISE come with CALL (set_events refuses
  * them alone) but need their own callback. */
 static const struct {
     const char *event;
-    int callback; /* index into callback_defs */
+    int callback; /* index into callback_fns */
     int builtins_only;
     int implied_by_call;
 } event_table[] = {
@@ -231,7 +280,7 @@ int fpy_source_start(fpy_profiler_t *p)
         long flag = event_flag(mon, event_table[i].event);
         if (flag < 0)
             goto error;
-        PyObject *fn = PyCFunction_New(&callback_defs[event_table[i].callback], (PyObject *)p);
+        PyObject *fn = new_callback(p, callback_fns[event_table[i].callback]);
         if (!fn)
             goto error;
         PyObject *r = PyObject_CallMethod(mon, "register_callback", "ilO", p->tool_id, flag, fn);
@@ -281,7 +330,7 @@ void fpy_source_stop(fpy_profiler_t *p)
 int fpy_source_module_init(PyObject *module)
 {
     (void)module;
-    return 0;
+    return PyType_Ready(&callback_type);
 }
 
 #endif

@@ -847,3 +847,28 @@ def test_out_of_memory_raises_memory_error_and_keeps_the_stats():
         first_seen_after_the_failure(3)
     pr.create_stats()
     assert pr.stats[key(first_seen_after_the_failure)][:2] == (1, 1)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+def test_monitoring_callbacks_called_by_hand_do_no_harm():
+    """The callbacks fastprof registers are reachable from Python (the
+    register_callback of another tool returns them): calling them with
+    odd arguments, or after the profiler is gone, must not crash."""
+    mon = sys.monitoring
+    pr = fastprof.Profile()
+    pr.enable()
+    tool = next(t for t in range(6) if mon.get_tool(t) == "fastprof")
+    event = mon.events.PY_START
+    cb = mon.register_callback(tool, event, None)
+    mon.register_callback(tool, event, cb)
+    pr.disable()
+    assert type(cb).__name__ == "_Callback"
+    for args in [(), (None,), ("not code", 0), (fib.__code__, 0), (fib.__code__, 0, 1, 2, 3)]:
+        assert cb(*args) is None
+    pr.clear()
+    with pr:
+        fib(4)
+    pr.create_stats()
+    assert pr.stats[key(fib)][:2] == (1, 9)
+    del pr
+    assert cb(fib.__code__, 0) is None
