@@ -72,6 +72,11 @@ def probe():
             info["fastprof"]["clock_info"] = ci
     except Exception as exc:
         info["fastprof_error"] = "%s: %s" % (type(exc).__name__, exc)
+    try:
+        import floor_hook
+        info["floor"] = floor_hook.build()
+    except Exception as exc:
+        info["floor_error"] = "%s: %s" % (type(exc).__name__, exc)
     for name in ("yappi", "pyinstrument"):
         try:
             __import__(name)
@@ -198,6 +203,11 @@ def _make_profiler(mode, standin):
         if ci:
             info["clock_info"] = ci
         return prof.enable, prof.disable, stats_fn, info
+
+    if mode == "floor":
+        import floor_hook
+        hook = floor_hook.FloorHook(floor_hook.load())  # built by the probe: cached
+        return hook.enable, hook.disable, None, {}
 
     if mode == "yappi":
         import yappi

@@ -8,7 +8,7 @@ All in one process, min of --repeats runs, CPU time (process_time): quick to
 run while tuning; run.py remains the measurement of record.
 
 The "floor" column is a hook that reads the clock once per event and records
-nothing (benchmarks/floor/floor_hook.c, compiled on the fly with cc; the
+nothing (benchmarks/floor_hook.py, compiled on the fly with cc; the
 column is left out when that fails): what CPython charges any profiler for
 delivering the events, through the same mechanism fastprof uses
 (PyEval_SetProfile up to 3.11, sys.monitoring C callbacks from 3.12). The
@@ -19,14 +19,13 @@ last column is fastprof's cost above that floor as a fraction of cProfile's.
 
 import argparse
 import cProfile
-import importlib.util
 import os
 import re
-import subprocess
 import sys
-import sysconfig
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import floor_hook  # noqa: E402
 
 N = 200000
 
@@ -96,58 +95,6 @@ CASES = [py_calls, builtin_calls, c_methods, c_calls_python, generator_resumes, 
          exceptions]
 
 
-FLOOR_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor", "floor_hook.c")
-FLOOR_TOOL_ID = 5  # sys.monitoring: a free id, not one fastprof (2-4) or cProfile (2) uses
-FLOOR_EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_UNWIND", "PY_YIELD",
-                "CALL", "C_RETURN", "C_RAISE")
-
-
-def build_floor_hook():
-    """Compiles and imports floor_hook.c for this interpreter; None (and why) if it cannot."""
-    out = tempfile.mkdtemp(prefix="fastprof-floor-")
-    target = os.path.join(out, "_floor_hook" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = [os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC",
-           "-I" + sysconfig.get_paths()["include"], FLOOR_SOURCE, "-o", target]
-    try:
-        subprocess.run(cmd, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        return None, "cannot build %s: %s" % (FLOOR_SOURCE, exc)
-    spec = importlib.util.spec_from_file_location("_floor_hook", target)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, None
-
-
-class FloorHook:
-    """enable()/disable() like a profiler, delivering fastprof's events to floor_hook.tick."""
-
-    module = None
-
-    def enable(self):
-        if sys.version_info < (3, 12):
-            self.module.enable()
-            return
-        mon = sys.monitoring
-        mon.use_tool_id(FLOOR_TOOL_ID, "fastprof-floor")
-        mask = 0
-        for name in FLOOR_EVENTS:
-            flag = getattr(mon.events, name)
-            mon.register_callback(FLOOR_TOOL_ID, flag, self.module.tick)
-            if name not in ("C_RETURN", "C_RAISE"):  # implied by CALL
-                mask |= flag
-        mon.set_events(FLOOR_TOOL_ID, mask)
-
-    def disable(self):
-        if sys.version_info < (3, 12):
-            self.module.disable()
-            return
-        mon = sys.monitoring
-        mon.set_events(FLOOR_TOOL_ID, 0)
-        for name in FLOOR_EVENTS:
-            mon.register_callback(FLOOR_TOOL_ID, getattr(mon.events, name), None)
-        mon.free_tool_id(FLOOR_TOOL_ID)
-
-
 def best_time(fn, make, repeats):
     best = float("inf")
     for _ in range(repeats):
@@ -171,9 +118,11 @@ def main():
     N = args.n
     import fastprof
     print("Python %s, fastprof from %s" % (sys.version.split()[0], fastprof.__file__))
-    FloorHook.module, why_not = build_floor_hook()
-    if why_not:
-        print("floor column left out: " + why_not)
+    try:
+        floor_module = floor_hook.load()
+    except RuntimeError as exc:
+        floor_module = None
+        print("floor column left out: %s" % exc)
     print("added CPU ns per call (min of %d runs)" % args.repeats)
     print("%-18s %8s %8s %10s %10s %8s %8s %13s" % (
         "case", "calls", "floor", "cProfile", "fastprof", "fp/cP", "floor/cP",
@@ -188,8 +137,8 @@ def main():
         cp = best_time(fn, cProfile.Profile, args.repeats) - base
         fp = best_time(fn, fastprof.Profile, args.repeats) - base
         row = "%-18s %8d" % (fn.__name__, calls)
-        if FloorHook.module:
-            floor = best_time(fn, FloorHook, args.repeats) - base
+        if floor_module:
+            floor = best_time(fn, lambda: floor_hook.FloorHook(floor_module), args.repeats) - base
             row += " %8.0f" % (floor / calls * 1e9)
         else:
             floor = None

@@ -9,6 +9,8 @@ alike.  The report gives medians over repeats.
 
 Modes:
   none          the workload alone (baseline)
+  floor         a hook that only reads the clock          (what CPython charges any
+                (floor_hook.py)                          profiler for its events)
   cprofile      cProfile.Profile()                       (deterministic, the reference)
   fastprof      fastprof.Profile()                       (deterministic)
   fastprof-cpu  fastprof.Profile(clock="cpu"), fib only  (cost of the CPU clock)
@@ -16,7 +18,9 @@ Modes:
   pyinstrument  pyinstrument.Profiler()                  (statistical sampler; if importable)
 
 Headline number per workload: fastprof's added time as a fraction of
-cProfile's, (t_fastprof - t_none) / (t_cprofile - t_none).  "ns/event" is
+cProfile's, (t_fastprof - t_none) / (t_cprofile - t_none).  The floor's
+fraction, (t_floor - t_none) / (t_cprofile - t_none), is the lowest any
+profiler fed by the same interpreter hooks can reach.  "ns/event" is
 added time / events, events = 2 x calls (Python + C calls, as counted by
 cProfile in the same workload: every call has a return).
 
@@ -54,13 +58,13 @@ import workloads  # noqa: E402  (after the path tweak, on purpose)
 from _worker import RESULT_TAG  # noqa: E402
 
 SCHEMA = "fastprof-bench/1"
-BASE_MODES = ["none", "cprofile", "fastprof"]
-OPTIONAL_MODES = ["yappi", "pyinstrument"]
+OPTIONAL_MODES = ["floor", "yappi", "pyinstrument"]
 CPU_MODE = "fastprof-cpu"
 CPU_MODE_WORKLOADS = ["fib"]
-ALL_MODES = BASE_MODES + [CPU_MODE] + OPTIONAL_MODES
+ALL_MODES = ["none", "floor", "cprofile", "fastprof", CPU_MODE, "yappi", "pyinstrument"]
 MODE_LABELS = {
     "none": "none",
+    "floor": "floor (hook only)",
     "cprofile": "cProfile",
     "fastprof": "fastprof",
     "fastprof-cpu": "fastprof clock=cpu",
@@ -293,7 +297,7 @@ def summarize(record, metric="wall"):
     field = METRICS[metric]
     out = {"metric": metric, "workloads": {}}
     raw = [dict(r, seconds=r[field]) for r in record["raw"] if field in r]
-    fractions = {}
+    fractions, floor_fractions = {}, {}
     for name in record["workloads"]:
         rows = [r for r in raw if r["workload"] == name]
         events = _median([2 * r["calls"] for r in rows if r["mode"] == "cprofile" and "calls" in r])
@@ -328,6 +332,10 @@ def summarize(record, metric="wall"):
         cpu = w["modes"].get(CPU_MODE)
         if cpu and cp and t_none and cp["added"] > 0:
             w["fraction_cpu_clock"] = cpu["added"] / cp["added"]
+        floor = w["modes"].get("floor")
+        if floor and cp and t_none and cp["added"] > 0:
+            w["floor_fraction"] = floor["added"] / cp["added"]
+            floor_fractions[name] = w["floor_fraction"]
         out["workloads"][name] = w
     if fractions:
         worst = max(fractions, key=fractions.get)
@@ -335,6 +343,9 @@ def summarize(record, metric="wall"):
         out["worst_fraction"] = fractions[worst]
         out["worst_workload"] = worst
         out["ranked"] = sorted(fractions, key=fractions.get, reverse=True)
+    if floor_fractions:
+        out["median_floor_fraction"] = statistics.median(floor_fractions.values())
+        out["worst_floor_fraction"] = max(floor_fractions.values())
     return out
 
 
@@ -373,8 +384,9 @@ def print_table(record, metric="wall", out=sys.stdout):
         label = fp_label if m == "fastprof" else MODE_LABELS[m]
         head1 += " | %-22s" % label[:22]
         head2 += " | %7s %5s %7s" % ("s", "x", "ns/ev")
-    head1 += " | fastprof / cProfile"
-    head2 += " | fraction"
+    with_floor = any("floor_fraction" in w for w in s["workloads"].values())
+    head1 += " | fastprof / cProfile" + (" | floor / cProfile" if with_floor else "")
+    head2 += " | fraction          " + (" | fraction" if with_floor else "")
     print(head1, file=out)
     print(head2, file=out)
     print("-" * len(head2) + "-" * 12, file=out)
@@ -393,17 +405,24 @@ def print_table(record, metric="wall", out=sys.stdout):
             line += " | %7.3f %4.1fx %7s" % (c["median"], c.get("slowdown", float("nan")),
                                             "%.0f" % c["ns_per_event"] if "ns_per_event" in c else "-")
         if "fraction" in w:
-            line += " | %5.0f%%" % (100 * w["fraction"])
+            cell = "%5.0f%%" % (100 * w["fraction"])
             per = w.get("fraction_per_repeat")
             if per and len(per) > 1:
-                line += " [%.0f-%.0f%%]" % (100 * min(per), 100 * max(per))
-        print(line, file=out)
+                cell += " [%.0f-%.0f%%]" % (100 * min(per), 100 * max(per))
+            line += " | %-18s" % cell
+        if "floor_fraction" in w:
+            line += " | %5.0f%%" % (100 * w["floor_fraction"])
+        print(line.rstrip(), file=out)
     if "median_fraction" in s:
         print("fastprof added time / cProfile added time: median over workloads %.0f%%, "
               "worst %.0f%% (%s); ranked worst first: %s"
               % (100 * s["median_fraction"], 100 * s["worst_fraction"], s["worst_workload"],
                  ", ".join("%s %.0f%%" % (n, 100 * s["workloads"][n]["fraction"])
                            for n in s["ranked"])), file=out)
+    if "median_floor_fraction" in s:
+        print("floor (a hook that only reads the clock) / cProfile added time: median %.0f%%, "
+              "highest %.0f%%: no profiler fed by the same hooks costs less"
+              % (100 * s["median_floor_fraction"], 100 * s["worst_floor_fraction"]), file=out)
     for name in CPU_MODE_WORKLOADS:
         w = s["workloads"].get(name, {})
         cpu, wall = w.get("modes", {}).get(CPU_MODE), w.get("modes", {}).get("fastprof")
@@ -423,9 +442,12 @@ def print_overall(results, metric, out=sys.stdout):
     for r in results["runs"]:
         s = _summary(r, metric) or {}
         if "median_fraction" in s:
-            print("  Python %-8s median %4.0f%%   worst %4.0f%% (%s)"
+            floor = ("   (floor: median %3.0f%%, highest %3.0f%%)"
+                     % (100 * s["median_floor_fraction"], 100 * s["worst_floor_fraction"])
+                     if "median_floor_fraction" in s else "")
+            print("  Python %-8s median %4.0f%%   worst %4.0f%% (%s)%s"
                   % (r["python"], 100 * s["median_fraction"], 100 * s["worst_fraction"],
-                     s["worst_workload"]), file=out)
+                     s["worst_workload"], floor), file=out)
         else:
             print("  Python %-8s no fraction (fastprof or cProfile missing)"
                   % r.get("python", r["executable"]), file=out)
@@ -460,6 +482,14 @@ def markdown(results, metric="wall"):
         cells.append("%.0f%% (%s)" % (100 * s["worst_fraction"], s["worst_workload"])
                      if "worst_fraction" in s else "-")
     lines.append("| worst | %s |" % " | ".join(cells))
+    if any("median_floor_fraction" in _summary(r, metric) for r in runs):
+        cells = []
+        for r in runs:
+            s = _summary(r, metric)
+            cells.append("%.0f%%" % (100 * s["median_floor_fraction"])
+                         if "median_floor_fraction" in s else "-")
+        lines.append("| *floor* (a hook that only reads the clock), median | %s |"
+                     % " | ".join(cells))
     for r in runs:
         s = _summary(r, metric)
         shown = [m for m in ALL_MODES if m in r["modes"] and m not in ("none", CPU_MODE)]
@@ -524,6 +554,13 @@ def plot(results, path, metric="wall"):
                 ax.text(x, 1, "n/a", rotation=90, ha="center", va="bottom", fontsize=7)
         ymax = max([ymax] + [v for v in vals if v == v])
         ymin = min([ymin] + [v for v in vals if v == v])
+        if "median_floor_fraction" in s:
+            # the floor of each bar: what the interpreter's hooks alone cost
+            fvals = [100 * s["workloads"].get(n, {}).get("floor_fraction", float("nan"))
+                     for n in names] + [100 * s["median_floor_fraction"]]
+            ax.plot(xs, fvals, linestyle="none", marker="_", markersize=60 * width,
+                    markeredgewidth=2, color="black",
+                    label="floor: a hook that only reads the clock" if i == 0 else None)
     ax.axhline(100, color="dimgray", linestyle=":", linewidth=1.0, label="= cProfile")
     ax.axhline(100 * TARGET_FRACTION, color="crimson", linestyle="--", linewidth=1.2,
                label="target: 50% of cProfile")

@@ -42,8 +42,8 @@ def test_benchmark_smoke(tmp_path):
 
     assert len(NAMES) >= 7
     assert run["workloads"] == NAMES
-    for mode in ("none", "cprofile", "fastprof", "fastprof-cpu"):
-        assert mode in run["modes"], mode
+    for mode in ("none", "floor", "cprofile", "fastprof", "fastprof-cpu"):
+        assert mode in run["modes"], (mode, run["probe"].get("floor_error"))
 
     for name in NAMES:
         modes = [m for m in run["modes"] if m != "fastprof-cpu" or name == "fib"]
@@ -63,3 +63,4 @@ def test_benchmark_smoke(tmp_path):
         assert s["events"] > 0
         assert s["modes"]["cprofile"]["median"] > 0
         assert s["modes"]["fastprof"]["median"] > 0
+        assert s["modes"]["floor"]["median"] > 0
