@@ -45,8 +45,10 @@ static PyObject *name_of_cfunction(PyCFunctionObject *fn)
         }
         return PyUnicode_FromFormat("<%s>", ml_name);
     }
-    /* a built-in method: repr(getattr(type(__self__), __name__)) */
-    PyObject *name = PyUnicode_FromString(ml_name);
+    /* a built-in method: repr(getattr(type(__self__), __name__)). The name
+     * is interned: the type-attribute cache keeps the name it was asked
+     * for, and a fresh string per lookup would stay alive there. */
+    PyObject *name = PyUnicode_InternFromString(ml_name);
     if (name) {
         PyObject *mo = fpy_type_lookup(Py_TYPE(fn->m_self), name);
         Py_DECREF(name);

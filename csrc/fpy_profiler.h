@@ -116,6 +116,15 @@ void fpy_release_user(void *user, void *ctx);
 /* DECREF everything queued by fpy_release_user. */
 void fpy_drain_doomed(fpy_profiler_t *p);
 
+/* ---- fpy_attr.c: calls into Python modules by interned name ---- */
+
+/* getattr(obj, name) (new reference, or NULL with an exception set). */
+PyObject *fpy_getattr(PyObject *obj, const char *name);
+
+/* obj.name(*args), args built by Py_BuildValue from `fmt`, which must make
+ * a tuple: "(is)", "(O)". New reference, or NULL with an exception set. */
+PyObject *fpy_call_method(PyObject *obj, const char *name, const char *fmt, ...);
+
 /* ---- fpy_names.c ---- */
 
 /* The key cProfile uses for a C callable (its PyMethodDef), or NULL if

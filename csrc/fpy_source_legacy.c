@@ -191,7 +191,7 @@ static int call_threading_setprofile(PyObject *func)
     PyObject *threading = PyImport_ImportModule("threading");
     if (!threading)
         return -1;
-    PyObject *r = PyObject_CallMethod(threading, "setprofile", "O", func);
+    PyObject *r = fpy_call_method(threading, "setprofile", "(O)", func);
     Py_DECREF(threading);
     Py_XDECREF(r);
     return r ? 0 : -1;
@@ -229,7 +229,7 @@ void fpy_source_stop(fpy_profiler_t *p)
     if (p->thread_starter) {
         /* only undo threading.setprofile if it is still ours */
         PyObject *threading = PyImport_ImportModule("threading");
-        PyObject *cur = threading ? PyObject_GetAttrString(threading, "_profile_hook") : NULL;
+        PyObject *cur = threading ? fpy_getattr(threading, "_profile_hook") : NULL;
         if (cur == p->thread_starter && call_threading_setprofile(Py_None) < 0)
             PyErr_Clear();
         Py_XDECREF(cur);

@@ -220,32 +220,23 @@ static const struct {
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
 
-/* The flag of event `name` (sys.monitoring.events.NAME); -1 on error. */
-static long event_flag(PyObject *mon, const char *name)
-{
-    PyObject *events = PyObject_GetAttrString(mon, "events");
-    PyObject *flag = events ? PyObject_GetAttrString(events, name) : NULL;
-    long value = flag ? PyLong_AsLong(flag) : -1;
-    Py_XDECREF(flag);
-    Py_XDECREF(events);
-    return value;
-}
+/* sys.monitoring.events.<event_table[i].event>, read once at import. */
+static long event_flags[N_EVENTS];
 
+/* sys.monitoring (new reference), or NULL with an exception set. */
 static PyObject *monitoring_module(void)
 {
-    PyObject *sys = PyImport_ImportModule("sys");
-    if (!sys)
-        return NULL;
-    PyObject *mon = PyObject_GetAttrString(sys, "monitoring");
-    Py_DECREF(sys);
-    return mon;
+    PyObject *mon = PySys_GetObject("monitoring");
+    if (!mon)
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: sys.monitoring is missing");
+    return Py_XNewRef(mon);
 }
 
 /* Claims a free tool id; -1 with ValueError if none is free. */
 static int claim_tool_id(PyObject *mon)
 {
     for (size_t i = 0; i < sizeof tool_ids / sizeof tool_ids[0]; i++) {
-        PyObject *r = PyObject_CallMethod(mon, "use_tool_id", "is", tool_ids[i], "fastprof");
+        PyObject *r = fpy_call_method(mon, "use_tool_id", "(is)", tool_ids[i], "fastprof");
         if (r) {
             Py_DECREF(r);
             return tool_ids[i];
@@ -267,7 +258,7 @@ int fpy_source_start(fpy_profiler_t *p)
         return -1;
     long mask = 0;
     if (!p->missing) {
-        p->missing = PyObject_GetAttrString(mon, "MISSING");
+        p->missing = fpy_getattr(mon, "MISSING");
         if (!p->missing)
             goto error;
     }
@@ -277,13 +268,11 @@ int fpy_source_start(fpy_profiler_t *p)
     for (int i = 0; i < N_EVENTS; i++) {
         if (event_table[i].builtins_only && !p->builtins)
             continue;
-        long flag = event_flag(mon, event_table[i].event);
-        if (flag < 0)
-            goto error;
+        long flag = event_flags[i];
         PyObject *fn = new_callback(p, callback_fns[event_table[i].callback]);
         if (!fn)
             goto error;
-        PyObject *r = PyObject_CallMethod(mon, "register_callback", "ilO", p->tool_id, flag, fn);
+        PyObject *r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, flag, fn);
         Py_DECREF(fn);
         if (!r)
             goto error;
@@ -291,7 +280,7 @@ int fpy_source_start(fpy_profiler_t *p)
         if (!event_table[i].implied_by_call)
             mask |= flag;
     }
-    PyObject *r = PyObject_CallMethod(mon, "set_events", "il", p->tool_id, mask);
+    PyObject *r = fpy_call_method(mon, "set_events", "(il)", p->tool_id, mask);
     if (!r)
         goto error;
     Py_DECREF(r);
@@ -311,14 +300,13 @@ void fpy_source_stop(fpy_profiler_t *p)
     fpy_exc_save(&saved);
     PyObject *mon = monitoring_module();
     if (mon) {
-        PyObject *r = PyObject_CallMethod(mon, "set_events", "ii", p->tool_id, 0);
+        PyObject *r = fpy_call_method(mon, "set_events", "(ii)", p->tool_id, 0);
         Py_XDECREF(r);
         for (int i = 0; i < N_EVENTS; i++) {
-            long flag = event_flag(mon, event_table[i].event);
-            r = flag < 0 ? NULL : PyObject_CallMethod(mon, "register_callback", "ilO", p->tool_id, flag, Py_None);
+            r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, event_flags[i], Py_None);
             Py_XDECREF(r);
         }
-        r = PyObject_CallMethod(mon, "free_tool_id", "i", p->tool_id);
+        r = fpy_call_method(mon, "free_tool_id", "(i)", p->tool_id);
         Py_XDECREF(r);
         Py_DECREF(mon);
     }
@@ -330,6 +318,21 @@ void fpy_source_stop(fpy_profiler_t *p)
 int fpy_source_module_init(PyObject *module)
 {
     (void)module;
+    PyObject *mon = monitoring_module();
+    PyObject *events = mon ? fpy_getattr(mon, "events") : NULL;
+    Py_XDECREF(mon);
+    if (!events)
+        return -1;
+    for (int i = 0; i < N_EVENTS; i++) {
+        PyObject *flag = fpy_getattr(events, event_table[i].event);
+        event_flags[i] = flag ? PyLong_AsLong(flag) : -1;
+        Py_XDECREF(flag);
+        if (event_flags[i] < 0) {
+            Py_DECREF(events);
+            return -1;
+        }
+    }
+    Py_DECREF(events);
     return PyType_Ready(&callback_type);
 }
 
