@@ -1,25 +1,7 @@
-/* Keys and names of C functions, exactly as cProfile (_lsprof) makes them,
- * so that rows match between the two profilers. */
+/* Names of C functions, exactly as cProfile (_lsprof) makes them, so that
+ * rows match between the two profilers (their keys: fpy_cfunc_key in
+ * fpy_profiler.h, inline as every C call event asks for one). */
 #include "fpy_profiler.h"
-
-const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing)
-{
-    /* Exact types first: most callables are one of these, and the subtype
-     * walk of PyCFunction_Check costs more than the rest of the event. */
-    PyTypeObject *type = Py_TYPE(callable);
-    if (type == &PyCFunction_Type || type == &PyCMethod_Type)
-        return ((PyCFunctionObject *)callable)->m_ml;
-    if (type == &PyFunction_Type || type == &PyType_Type || type == &PyMethod_Type)
-        return NULL;
-    if (PyCFunction_Check(callable))
-        return ((PyCFunctionObject *)callable)->m_ml;
-    /* 3.12+ calls `obj.method(...)` through the unbound method descriptor;
-     * cProfile binds it to get the builtin method, whose PyMethodDef is the
-     * descriptor's. We take the PyMethodDef without creating the object. */
-    if (self_arg && self_arg != missing && Py_IS_TYPE(callable, &PyMethodDescr_Type))
-        return ((PyMethodDescrObject *)callable)->d_method;
-    return NULL;
-}
 
 /* The name of a builtin function or method object. */
 static PyObject *name_of_cfunction(PyCFunctionObject *fn)

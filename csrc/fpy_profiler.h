@@ -96,13 +96,13 @@ void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
 void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                         const void *frame, int suspending);
 
-/* A call of `callable` starts / ends. `self_arg` is the first argument on
- * 3.12+ (to resolve method descriptors), NULL before. Non-C callables are
- * ignored, as cProfile does. */
-void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
-                       PyObject *self_arg);
-void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
-                         PyObject *self_arg);
+/* A call of C callable `callable` starts / ends; `key` is its
+ * fpy_cfunc_key (never NULL: the source skips other callables, as cProfile
+ * does, before it looks up the thread). `self_arg` is the first argument
+ * on 3.12+ (to name method descriptors), NULL before. */
+void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
+                       PyObject *callable, PyObject *self_arg);
+void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key);
 
 /* Whether the profiler still wants events of the generation `gen`. */
 static inline int fpy_live(const fpy_profiler_t *p, uint64_t gen)
@@ -125,11 +125,28 @@ PyObject *fpy_getattr(PyObject *obj, const char *name);
  * a tuple: "(is)", "(O)". New reference, or NULL with an exception set. */
 PyObject *fpy_call_method(PyObject *obj, const char *name, const char *fmt, ...);
 
-/* ---- fpy_names.c ---- */
+/* ---- C functions: keys (here, inline) and names (fpy_names.c) ---- */
 
 /* The key cProfile uses for a C callable (its PyMethodDef), or NULL if
  * `callable` is not a C function cProfile records. */
-const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing);
+static inline const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing)
+{
+    /* Exact types first: most callables are one of these, and the subtype
+     * walk of PyCFunction_Check costs more than the rest of the event. */
+    PyTypeObject *type = Py_TYPE(callable);
+    if (type == &PyCFunction_Type || type == &PyCMethod_Type)
+        return ((PyCFunctionObject *)callable)->m_ml;
+    if (type == &PyFunction_Type || type == &PyType_Type || type == &PyMethod_Type)
+        return NULL;
+    /* 3.12+ calls `obj.method(...)` through the unbound method descriptor;
+     * cProfile binds it to get the builtin method, whose PyMethodDef is the
+     * descriptor's. We take the PyMethodDef without creating the object. */
+    if (type == &PyMethodDescr_Type)
+        return self_arg && self_arg != missing ? ((PyMethodDescrObject *)callable)->d_method : NULL;
+    if (PyCFunction_Check(callable))
+        return ((PyCFunctionObject *)callable)->m_ml;
+    return NULL;
+}
 
 /* The name cProfile gives that C callable, e.g. "<built-in method
  * builtins.len>" or "<method 'append' of 'list' objects>" (new reference),

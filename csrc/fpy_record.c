@@ -110,23 +110,9 @@ void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
         fp_leave(&p->core, t, code, now);
 }
 
-/* The key of a C callable (see fpy_cfunc_key), NULL if it is not one. */
-static inline const void *c_key(fpy_profiler_t *p, PyObject *callable, PyObject *self_arg)
+void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
+                       PyObject *callable, PyObject *self_arg)
 {
-#if FPY_USE_MONITORING
-    return fpy_cfunc_key(callable, self_arg, p->missing);
-#else
-    (void)p;
-    return fpy_cfunc_key(callable, self_arg, NULL);
-#endif
-}
-
-void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
-                       PyObject *self_arg)
-{
-    const void *key = c_key(p, callable, self_arg);
-    if (!key)
-        return;
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -158,12 +144,8 @@ void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
     fp_enter(&p->core, t, e, NULL, now); /* e NULL: recorded as a dropped call */
 }
 
-void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
-                         PyObject *self_arg)
+void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key)
 {
-    const void *key = c_key(p, callable, self_arg);
-    if (!key)
-        return;
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))

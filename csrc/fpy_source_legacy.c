@@ -46,6 +46,7 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 {
     fpy_profiler_t *p = ((fpy_hook_t *)obj)->prof;
     fp_thread_t *t = ((fpy_hook_t *)obj)->thread;
+    const void *key;
     if (!p)
         return 0;
     switch (what) {
@@ -60,13 +61,13 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         break;
     }
     case PyTrace_C_CALL:
-        if (p->builtins)
-            fpy_record_c_call(p, t, arg, NULL);
+        if (p->builtins && (key = fpy_cfunc_key(arg, NULL, NULL)))
+            fpy_record_c_call(p, t, key, arg, NULL);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        if (p->builtins)
-            fpy_record_c_return(p, t, arg, NULL);
+        if (p->builtins && (key = fpy_cfunc_key(arg, NULL, NULL)))
+            fpy_record_c_return(p, t, key);
         break;
     default:
         break;

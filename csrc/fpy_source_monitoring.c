@@ -141,13 +141,22 @@ static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, Py
     return stop(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
 }
 
+/* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0). CALL comes for
+ * Python callables too: the callable is tested first, the thread (a
+ * thread-local read) only looked up for C ones. */
+static inline const void *c_call_key(fpy_profiler_t *p, PyObject *const *args, size_t nargsf)
+{
+    return p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
+}
+
 static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    fp_thread_t *t = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    const void *key = c_call_key(p, args, nargsf);
+    fp_thread_t *t = key ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
     if (t)
-        fpy_record_c_call(p, t, args[2], args[3]);
+        fpy_record_c_call(p, t, key, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
@@ -155,9 +164,10 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    fp_thread_t *t = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    const void *key = c_call_key(p, args, nargsf);
+    fp_thread_t *t = key ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
     if (t)
-        fpy_record_c_return(p, t, args[2], args[3]);
+        fpy_record_c_return(p, t, key);
     Py_RETURN_NONE;
 }
 
