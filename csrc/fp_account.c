@@ -4,15 +4,11 @@
  *   it (tottime)  time in the function's own code;
  *   tt (cumtime)  time including callees, for outermost activations only.
  * Edges (caller->callee) and call-path nodes are counted the same way. */
-#include "fp_profiler.h"
+#include "fp_account_fast.h"
 
 /* How far down the stack a return looks for its frame before it is taken
  * for the return of a frame entered before profiling started. */
 #define FP_LEAVE_SEARCH 32
-
-/* The fast paths below are forced inline: every event runs them, and a
- * call costs as much as their bodies. */
-#define FP_HOT static inline __attribute__((always_inline))
 
 static __attribute__((noinline)) int grow_stack(fp_profiler_t *p, fp_thread_t *t)
 {
@@ -44,62 +40,6 @@ static fp_node_t *child_node(fp_profiler_t *p, fp_thread_t *t, fp_node_t *parent
     return node;
 }
 
-/* Puts `f` on top of the stack and counts it as active. */
-FP_HOT void activate(fp_thread_t *t, const fp_frame_t *f)
-{
-    t->stack[t->depth++] = *f;
-    f->entry->reclevel++;
-    if (f->edge)
-        f->edge->reclevel++;
-    if (f->node)
-        f->node->reclevel++;
-}
-
-/* Takes the top frame off the stack, charging the running segment to the
- * caller; returns a pointer to it (valid until the next push). */
-FP_HOT fp_frame_t *deactivate(fp_thread_t *t, fp_time_t now)
-{
-    fp_frame_t *f = &t->stack[--t->depth];
-    if (t->depth > 0)
-        t->stack[t->depth - 1].subt += now - f->seg;
-    f->entry->reclevel--;
-    if (f->edge)
-        f->edge->reclevel--;
-    if (f->node)
-        f->node->reclevel--;
-    return f;
-}
-
-/* Books a finished call described by a deactivated frame. */
-FP_HOT void book(const fp_frame_t *f, fp_time_t now)
-{
-    fp_time_t tt = now - f->t0;
-    fp_time_t it = tt - f->susp - f->subt;
-    fp_entry_t *e = f->entry;
-    e->callcount++;
-    e->it += it;
-    if (e->reclevel == 0)
-        e->tt += tt;
-    else
-        e->reccallcount++;
-    if (f->edge) {
-        fp_edge_t *g = f->edge;
-        g->callcount++;
-        g->it += it;
-        if (g->reclevel == 0)
-            g->tt += tt;
-        else
-            g->reccallcount++;
-    }
-    if (f->node) {
-        fp_node_t *n = f->node;
-        n->callcount++;
-        n->it += it;
-        if (n->reclevel == 0)
-            n->tt += tt;
-    }
-}
-
 int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
     t->last_now = now;
@@ -120,7 +60,7 @@ int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
     }
     if (p->flags & FP_CALLPATHS)
         f.node = child_node(p, t, caller ? caller->node : NULL, e);
-    activate(t, &f);
+    fp_activate(t, &f);
     return 0;
 }
 
@@ -139,7 +79,7 @@ static long find_frame(const fp_thread_t *t, const void *key)
 static void close_above(fp_thread_t *t, long index, fp_time_t now)
 {
     while ((long)t->depth > index + 1)
-        book(deactivate(t, now), now);
+        fp_book(fp_deactivate(t, now), now);
 }
 
 int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
@@ -156,7 +96,7 @@ int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
             return 0;
         close_above(t, i, now);
     }
-    book(deactivate(t, now), now);
+    fp_book(fp_deactivate(t, now), now);
     return 0;
 }
 
@@ -182,10 +122,10 @@ int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *id
             park = NULL;
         }
     }
-    fp_frame_t *f = deactivate(t, now);
+    fp_frame_t *f = fp_deactivate(t, now);
     if (!park) {
         p->nomem = 1;
-        book(f, now); /* cannot park it: count the run so far as one call */
+        fp_book(f, now); /* cannot park it: count the run so far as one call */
         return FP_ENOMEM;
     }
     park->frame = *f;
@@ -209,7 +149,7 @@ int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
     fp_free(park);
     f.susp += now - f.seg;
     f.seg = now;
-    activate(t, &f);
+    fp_activate(t, &f);
     return 0;
 }
 
@@ -223,8 +163,8 @@ static void close_parked(fp_thread_t *t, fp_parked_t *park, fp_time_t at)
      * returned at once, its suspension counted up to `at`. */
     f.susp += at - f.seg;
     f.seg = at;
-    activate(t, &f);
-    book(deactivate(t, at), at);
+    fp_activate(t, &f);
+    fp_book(fp_deactivate(t, at), at);
 }
 
 fp_parked_t *fp_parked_find(fp_thread_t *t, const void *ident)
@@ -253,7 +193,7 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
 {
     (void)p;
     while (t->depth > 0)
-        book(deactivate(t, now), now);
+        fp_book(fp_deactivate(t, now), now);
     t->lost = 0;
     fp_parked_t *park, *tmp;
     HASH_ITER(hh, t->parked, park, tmp)
@@ -265,7 +205,7 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
 void fp_thread_abandon(fp_thread_t *t)
 {
     while (t->depth > 0)
-        deactivate(t, t->stack[t->depth - 1].seg);
+        fp_deactivate(t, t->stack[t->depth - 1].seg);
     t->lost = 0;
     fp_parked_t *park, *tmp;
     HASH_ITER(hh, t->parked, park, tmp)

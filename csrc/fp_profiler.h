@@ -184,12 +184,17 @@ static inline fp_cached_entry_t *fp_entry_slot(fp_thread_t *t, const void *key)
     return &t->cache[h >> (64 - FP_ENTRY_CACHE_BITS)];
 }
 
-static inline fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key)
+/* The entry for `key` if the cache holds it, else NULL (no table probe). */
+static inline fp_entry_t *fp_entry_cached(fp_thread_t *t, const void *key)
 {
     fp_cached_entry_t *slot = fp_entry_slot(t, key);
-    if (slot->key == key && slot->entry)
-        return slot->entry;
-    return fp_entry_find_slow(t, key);
+    return slot->key == key ? slot->entry : NULL;
+}
+
+static inline fp_entry_t *fp_entry_find(fp_thread_t *t, const void *key)
+{
+    fp_entry_t *e = fp_entry_cached(t, key);
+    return e ? e : fp_entry_find_slow(t, key);
 }
 
 /* Adds an entry for `key` with `user` attached; the core owns `user` from

@@ -62,7 +62,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     p->builtins = builtins;
     p->threads_all = threads;
     p->coroutines_wall = wall_coroutines;
-    p->last_thread = NULL;
+    fpy_thread_cache_reset(p);
     p->generation++;
     return 0;
 }
@@ -111,7 +111,7 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
     if (p->enabled)
         Py_RETURN_NONE;
     p->owner_tid = PyThreadState_Get()->id;
-    p->last_thread = NULL;
+    fpy_thread_cache_reset(p);
     p->failed = 0;
     p->generation++;
     p->enabled = 1;
@@ -326,7 +326,7 @@ static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored)
             if (t->id != me)
                 fp_thread_abandon(t);
         }
-        p->last_thread = NULL;
+        fpy_thread_cache_reset(p);
     }
     Py_RETURN_NONE;
 }
@@ -366,6 +366,7 @@ PyMODINIT_FUNC PyInit__fastprof(void)
     if (!m)
         return NULL;
     if (PyType_Ready(&fpy_profiler_type) < 0 || fpy_source_module_init(m) < 0 ||
+        fpy_thread_cache_module_init() < 0 ||
         fpy_stats_module_init(m) < 0)
         goto error;
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)&fpy_profiler_type)) < 0)

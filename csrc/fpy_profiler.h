@@ -8,6 +8,8 @@
 
 #include "fp_profiler.h"
 
+#include <pthread.h>
+
 typedef struct fpy_profiler {
     PyObject_HEAD
     fp_profiler_t core;
@@ -29,9 +31,10 @@ typedef struct fpy_profiler {
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
     size_t n_doomed, cap_doomed;
-    /* last thread seen by the event source, to skip the thread lookup */
-    uint64_t last_tid;
-    fp_thread_t *last_thread;
+    /* the thread of the last event (fpy_thread_cache.c) */
+    uintptr_t cached_os_thread; /* its pthread_self(), 0: none */
+    uint64_t cached_epoch;      /* fpy_os_threads_ended then */
+    fp_thread_t *cached_thread; /* its record, NULL: not recorded */
     /* every live profiler, for the after-fork handler */
     struct fpy_profiler *next_live, *prev_live;
 #if FPY_USE_MONITORING
@@ -69,22 +72,44 @@ static inline fp_time_t fpy_now(fpy_profiler_t *p)
  * the thread's ident) if new; NULL on OOM. */
 fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate);
 
-/* Like fpy_thread_record, but NULL for threads whose events are not
- * recorded (threads=False and not the enabling thread); cached. */
-static inline fp_thread_t *fpy_thread_for(fpy_profiler_t *p, PyThreadState *tstate)
+/* ---- fpy_thread_cache.c: the thread of an event, on 3.12+ ---- */
+
+/* OS threads seen by a profiler that have exited since the module loaded. */
+extern uint64_t fpy_os_threads_ended;
+
+int fpy_thread_cache_module_init(void);
+
+/* Forgets the cached thread (enable, clear, fork child). */
+void fpy_thread_cache_reset(fpy_profiler_t *p);
+
+fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread);
+
+/* This OS thread's identity: the thread pointer, which is what
+ * pthread_self() returns, read inline where the compiler can. */
+static inline uintptr_t fpy_os_thread_self(void)
 {
-    if (tstate->id == p->last_tid && p->last_thread)
-        return p->last_thread;
-    if (!p->threads_all && tstate->id != p->owner_tid)
-        return NULL;
-    fp_thread_t *t = fpy_thread_record(p, tstate);
-    p->last_tid = tstate->id;
-    p->last_thread = t;
-    return t;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    return (uintptr_t)pthread_self();
+#endif
+}
+
+/* The record of the thread running this event, or NULL when its events
+ * are not recorded (threads=False and not the enabling thread) or memory
+ * ran out. */
+static inline fp_thread_t *fpy_thread_for(fpy_profiler_t *p)
+{
+    uintptr_t os_thread = fpy_os_thread_self();
+    if (os_thread == p->cached_os_thread &&
+        p->cached_epoch == __atomic_load_n(&fpy_os_threads_ended, __ATOMIC_RELAXED))
+        return p->cached_thread;
+    return fpy_thread_for_slow(p, os_thread);
 }
 
 /* The fpy_record_* functions take the thread record of the thread the event
- * happened in (never NULL). */
+ * happened in (never NULL). They handle every case; the sources call them
+ * through the fast paths of fpy_record_fast.h. */
 
 /* A Python frame starts or resumes (`frame`: its identity, for generators
  * in wall mode; may be NULL when not needed). `first`: 1 if the event
@@ -99,7 +124,8 @@ void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
 /* A call of C callable `callable` starts / ends; `key` is its
  * fpy_cfunc_key (never NULL: the source skips other callables, as cProfile
  * does, before it looks up the thread). `self_arg` is the first argument
- * on 3.12+ (to name method descriptors), NULL before. */
+ * on 3.12+ (to name method descriptors), NULL before. The frame's identity
+ * is `callable`, so its return can be matched without the key. */
 void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                        PyObject *callable, PyObject *self_arg);
 void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key);

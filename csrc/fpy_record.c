@@ -52,6 +52,10 @@ fp_time_t fpy_now_custom(fpy_profiler_t *p)
     return now;
 }
 
+/* The general paths are kept out of the sources' callbacks: inlined there,
+ * they would make every event save registers the fast paths do not need. */
+#define FPY_GENERAL __attribute__((noinline))
+
 fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate)
 {
     fp_thread_t *t = fp_thread_get(&p->core, tstate->id);
@@ -83,7 +87,7 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
     return e;
 }
 
-void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+FPY_GENERAL void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                          const void *frame, int first)
 {
     uint64_t gen = p->generation;
@@ -97,7 +101,7 @@ void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
         fp_enter(&p->core, t, e, NULL, now);
 }
 
-void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+FPY_GENERAL void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                         const void *frame, int suspending)
 {
     uint64_t gen = p->generation;
@@ -110,7 +114,37 @@ void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
         fp_leave(&p->core, t, code, now);
 }
 
-void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
+/* The entry of a C function seen for the first time (its name is made
+ * now), or NULL. Out of line: it is rare and would crowd the hot path. */
+static __attribute__((noinline)) fp_entry_t *new_c_entry(fpy_profiler_t *p, fp_thread_t *t, uint64_t gen,
+                                                         const void *key, PyObject *callable,
+                                                         PyObject *self_arg)
+{
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    PyObject *name = fpy_cfunc_name(callable, self_arg);
+    if (!name)
+        PyErr_Clear(); /* out of memory, in practice */
+    fpy_exc_restore(&saved);
+    /* naming may have run code: look again before adding */
+    if (!fpy_live(p, gen)) {
+        Py_XDECREF(name);
+        return NULL;
+    }
+    fp_entry_t *e = fp_entry_find(t, key);
+    if (e) {
+        Py_XDECREF(name);
+    } else if (name) {
+        e = fp_entry_add(t, key, name);
+        if (!e) {
+            Py_DECREF(name);
+            p->core.nomem = 1;
+        }
+    }
+    return e;
+}
+
+FPY_GENERAL void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                        PyObject *callable, PyObject *self_arg)
 {
     uint64_t gen = p->generation;
@@ -119,32 +153,14 @@ void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
         return;
     fp_entry_t *e = fp_entry_find(t, key);
     if (!e) {
-        fpy_exc_state saved;
-        fpy_exc_save(&saved);
-        PyObject *name = fpy_cfunc_name(callable, self_arg);
-        if (!name)
-            PyErr_Clear(); /* out of memory, in practice */
-        fpy_exc_restore(&saved);
-        /* naming may have run code: look again before adding */
-        if (!fpy_live(p, gen)) {
-            Py_XDECREF(name);
+        e = new_c_entry(p, t, gen, key, callable, self_arg);
+        if (!fpy_live(p, gen))
             return;
-        }
-        e = fp_entry_find(t, key);
-        if (e) {
-            Py_XDECREF(name);
-        } else if (name) {
-            e = fp_entry_add(t, key, name);
-            if (!e) {
-                Py_DECREF(name);
-                p->core.nomem = 1;
-            }
-        }
     }
-    fp_enter(&p->core, t, e, NULL, now); /* e NULL: recorded as a dropped call */
+    fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
 }
 
-void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key)
+FPY_GENERAL void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);

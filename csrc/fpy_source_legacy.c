@@ -3,7 +3,7 @@
  * object naming the profiler, so each event finds its profiler directly.
  * threads=True also hooks the threads already running, and new threads
  * through threading.setprofile. */
-#include "fpy_profiler.h"
+#include "fpy_record_fast.h"
 
 #if !FPY_USE_MONITORING
 
@@ -51,22 +51,22 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         return 0;
     switch (what) {
     case PyTrace_CALL:
-        fpy_record_py_start(p, t, fpy_frame_code(frame), frame, 0);
+        fpy_py_start(p, t, fpy_frame_code(frame), frame, 0);
         break;
     case PyTrace_RETURN: {
         PyCodeObject *code = fpy_frame_code(frame);
         int suspending = p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE) &&
                          fpy_frame_is_suspending(frame);
-        fpy_record_py_stop(p, t, code, frame, suspending);
+        fpy_py_stop(p, t, code, frame, suspending);
         break;
     }
     case PyTrace_C_CALL:
         if (p->builtins && (key = fpy_cfunc_key(arg, NULL, NULL)))
-            fpy_record_c_call(p, t, key, arg, NULL);
+            fpy_c_call(p, t, key, arg, NULL);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        if (p->builtins && (key = fpy_cfunc_key(arg, NULL, NULL)))
+        if (p->builtins && !fpy_c_return_fast(p, t, arg) && (key = fpy_cfunc_key(arg, NULL, NULL)))
             fpy_record_c_return(p, t, key);
         break;
     default:

@@ -1,9 +1,10 @@
 /* Event source for Python 3.12+: C functions (METH_FASTCALL, bound to the
  * profiler) registered directly as sys.monitoring callbacks, which costs
  * less than the legacy profile hook that 3.12 emulates on top of
- * sys.monitoring. Events arrive from every thread; fpy_thread_for keeps
- * each thread's stack apart and filters threads when threads=False. */
-#include "fpy_profiler.h"
+ * sys.monitoring. Events arrive from every thread; fpy_thread_for
+ * (fpy_thread_cache.c) keeps each thread's stack apart and filters threads
+ * when threads=False. */
+#include "fpy_record_fast.h"
 
 #if FPY_USE_MONITORING
 
@@ -11,12 +12,12 @@
  * ones, so fastprof can run alongside cProfile or another fastprof. */
 static const int tool_ids[] = {2, 3, 4};
 
-static PyObject *frame_ident(PyThreadState *tstate)
+static PyObject *frame_ident(void)
 {
     /* Only generator frames in wall mode need an identity: their frame
      * object lives as long as the generator. Borrowed on purpose: it is
      * only compared, never dereferenced. */
-    PyFrameObject *f = PyThreadState_GetFrame(tstate);
+    PyFrameObject *f = PyThreadState_GetFrame(PyThreadState_Get());
     Py_XDECREF(f);
     return (PyObject *)f;
 }
@@ -25,13 +26,12 @@ static PyObject *start(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t narg
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
-        PyThreadState *tstate = PyThreadState_Get();
-        fp_thread_t *t = fpy_thread_for(p, tstate);
+        fp_thread_t *t = fpy_thread_for(p);
         if (t) {
             const void *ident = NULL;
             if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
-                ident = frame_ident(tstate);
-            fpy_record_py_start(p, t, code, ident, first);
+                ident = frame_ident();
+            fpy_py_start(p, t, code, ident, first);
         }
     }
     Py_RETURN_NONE;
@@ -59,7 +59,7 @@ static PyObject *on_generator_gone(PyObject *self, PyObject *wr)
 static PyMethodDef generator_gone_def = {"_on_generator_gone", on_generator_gone, METH_O, NULL};
 
 /* Watches the generator of the frame just parked under `ident` (once). */
-static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, PyThreadState *tstate, const void *ident)
+static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, const void *ident)
 {
     fp_parked_t *park = fp_parked_find(t, ident);
     if (!park || park->frame.watched)
@@ -67,7 +67,7 @@ static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, PyThreadState *ts
     park->frame.watched = 1;
     fpy_exc_state saved;
     fpy_exc_save(&saved);
-    PyFrameObject *frame = PyThreadState_GetFrame(tstate);
+    PyFrameObject *frame = PyThreadState_GetFrame(PyThreadState_Get());
     PyObject *gen = frame ? PyFrame_GetGenerator(frame) : NULL;
     PyObject *state = gen ? Py_BuildValue("(OKN)", (PyObject *)p, (unsigned long long)t->id,
                                           PyLong_FromVoidPtr((void *)ident))
@@ -90,16 +90,15 @@ static PyObject *stop(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
-        PyThreadState *tstate = PyThreadState_Get();
-        fp_thread_t *t = fpy_thread_for(p, tstate);
+        fp_thread_t *t = fpy_thread_for(p);
         if (t) {
             const void *ident = NULL;
             if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
-                ident = frame_ident(tstate);
-            fpy_record_py_stop(p, t, code, ident, suspending);
+                ident = frame_ident();
+            fpy_py_stop(p, t, code, ident, suspending);
 #if PY_VERSION_HEX >= 0x030D0000
             if (ident)
-                watch_generator(p, t, tstate, ident);
+                watch_generator(p, t, ident);
 #endif
         }
     }
@@ -142,21 +141,16 @@ static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, Py
 }
 
 /* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0). CALL comes for
- * Python callables too: the callable is tested first, the thread (a
- * thread-local read) only looked up for C ones. */
-static inline const void *c_call_key(fpy_profiler_t *p, PyObject *const *args, size_t nargsf)
-{
-    return p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
-}
-
+ * Python callables too: the callable is tested before the thread is looked
+ * up. */
 static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    const void *key = c_call_key(p, args, nargsf);
-    fp_thread_t *t = key ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
+    const void *key = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
+    fp_thread_t *t = key ? fpy_thread_for(p) : NULL;
     if (t)
-        fpy_record_c_call(p, t, key, args[2], args[3]);
+        fpy_c_call(p, t, key, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
@@ -164,10 +158,18 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    const void *key = c_call_key(p, args, nargsf);
-    fp_thread_t *t = key ? fpy_thread_for(p, PyThreadState_Get()) : NULL;
-    if (t)
-        fpy_record_c_return(p, t, key);
+    if (!p || PyVectorcall_NARGS(nargsf) < 4)
+        Py_RETURN_NONE;
+    fp_thread_t *t = fpy_thread_for(p);
+    /* A method descriptor called without arguments is not recorded (there
+     * is no self to name it): its return must not close a recorded call
+     * of the same descriptor further out, so it skips the fast path. */
+    int unrecorded = args[3] == p->missing && Py_IS_TYPE(args[2], &PyMethodDescr_Type);
+    if (t && (unrecorded || !fpy_c_return_fast(p, t, args[2]))) {
+        const void *key = fpy_cfunc_key(args[2], args[3], p->missing);
+        if (key)
+            fpy_record_c_return(p, t, key);
+    }
     Py_RETURN_NONE;
 }
 

@@ -15,7 +15,8 @@ thread is cProfile itself, running the same workload alone:
   and threads started after it are both recorded exactly; a thread that ends
   while profiling keeps its stats, closed when it ended (not at
   ``disable()``); a reused thread ident gets a new record;
-- ``threads=False`` records only the thread that called ``enable()``.
+- ``threads=False`` records only the thread that called ``enable()``, also
+  when it ends and a new native thread takes its OS thread identity.
 
 Timing is not the point here (see test_clocks.py); times are only checked
 for sanity and, for ended threads, against a gap ten times their run time.
@@ -532,6 +533,83 @@ def test_threads_false_enabled_from_a_worker_thread():
     assert_sane(prof.stats)
     assert not unique_keys(4) & set(prof.stats)
     assert_same_counts(ref, prof.stats, workload_py_keys(5), "worker that enabled")
+
+
+def _owner_work():
+    return sum(range(10))
+
+
+def _other_work():
+    return sum(range(20))
+
+
+# Two native threads, the second started once the first has ended, all in
+# one C call: no Python code runs in between (a C library's thread pool).
+ONE_AFTER_ANOTHER_C = r"""
+#include <pthread.h>
+typedef void *(*start_fn)(void *);
+int one_after_another(start_fn first, start_fn second)
+{
+    pthread_t t;
+    if (pthread_create(&t, 0, first, 0) || pthread_join(t, 0))
+        return -1;
+    if (pthread_create(&t, 0, second, 0) || pthread_join(t, 0))
+        return -1;
+    return 0;
+}
+"""
+
+
+def build_one_after_another(tmp_path):
+    import ctypes
+    import shutil
+    import subprocess
+    cc = os.environ.get("CC", "cc")
+    if not shutil.which(cc):
+        helpers.tool_missing("a C compiler (%s) to build the native-thread helper" % cc)
+    src, lib = tmp_path / "one_after_another.c", tmp_path / "one_after_another.so"
+    src.write_text(ONE_AFTER_ANOTHER_C)
+    subprocess.run([cc, "-shared", "-fPIC", "-pthread", str(src), "-o", str(lib)], check=True)
+    fn = ctypes.CDLL(str(lib)).one_after_another
+    start_type = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+    fn.argtypes = [start_type, start_type]
+    return fn, start_type
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's reuse of a joined thread's identity")
+def test_threads_false_new_native_thread_in_the_ended_owners_place(tmp_path):
+    """A native thread enables a threads=False profiler and ends; the next
+    native thread gets the same OS thread identity (glibc reuses a joined
+    thread's stack and descriptor), and no Python code runs in between to
+    tell them apart. Its calls are not the enabling thread's: they are not
+    recorded."""
+    import fastprof
+    one_after_another, start_type = build_one_after_another(tmp_path)
+    prof = fastprof.Profile(threads=False)
+    idents = []
+
+    def owner(_):
+        prof.enable()
+        _owner_work()
+        idents.append(threading.get_ident())
+
+    def other(_):
+        _other_work()
+        idents.append(threading.get_ident())
+
+    starts = [start_type(owner), start_type(other)]
+    try:
+        rc = one_after_another(*starts)
+    finally:
+        prof.disable()
+    assert rc == 0
+    if idents[0] != idents[1]:
+        pytest.skip("the second native thread did not reuse the first one's identity")
+    prof.create_stats()
+    names = {k[2]: v[1] for k, v in prof.stats.items()}
+    assert names.get("_owner_work") == 1, sorted(names)
+    assert "_other_work" not in names, "threads=False recorded a thread that is not the enabling one"
+    assert [r[1] for r in prof.threads()] == [idents[0]]
 
 
 def test_profiler_never_calls_thread_is_alive(monkeypatch):

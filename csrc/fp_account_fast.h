@@ -1,0 +1,111 @@
+/* The accounting every event runs, inline: putting a frame on a thread's
+ * stack and booking it when it returns (cProfile's definitions, see
+ * fp_account.c), and fp_try_enter / fp_try_leave, which do the common call
+ * and return without calling anything, so the binding's fast paths stay
+ * leaf functions. They refuse (return 0, changing nothing) whatever needs
+ * more (first frame, full stack, new edge, call paths, dropped frames, a
+ * missed return): the caller then uses fp_enter / fp_leave. */
+#ifndef FP_ACCOUNT_FAST_H
+#define FP_ACCOUNT_FAST_H
+
+#include "fp_profiler.h"
+
+#define FP_HOT static inline __attribute__((always_inline))
+
+/* Puts `f` on top of the stack (which has room) and counts it as active. */
+FP_HOT void fp_activate(fp_thread_t *t, const fp_frame_t *f)
+{
+    t->stack[t->depth++] = *f;
+    f->entry->reclevel++;
+    if (f->edge)
+        f->edge->reclevel++;
+    if (f->node)
+        f->node->reclevel++;
+}
+
+/* Takes the top frame off the stack, charging the running segment to the
+ * caller; returns a pointer to it (valid until the next push). */
+FP_HOT fp_frame_t *fp_deactivate(fp_thread_t *t, fp_time_t now)
+{
+    fp_frame_t *f = &t->stack[--t->depth];
+    if (t->depth > 0)
+        t->stack[t->depth - 1].subt += now - f->seg;
+    f->entry->reclevel--;
+    if (f->edge)
+        f->edge->reclevel--;
+    if (f->node)
+        f->node->reclevel--;
+    return f;
+}
+
+/* Books a finished call described by a deactivated frame. */
+FP_HOT void fp_book(const fp_frame_t *f, fp_time_t now)
+{
+    fp_time_t tt = now - f->t0;
+    fp_time_t it = tt - f->susp - f->subt;
+    fp_entry_t *e = f->entry;
+    e->callcount++;
+    e->it += it;
+    if (e->reclevel == 0)
+        e->tt += tt;
+    else
+        e->reccallcount++;
+    if (f->edge) {
+        fp_edge_t *g = f->edge;
+        g->callcount++;
+        g->it += it;
+        if (g->reclevel == 0)
+            g->tt += tt;
+        else
+            g->reccallcount++;
+    }
+    if (f->node) {
+        fp_node_t *n = f->node;
+        n->callcount++;
+        n->it += it;
+        if (n->reclevel == 0)
+            n->tt += tt;
+    }
+}
+
+/* fp_enter(p, t, e, ident, now) if it needs nothing more; 1 if done. */
+FP_HOT int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+{
+    size_t depth = t->depth;
+    if (t->lost || depth == 0 || depth >= t->capacity || (p->flags & FP_CALLPATHS))
+        return 0;
+    fp_edge_t *edge = NULL;
+    if (p->flags & FP_SUBCALLS) {
+        edge = e->last_edge;
+        if (!edge || edge->key.a != t->stack[depth - 1].entry)
+            return 0;
+    }
+    t->last_now = now;
+    fp_frame_t f = {e, edge, NULL, ident, 0, now, now, 0, 0};
+    fp_activate(t, &f);
+    return 1;
+}
+
+/* fp_leave(p, t, key, now) when the top frame is the one of `key`; 1 if done. */
+FP_HOT int fp_try_leave(fp_thread_t *t, const void *key, fp_time_t now)
+{
+    size_t depth = t->depth;
+    if (t->lost || depth == 0 || t->stack[depth - 1].entry->key != key)
+        return 0;
+    t->last_now = now;
+    fp_book(fp_deactivate(t, now), now);
+    return 1;
+}
+
+/* The same when the top frame was entered with identity `ident` (not NULL). */
+FP_HOT int fp_try_leave_ident(fp_thread_t *t, const void *ident, fp_time_t now)
+{
+    size_t depth = t->depth;
+    if (t->lost || depth == 0 || t->stack[depth - 1].ident != ident)
+        return 0;
+    t->last_now = now;
+    fp_book(fp_deactivate(t, now), now);
+    return 1;
+}
+
+#endif

@@ -1,0 +1,61 @@
+/* Which thread record an event belongs to, for the 3.12+ event source,
+ * whose callbacks are not told the thread. Asking CPython for the current
+ * thread state is a thread-local read that goes through __tls_get_addr in
+ * a shared libpython (about 25 instructions, a sixth of fastprof's own work
+ * per event), so the profiler remembers the OS thread of the last event
+ * (its thread pointer, a register read) and its record.
+ *
+ * An OS thread that exits may have its pthread_self() value reused by a
+ * new thread: a thread-specific key, set on each thread the cache has
+ * seen, bumps `fpy_os_threads_ended` when such a thread exits, and the
+ * cache trusts only entries made since the last bump. Thread states
+ * swapped on one OS thread (PyGILState_Ensure/Release from a native
+ * thread, one after the other) share that thread's record. */
+#include "fpy_profiler.h"
+
+#include <pthread.h>
+
+uint64_t fpy_os_threads_ended;
+
+static pthread_key_t seen_key;
+static int seen_key_ok;
+
+static void on_seen_thread_exit(void *value)
+{
+    (void)value;
+    __atomic_fetch_add(&fpy_os_threads_ended, 1, __ATOMIC_RELAXED);
+}
+
+int fpy_thread_cache_module_init(void)
+{
+    /* Without the key, exits cannot be told: the cache stays off. */
+    seen_key_ok = pthread_key_create(&seen_key, on_seen_thread_exit) == 0;
+    return 0;
+}
+
+void fpy_thread_cache_reset(fpy_profiler_t *p)
+{
+    p->cached_os_thread = 0;
+    p->cached_thread = NULL;
+}
+
+fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
+{
+    /* Read the epoch first: an exit after this makes the entry stale. */
+    uint64_t epoch = __atomic_load_n(&fpy_os_threads_ended, __ATOMIC_RELAXED);
+    PyThreadState *tstate = PyThreadState_Get();
+    fp_thread_t *t = NULL;
+    if (p->threads_all || tstate->id == p->owner_tid) {
+        t = fpy_thread_record(p, tstate);
+        if (!t)
+            return NULL; /* out of memory: try again next event */
+    }
+    if (!seen_key_ok)
+        return t;
+    if (!pthread_getspecific(seen_key) && pthread_setspecific(seen_key, &seen_key) != 0)
+        return t; /* cannot watch this thread's exit: do not cache it */
+    p->cached_os_thread = os_thread;
+    p->cached_epoch = epoch;
+    p->cached_thread = t;
+    return t;
+}
