@@ -88,7 +88,7 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
 }
 
 FPY_GENERAL void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                         const void *frame, int first)
+                                     const void *frame, int first)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -102,7 +102,7 @@ FPY_GENERAL void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeOb
 }
 
 FPY_GENERAL void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                        const void *frame, int suspending)
+                                    const void *frame, int suspending)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -114,38 +114,8 @@ FPY_GENERAL void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObj
         fp_leave(&p->core, t, code, now);
 }
 
-/* The entry of a C function seen for the first time (its name is made
- * now), or NULL. Out of line: it is rare and would crowd the hot path. */
-static __attribute__((noinline)) fp_entry_t *new_c_entry(fpy_profiler_t *p, fp_thread_t *t, uint64_t gen,
-                                                         const void *key, PyObject *callable,
-                                                         PyObject *self_arg)
-{
-    fpy_exc_state saved;
-    fpy_exc_save(&saved);
-    PyObject *name = fpy_cfunc_name(callable, self_arg);
-    if (!name)
-        PyErr_Clear(); /* out of memory, in practice */
-    fpy_exc_restore(&saved);
-    /* naming may have run code: look again before adding */
-    if (!fpy_live(p, gen)) {
-        Py_XDECREF(name);
-        return NULL;
-    }
-    fp_entry_t *e = fp_entry_find(t, key);
-    if (e) {
-        Py_XDECREF(name);
-    } else if (name) {
-        e = fp_entry_add(t, key, name);
-        if (!e) {
-            Py_DECREF(name);
-            p->core.nomem = 1;
-        }
-    }
-    return e;
-}
-
 FPY_GENERAL void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
-                       PyObject *callable, PyObject *self_arg)
+                                   PyObject *callable, PyObject *self_arg)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -153,9 +123,27 @@ FPY_GENERAL void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void
         return;
     fp_entry_t *e = fp_entry_find(t, key);
     if (!e) {
-        e = new_c_entry(p, t, gen, key, callable, self_arg);
-        if (!fpy_live(p, gen))
+        fpy_exc_state saved;
+        fpy_exc_save(&saved);
+        PyObject *name = fpy_cfunc_name(callable, self_arg);
+        if (!name)
+            PyErr_Clear(); /* out of memory, in practice */
+        fpy_exc_restore(&saved);
+        /* naming may have run code: look again before adding */
+        if (!fpy_live(p, gen)) {
+            Py_XDECREF(name);
             return;
+        }
+        e = fp_entry_find(t, key);
+        if (e) {
+            Py_XDECREF(name);
+        } else if (name) {
+            e = fp_entry_add(t, key, name);
+            if (!e) {
+                Py_DECREF(name);
+                p->core.nomem = 1;
+            }
+        }
     }
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
 }
