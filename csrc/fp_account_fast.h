@@ -86,22 +86,15 @@ FP_HOT int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const v
     return 1;
 }
 
-/* fp_leave(p, t, key, now) when the top frame is the one of `key`; 1 if done. */
-FP_HOT int fp_try_leave(fp_thread_t *t, const void *key, fp_time_t now)
+/* fp_leave(p, t, key, now) when the top frame is the one of `key` or, if
+ * `ident` is not NULL, the one entered with that identity; 1 if done. */
+FP_HOT int fp_try_leave(fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
 {
     size_t depth = t->depth;
-    if (t->lost || depth == 0 || t->stack[depth - 1].entry->key != key)
+    if (t->lost || depth == 0)
         return 0;
-    t->last_now = now;
-    fp_book(fp_deactivate(t, now), now);
-    return 1;
-}
-
-/* The same when the top frame was entered with identity `ident` (not NULL). */
-FP_HOT int fp_try_leave_ident(fp_thread_t *t, const void *ident, fp_time_t now)
-{
-    size_t depth = t->depth;
-    if (t->lost || depth == 0 || t->stack[depth - 1].ident != ident)
+    const fp_frame_t *top = &t->stack[depth - 1];
+    if (ident ? top->ident != ident : top->entry->key != key)
         return 0;
     t->last_now = now;
     fp_book(fp_deactivate(t, now), now);

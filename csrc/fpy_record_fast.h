@@ -33,7 +33,7 @@ static inline void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *
                                int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE)) &&
-        fp_try_leave(t, code, fp_tsc_read()))
+        fp_try_leave(t, code, NULL, fp_tsc_read()))
         return;
     fpy_record_py_stop(p, t, code, frame, suspending);
 }
@@ -54,7 +54,7 @@ static inline void fpy_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key
  * done; on 0 the source computes the key and calls fpy_record_c_return. */
 static inline int fpy_c_return_fast(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable)
 {
-    return fpy_fast_ok(p) && fp_try_leave_ident(t, callable, fp_tsc_read());
+    return fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read());
 }
 
 #endif

@@ -1,10 +1,10 @@
-/* The fast paths of fp_account_fast.h (fp_try_enter, fp_try_leave,
- * fp_try_leave_ident), used the way the binding uses them: try the fast
- * path, fall back to fp_enter / fp_leave when it refuses. They must never
- * change a number: a pseudo-random event stream (nested calls, recursion,
- * C-style frames matched by identity, missed returns, returns of frames
- * never entered, first calls making new edges) recorded both ways gives
- * identical tables; and a refusal changes nothing. */
+/* The fast paths of fp_account_fast.h (fp_try_enter, fp_try_leave), used
+ * the way the binding uses them: try the fast path, fall back to fp_enter /
+ * fp_leave when it refuses. They must never change a number: a
+ * pseudo-random event stream (nested calls, recursion, C-style frames
+ * matched by identity, missed returns, returns of frames never entered,
+ * first calls making new edges) recorded both ways gives identical tables;
+ * and a refusal changes nothing. */
 #define _GNU_SOURCE
 #include "fp_testlib.h"
 
@@ -47,7 +47,7 @@ static void fast_call(recorder_t *r, const void *key, const void *ident, fp_time
 
 static void fast_return(recorder_t *r, const void *key, const void *ident, fp_time_t now)
 {
-    int done = ident ? fp_try_leave_ident(r->t, ident, now) : fp_try_leave(r->t, key, now);
+    int done = fp_try_leave(r->t, key, ident, now);
     if (done)
         r->fast_leaves++;
     else
@@ -192,15 +192,15 @@ static void test_refusals_change_nothing(void **state)
     tl_call(&r.p, t, KB, 2);
 
     /* b is on top: a's return is a missed-return recovery, not fast */
-    assert_false(fp_try_leave(t, KA, 3));
-    assert_false(fp_try_leave_ident(t, &idents[0], 3));
+    assert_false(fp_try_leave(t, KA, NULL, 3));
+    assert_false(fp_try_leave(t, NULL, &idents[0], 3));
     assert_int_equal(t->depth, 2);
-    assert_true(fp_try_leave(t, KB, 3));
+    assert_true(fp_try_leave(t, KB, NULL, 3));
     assert_int_equal(b->callcount, 1);
 
     /* the edge exists now: a second b is fast */
     assert_true(fp_try_enter(&r.p, t, b, &idents[1], 4));
-    assert_true(fp_try_leave_ident(t, &idents[1], 6));
+    assert_true(fp_try_leave(t, NULL, &idents[1], 6));
     assert_int_equal(b->callcount, 2);
     assert_int_equal(b->it, 1 + 2);
 
@@ -208,10 +208,10 @@ static void test_refusals_change_nothing(void **state)
     assert_true(fp_try_enter(&r.p, t, b, &idents[1], 7));
     t->lost = 1;
     assert_false(fp_try_enter(&r.p, t, b, NULL, 7));
-    assert_false(fp_try_leave(t, KB, 7));
-    assert_false(fp_try_leave_ident(t, &idents[1], 7));
+    assert_false(fp_try_leave(t, KB, NULL, 7));
+    assert_false(fp_try_leave(t, NULL, &idents[1], 7));
     t->lost = 0;
-    assert_true(fp_try_leave_ident(t, &idents[1], 7));
+    assert_true(fp_try_leave(t, NULL, &idents[1], 7));
     assert_int_equal(b->callcount, 3);
 
     /* a full stack must grow first */
