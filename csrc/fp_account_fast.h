@@ -76,8 +76,8 @@ FP_HOT int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const v
         return 0;
     fp_edge_t *edge = NULL;
     if (p->flags & FP_SUBCALLS) {
-        edge = e->last_edge;
-        if (!edge || edge->key.a != t->stack[depth - 1].entry)
+        edge = fp_edge_cached(t, t->stack[depth - 1].entry, e);
+        if (!edge)
             return 0;
     }
     t->last_now = now;

@@ -51,6 +51,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
         fp_free(k);
     }
     memset(t->cache, 0, sizeof t->cache);
+    memset(t->edge_cache, 0, sizeof t->edge_cache);
     fp_free(t->stack);
     t->stack = NULL;
     t->depth = t->capacity = t->lost = 0;

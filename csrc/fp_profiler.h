@@ -99,6 +99,10 @@ typedef struct fp_parked {
  * function seen moments ago, and one compare beats a hash-table probe. */
 #define FP_ENTRY_CACHE_BITS 8
 
+/* The same for edges, for the callees called from several callers in turn
+ * (a constructor, a property), which miss their entry's last_edge. */
+#define FP_EDGE_CACHE_BITS 8
+
 typedef struct fp_cached_entry {
     const void *key;
     struct fp_entry *entry;
@@ -119,6 +123,7 @@ typedef struct fp_thread {
     fp_time_t last_now; /* the clock at this thread's last event */
     size_t n_entries, n_edges, n_nodes;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
+    struct fp_edge *edge_cache[1 << FP_EDGE_CACHE_BITS];
     UT_hash_handle hh;
 } fp_thread_t;
 
@@ -205,14 +210,34 @@ fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user);
 /* The edge caller->callee in `t`, created if missing; NULL on OOM. */
 fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee);
 
-static inline fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+static inline fp_edge_t **fp_edge_slot(fp_thread_t *t, const fp_entry_t *caller, const fp_entry_t *callee)
 {
-    /* Loops call the same callee from the same caller over and over: the
-     * callee remembers its last edge, which saves the hash lookup. */
+    /* Asymmetric in caller and callee, so mutual recursion's two edges
+     * do not evict each other. */
+    uint64_t h = ((uint64_t)(uintptr_t)caller ^ ((uint64_t)(uintptr_t)callee >> 5)) * 0x9E3779B97F4A7C15ull;
+    return &t->edge_cache[h >> (64 - FP_EDGE_CACHE_BITS)];
+}
+
+/* The edge caller->callee if a cache holds it, else NULL (no table probe).
+ * Loops call the same callee from the same caller over and over, so the
+ * callee's last edge is tried first, then the thread's edge cache. */
+static inline __attribute__((always_inline)) fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+{
     fp_edge_t *edge = callee->last_edge;
     if (edge && edge->key.a == caller)
         return edge;
-    return fp_edge_get_slow(t, caller, callee);
+    edge = *fp_edge_slot(t, caller, callee);
+    if (edge && edge->key.a == caller && edge->key.b == callee) {
+        callee->last_edge = edge;
+        return edge;
+    }
+    return NULL;
+}
+
+static inline fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+{
+    fp_edge_t *edge = fp_edge_cached(t, caller, callee);
+    return edge ? edge : fp_edge_get_slow(t, caller, callee);
 }
 
 /* The call-path node for `entry` under `parent` (NULL: a root), created if

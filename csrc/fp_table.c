@@ -54,6 +54,7 @@ fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *call
         t->n_edges++;
     }
     callee->last_edge = edge;
+    *fp_edge_slot(t, caller, callee) = edge;
     return edge;
 }
 

@@ -13,12 +13,12 @@
 /* Whether an event may take a fast path. The TSC runs no Python code, so
  * nothing can disable or clear the profiler between the clock read and the
  * recording (the general path checks that around a custom timer). */
-static inline int fpy_fast_ok(const fpy_profiler_t *p)
+FP_HOT int fpy_fast_ok(const fpy_profiler_t *p)
 {
     return p->clock.kind == FP_CLOCK_TSC && p->enabled;
 }
 
-static inline void fpy_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
+FP_HOT void fpy_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
                                 int first)
 {
     if (fpy_fast_ok(p) && !(p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))) {
@@ -29,7 +29,7 @@ static inline void fpy_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject 
     fpy_record_py_start(p, t, code, frame, first);
 }
 
-static inline void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
+FP_HOT void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
                                int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE)) &&
@@ -38,7 +38,7 @@ static inline void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *
     fpy_record_py_stop(p, t, code, frame, suspending);
 }
 
-static inline void fpy_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key, PyObject *callable,
+FP_HOT void fpy_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key, PyObject *callable,
                               PyObject *self_arg)
 {
     if (fpy_fast_ok(p)) {
@@ -52,7 +52,7 @@ static inline void fpy_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key
 /* A C call returns: closes its frame if it is on top, found by the
  * callable (the frame's identity), which spares computing the key. 1 if
  * done; on 0 the source computes the key and calls fpy_record_c_return. */
-static inline int fpy_c_return_fast(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable)
+FP_HOT int fpy_c_return_fast(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable)
 {
     return fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read());
 }

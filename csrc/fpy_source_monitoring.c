@@ -22,7 +22,7 @@ static PyObject *frame_ident(void)
     return (PyObject *)f;
 }
 
-static PyObject *start(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
+FP_HOT PyObject *start(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
@@ -86,7 +86,7 @@ static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, const void *ident
 }
 #endif
 
-static PyObject *stop(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int suspending)
+FP_HOT PyObject *stop(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int suspending)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];

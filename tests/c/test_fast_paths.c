@@ -226,6 +226,78 @@ static void test_refusals_change_nothing(void **state)
     fp_profiler_destroy(&r.p);
 }
 
+/* A callee called from several callers in turn (a constructor, a
+ * property) misses its entry's last edge; the thread's edge cache still
+ * gives the fast path the right edge, whichever caller came last. */
+static void test_edge_cache_alternating_callers(void **state)
+{
+    (void)state;
+    recorder_t r;
+    recorder_init(&r, FP_SUBCALLS);
+    fp_thread_t *t = r.t;
+    fp_entry_t *c = tl_entry(t, KC);
+    fp_time_t now = 0;
+    tl_call(&r.p, t, KM, ++now);
+    for (int round = 0; round < 3; round++) {
+        const void *callers[2] = {KA, KB};
+        for (int i = 0; i < 2; i++) {
+            tl_call(&r.p, t, callers[i], ++now);
+            if (round == 0) {
+                assert_false(fp_try_enter(&r.p, t, c, NULL, ++now)); /* new edge */
+                tl_call(&r.p, t, KC, now);
+            } else {
+                assert_ptr_not_equal(c->last_edge->key.a, fp_entry_find(t, callers[i]));
+                assert_true(fp_try_enter(&r.p, t, c, NULL, ++now));
+            }
+            assert_ptr_equal(t->stack[t->depth - 1].edge, tl_edge(t, callers[i], KC));
+            assert_true(fp_try_leave(t, KC, NULL, now += 2));
+            tl_ret(&r.p, t, callers[i], ++now);
+        }
+    }
+    assert_edge(t, KA, KC, 3, 0, 6, 6);
+    assert_edge(t, KB, KC, 3, 0, 6, 6);
+    assert_int_equal(t->n_edges, 4);
+    fp_profiler_destroy(&r.p);
+}
+
+/* Two pairs sharing a cache slot never get each other's edge, even with
+ * the same caller (pigeonhole: 1 caller, more callees than slots), and
+ * clearing the profiler empties the cache (its edges are freed). */
+static void test_edge_cache_collisions_and_clear(void **state)
+{
+    (void)state;
+    enum { N = (1 << FP_EDGE_CACHE_BITS) + 1 };
+    static char keys[N + 1];
+    recorder_t r;
+    recorder_init(&r, FP_SUBCALLS);
+    fp_thread_t *t = r.t;
+    fp_entry_t *x = tl_entry(t, &keys[N]);
+    fp_entry_t *callee[N];
+    int i = 0, j = -1;
+    for (; i < N && j < 0; i++) {
+        callee[i] = tl_entry(t, &keys[i]);
+        for (int k = 0; k < i; k++)
+            if (fp_edge_slot(t, x, callee[k]) == fp_edge_slot(t, x, callee[i]))
+                j = k;
+    }
+    assert_true(j >= 0);
+    fp_entry_t *y = callee[j], *v = callee[i - 1];
+    fp_edge_t *xy = fp_edge_get(t, x, y), *xv = fp_edge_get(t, x, v);
+    assert_ptr_not_equal(xy, xv);
+    y->last_edge = v->last_edge = NULL; /* only the shared slot can answer */
+    assert_ptr_equal(*fp_edge_slot(t, x, y), xv);
+    assert_null(fp_edge_cached(t, x, y));
+    assert_ptr_equal(fp_edge_get(t, x, y), xy);
+    assert_null(fp_edge_cached(t, x, v));
+    assert_ptr_equal(fp_edge_get(t, x, v), xv);
+    assert_int_equal(t->n_edges, 2);
+
+    fp_profiler_clear(&r.p);
+    for (size_t s = 0; s < (1u << FP_EDGE_CACHE_BITS); s++)
+        assert_null(t->edge_cache[s]);
+    fp_profiler_destroy(&r.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +305,8 @@ int main(void)
         cmocka_unit_test(test_same_numbers_without_subcalls),
         cmocka_unit_test(test_same_numbers_with_callpaths),
         cmocka_unit_test(test_refusals_change_nothing),
+        cmocka_unit_test(test_edge_cache_alternating_callers),
+        cmocka_unit_test(test_edge_cache_collisions_and_clear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
