@@ -221,7 +221,8 @@ static inline fp_edge_t **fp_edge_slot(fp_thread_t *t, const fp_entry_t *caller,
 /* The edge caller->callee if a cache holds it, else NULL (no table probe).
  * Loops call the same callee from the same caller over and over, so the
  * callee's last edge is tried first, then the thread's edge cache. */
-static inline __attribute__((always_inline)) fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
+static inline __attribute__((always_inline)) fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller,
+                                                                       fp_entry_t *callee)
 {
     fp_edge_t *edge = callee->last_edge;
     if (edge && edge->key.a == caller)

@@ -19,7 +19,7 @@ FP_HOT int fpy_fast_ok(const fpy_profiler_t *p)
 }
 
 FP_HOT void fpy_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
-                                int first)
+                         int first)
 {
     if (fpy_fast_ok(p) && !(p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))) {
         fp_entry_t *e = fp_entry_cached(t, code);
@@ -30,7 +30,7 @@ FP_HOT void fpy_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, 
 }
 
 FP_HOT void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
-                               int suspending)
+                        int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE)) &&
         fp_try_leave(t, code, NULL, fp_tsc_read()))
@@ -39,7 +39,7 @@ FP_HOT void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, c
 }
 
 FP_HOT void fpy_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key, PyObject *callable,
-                              PyObject *self_arg)
+                       PyObject *self_arg)
 {
     if (fpy_fast_ok(p)) {
         fp_entry_t *e = fp_entry_cached(t, key);

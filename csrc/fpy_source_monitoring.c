@@ -22,6 +22,8 @@ static PyObject *frame_ident(void)
     return (PyObject *)f;
 }
 
+/* start and stop are inline in each callback: one shared out-of-line copy
+ * would put a call back in every event. */
 FP_HOT PyObject *start(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
