@@ -17,7 +17,7 @@ SHELL       := /bin/bash
 .DELETE_ON_ERROR:
 MAKEFLAGS   += --no-builtin-rules --no-print-directory
 
-SUPPORTED_PY := 3.9 3.10 3.11 3.12 3.13
+SUPPORTED_PY := 3.9 3.10 3.11 3.12 3.13 3.14 3.15
 ifdef PY
 ASAN_PY ?= $(PY)
 endif
@@ -35,7 +35,7 @@ DEV_LIB  := $(CURDIR)/build/py$(DEV_PY)/lib
 BENCH_SMOKE ?= benchmarks/run.py --smoke
 
 .PHONY: help deps venvs build build-asan dev test test-c test-py test-asan \
-        bench bench-smoke demo clean distclean
+        bench bench-smoke demo clean distclean wheels
 
 help:
 	@echo "fastprof make targets:"
@@ -50,6 +50,7 @@ help:
 	@echo "  make bench        the full benchmark on every Python (35-45 min): tables, results.json, docs/benchmark.png"
 	@echo "  make bench-smoke  $(BENCH_SMOKE) (skipped while that file does not exist)"
 	@echo "  make demo         profile examples/demo.py with python -m fastprof, write demo.prof"
+	@echo "  make wheels       dist/: the sdist and a manylinux_2_17 wheel for each PY (zig cc, auditwheel)"
 	@echo "  make clean        remove build/, in-place .so, demo.prof   (distclean: .venv too)"
 	@echo "  per version:      venv-3.11 build-3.11 build-asan-3.11 test-py-3.11 test-asan-3.11"
 
@@ -114,7 +115,12 @@ test:
 # In-place build for quick iteration: the .so lands in python/fastprof/, so
 # `PYTHONPATH=python python3 ...` works. The build/ dirs never use it.
 dev: venv-$(DEV_PY)
-	$(DEV_VENV)/bin/python setup.py build_ext --inplace --force --build-temp build/dev/temp --build-lib build/dev/lib
+	FASTPROF_WERROR=1 $(DEV_VENV)/bin/python setup.py build_ext --inplace --force --build-temp build/dev/temp --build-lib build/dev/lib
+
+# The sdist and one manylinux_2_17 wheel per version into dist/ (not part of
+# `make test`; tests/test_packaging.py builds one wheel). docs/dev-setup.md.
+wheels: deps $(PY:%=venv-%)
+	@scripts/build-wheels.sh $(PY)
 
 demo: deps build-$(DEV_PY)
 	@echo "=== python -m fastprof -s cumulative -o demo.prof examples/demo.py ==="

@@ -28,7 +28,7 @@ RESULT_TAG = "@@FASTPROF-BENCH-RESULT@@ "
 # shim's Python frames around it).  They are not part of the workload and
 # differ between profilers by construction, so they are left out of event
 # counts and of the cProfile/fastprof call-count comparison.
-_SELF_C_SUFFIXES = ("Profiler' objects>",)
+_SELF_C_SUFFIXES = ("Profiler' objects>", "'fastprof.Profile' objects>")
 
 
 def _dist_version(name):

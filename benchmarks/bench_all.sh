@@ -9,6 +9,7 @@
 #   BENCH_VENVS  where the venvs live (default /tmp/fastprof-bench-venvs)
 #   BENCH_JSON   results file          (default benchmarks/results.json)
 #   BENCH_PLOT   plot file             (default docs/benchmark.png)
+#   BENCH_PYTHONS  versions            (default 3.9 ... 3.15)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
@@ -18,7 +19,7 @@ PLOT="${BENCH_PLOT:-$ROOT/docs/benchmark.png}"
 
 bash "$HERE/make_venvs.sh" "$VENVS"
 cd "$ROOT"
-for minor in 3.9 3.10 3.11 3.12 3.13; do
+for minor in ${BENCH_PYTHONS:-3.9 3.10 3.11 3.12 3.13 3.14 3.15}; do
     make --no-print-directory "build-$minor"
 done
 DRIVER="$VENVS/venv-$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/bin/python"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make one scratch venv per CPython (3.9-3.13, from pyenv) holding the optional
+# Make one scratch venv per CPython (3.9-3.13 from pyenv, 3.14+ from the
+# per-machine cache of scripts/install-python.sh, which installs them if needed) holding the optional
 # profilers of requirements.txt, plus matplotlib in the venv of `python3`'s
 # version (the one that runs run.py and draws the plot).
 #
@@ -10,12 +11,15 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DIR="${1:-${BENCH_VENVS:-/tmp/fastprof-bench-venvs}}"
-ROOT="${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}"
+REPO="$(dirname "$HERE")"
 DRIVER="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 mkdir -p "$DIR"
-for minor in 3.9 3.10 3.11 3.12 3.13; do
-    base="$(ls -d "$ROOT"/versions/"$minor".*/bin/python 2>/dev/null | sort -V | tail -n1 || true)"
-    if [ -z "$base" ]; then echo "no CPython $minor under $ROOT/versions: skipped" >&2; continue; fi
+for minor in ${BENCH_PYTHONS:-3.9 3.10 3.11 3.12 3.13 3.14 3.15}; do
+    if ! base="$("$REPO/scripts/find-python.sh" "$minor" 2>/dev/null)"; then
+        case $minor in 3.1[4-9]) "$REPO/scripts/install-python.sh" "$minor" || true ;; esac
+        base="$("$REPO/scripts/find-python.sh" "$minor" 2>/dev/null || true)"
+    fi
+    if [ -z "$base" ]; then echo "no CPython $minor found (scripts/find-python.sh): skipped" >&2; continue; fi
     venv="$DIR/venv-$minor"
     [ -x "$venv/bin/python" ] || "$base" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$HERE/requirements.txt" \

@@ -71,7 +71,7 @@ MODE_LABELS = {
     "yappi": "yappi (deterministic, wall)",
     "pyinstrument": "pyinstrument (sampling)",
 }
-PYENV_VERSIONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
+PYENV_VERSIONS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 TARGET_FRACTION = 0.5
 SMOKE_TIME_LIMIT = 60.0
 
@@ -125,8 +125,17 @@ def find_pyenv_pythons():
                  .replace(".", "").isdigit()]
         if cands:
             found.append(cands[-1])
+            continue
+        # 3.14+: not in pyenv here; scripts/find-python.sh knows the
+        # per-machine cache that scripts/install-python.sh fills.
+        finder = os.path.join(os.path.dirname(HERE), "scripts", "find-python.sh")
+        proc = subprocess.run([finder, minor], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              universal_newlines=True)
+        if proc.returncode == 0 and proc.stdout.strip():
+            found.append(proc.stdout.strip())
         else:
-            print("warning: no CPython %s under %s/versions" % (minor, root), file=sys.stderr)
+            print("warning: no CPython %s under %s/versions nor scripts/find-python.sh"
+                  % (minor, root), file=sys.stderr)
     return found
 
 

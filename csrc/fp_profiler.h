@@ -112,6 +112,8 @@ typedef struct fp_thread {
     uint64_t id;        /* chosen by the binding, unique */
     uint64_t ident;     /* labels set by the binding for display; */
     uint64_t native_id; /* the core does not read them */
+    int stopped;        /* set by the binding: this thread's events are
+                           no longer recorded (the core does not read it) */
     fp_entry_t *entries;
     fp_edge_t *edges;
     fp_node_t *nodes;

@@ -102,4 +102,34 @@ static inline PyObject *fpy_type_lookup(PyTypeObject *type, PyObject *name)
     return _PyType_Lookup(type, name);
 }
 
+/* Running Python code (a custom timer) from a garbage-collection callback
+ * without that code being profiled: the interpreter delivers no profile or
+ * monitoring events while a thread is "tracing". 3.11 made it an API; 3.10
+ * keeps use_tracing in the C frame, 3.9 in the thread state. */
+static inline void fpy_tracing_enter(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_EnterTracing(ts);
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->tracing++;
+    ts->cframe->use_tracing = 0;
+#else
+    ts->tracing++;
+    ts->use_tracing = 0;
+#endif
+}
+
+static inline void fpy_tracing_leave(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_LeaveTracing(ts);
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->tracing--;
+    ts->cframe->use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+#else
+    ts->tracing--;
+    ts->use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+#endif
+}
+
 #endif

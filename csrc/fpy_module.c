@@ -18,13 +18,14 @@ static int parse_choice(const char *what, const char *value, const char *a, cons
 static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"timer",   "timeunit",   "subcalls",  "builtins",  "threads",
-                             "clock",   "coroutines", "callpaths", "max_depth", NULL};
+                             "clock",   "coroutines", "callpaths", "max_depth", "gc", NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
-    int subcalls = 1, builtins = 1, threads = 0, callpaths = 0, max_depth = 128;
+    int subcalls = 1, builtins = 1, threads = 0, callpaths = 0, max_depth = 128, gc = 0;
     const char *clock = "wall", *coroutines = "call";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspi", kwlist, &timer, &timeunit, &subcalls,
-                                     &builtins, &threads, &clock, &coroutines, &callpaths, &max_depth))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspip", kwlist, &timer, &timeunit, &subcalls,
+                                     &builtins, &threads, &clock, &coroutines, &callpaths, &max_depth,
+                                     &gc))
         return -1;
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot re-initialise an enabled profiler");
@@ -62,6 +63,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     p->builtins = builtins;
     p->threads_all = threads;
     p->coroutines_wall = wall_coroutines;
+    p->gc = gc;
     fpy_thread_cache_reset(p);
     p->generation++;
     return 0;
@@ -79,6 +81,8 @@ static PyObject *profiler_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     p->builtins = 1;
 #if FPY_USE_MONITORING
     p->tool_id = -1;
+#else
+    p->hook.prof = p;
 #endif
     p->next_live = live_profilers;
     if (live_profilers)
@@ -119,6 +123,11 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
         p->enabled = 0;
         return NULL;
     }
+    if (fpy_gc_start(p) < 0) {
+        fpy_source_stop(p);
+        p->enabled = 0;
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -127,6 +136,7 @@ static void stop(fpy_profiler_t *p)
 {
     if (!p->enabled)
         return;
+    fpy_gc_stop(p);
     fpy_source_stop(p);
     p->enabled = 0;
     p->generation++;
@@ -136,12 +146,48 @@ static void stop(fpy_profiler_t *p)
     uint64_t me = PyThreadState_Get()->id;
     int per_thread_clock = p->clock.kind == FP_CLOCK_CPU;
     fp_thread_t *t;
-    for (t = p->core.threads; t; t = t->hh.next)
+    for (t = p->core.threads; t; t = t->hh.next) {
         fp_thread_flush(&p->core, t, per_thread_clock && t->id != me ? t->last_now : now);
+        t->stopped = 0;
+    }
 }
 
-static PyObject *profiler_disable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
+/* Stops recording the calling thread only (threads=True): its open frames
+ * close now, the other threads go on until disable(). The CLI stops the
+ * main thread so when the program ends, and profiles the threads python
+ * then waits for. */
+static int stop_this_thread(fpy_profiler_t *p)
 {
+    PyThreadState *me = PyThreadState_Get();
+    fp_thread_t *t = fpy_thread_record(p, me);
+    if (!t) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (t->stopped)
+        return 0;
+    /* no event of this thread is recorded from here on, so a custom timer
+     * read below does not show up either */
+    t->stopped = 1;
+    fpy_source_stop_thread(p, me);
+    fpy_thread_cache_reset(p);
+    fp_thread_flush(&p->core, t, p->failed ? p->last_now : fpy_now(p));
+    return 0;
+}
+
+static PyObject *profiler_disable(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"this_thread", NULL};
+    int this_thread = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$p:disable", kwlist, &this_thread))
+        return NULL;
+    if (this_thread && p->enabled && p->threads_all) {
+        int rc = stop_this_thread(p);
+        fpy_drain_doomed(p);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
     stop(p);
     fpy_drain_doomed(p);
     if (report_pending(p) < 0)
@@ -215,6 +261,7 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
 {
     Py_VISIT(p->timer);
     Py_VISIT(p->error);
+    Py_VISIT(p->gc_callback);
 #if !FPY_USE_MONITORING
     Py_VISIT(p->hooks);
 #else
@@ -227,6 +274,7 @@ static int profiler_tp_clear(fpy_profiler_t *p)
 {
     Py_CLEAR(p->timer);
     Py_CLEAR(p->error);
+    Py_CLEAR(p->gc_callback); /* unreachable: not in gc.callbacks any more */
 #if !FPY_USE_MONITORING
     if (!p->enabled)
         Py_CLEAR(p->hooks);
@@ -246,6 +294,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
     if (p->next_live)
         p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
+        fpy_gc_stop(p);
         fpy_source_stop(p);
         p->enabled = 0;
     }
@@ -266,8 +315,10 @@ static void profiler_dealloc(fpy_profiler_t *p)
 
 static PyMethodDef profiler_methods[] = {
     {"enable", (PyCFunction)profiler_enable, METH_NOARGS, "Start collecting profiling information."},
-    {"disable", (PyCFunction)profiler_disable, METH_NOARGS,
-     "Stop collecting profiling information; frames still open are closed."},
+    {"disable", (PyCFunction)(void (*)(void))profiler_disable, METH_VARARGS | METH_KEYWORDS,
+     "disable(*, this_thread=False)\n\nStop collecting profiling information; frames still open are "
+     "closed. this_thread=True (with threads=True): stop only the calling thread, the others "
+     "go on until disable()."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS, "Drop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
      "getstats(thread=None) -> list of profiler_entry, as _lsprof.Profiler.getstats()."},
@@ -286,10 +337,15 @@ static PyGetSetDef profiler_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* The type's name is what a profile's disable() row says: "{method
+ * 'disable' of 'fastprof.Profile' objects}", the class the user called it
+ * on, as wide as cProfile's "{method 'disable' of '_lsprof.Profiler'
+ * objects}", so pstats tables come out as wide as cProfile's (CPython's
+ * test_cprofile compares them to the character). */
 PyTypeObject fpy_profiler_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof._fastprof.Profiler",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof.Profile",
     .tp_doc = "Profiler(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False,\n"
-              "         clock='wall', coroutines='call', callpaths=False, max_depth=128)\n\n"
+              "         clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False)\n\n"
               "The C profiler behind fastprof.Profile.",
     .tp_basicsize = sizeof(fpy_profiler_t),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
@@ -366,7 +422,7 @@ PyMODINIT_FUNC PyInit__fastprof(void)
     if (!m)
         return NULL;
     if (PyType_Ready(&fpy_profiler_type) < 0 || fpy_source_module_init(m) < 0 ||
-        fpy_thread_cache_module_init() < 0 ||
+        fpy_thread_cache_module_init() < 0 || fpy_gc_module_init(m) < 0 ||
         fpy_stats_module_init(m) < 0)
         goto error;
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)&fpy_profiler_type)) < 0)

@@ -10,8 +10,23 @@
 
 #include <pthread.h>
 
+#if !FPY_USE_MONITORING
+/* <=3.11: what the profile hook's object starts with after PyObject_HEAD.
+ * The enabling thread's hook object is the profiler itself (so
+ * sys.getprofile() returns it, as with cProfile), other threads' are small
+ * hook objects (fpy_source_legacy.c); the callback reads either one at the
+ * same offsets, at no cost. */
+typedef struct fpy_hook_target {
+    struct fpy_profiler *prof; /* the profiler's own: itself (borrowed) */
+    fp_thread_t *thread;       /* the hooked thread's record */
+} fpy_hook_target_t;
+#endif
+
 typedef struct fpy_profiler {
     PyObject_HEAD
+#if !FPY_USE_MONITORING
+    fpy_hook_target_t hook; /* must follow PyObject_HEAD (see above) */
+#endif
     fp_profiler_t core;
     fp_clock_t clock;
     PyObject *timer; /* custom timer callable, or NULL */
@@ -19,6 +34,7 @@ typedef struct fpy_profiler {
     int builtins;
     int threads_all;     /* every thread, not only the enabling one */
     int coroutines_wall; /* generators: one call from start to finish */
+    int gc;              /* record collections as <gc> (fpy_gc.c) */
     int enabled;
     uint64_t generation; /* bumped by enable/disable/clear: events that
                             straddle one (a custom timer can release the
@@ -35,6 +51,14 @@ typedef struct fpy_profiler {
     uintptr_t cached_os_thread; /* its pthread_self(), 0: none */
     uint64_t cached_epoch;      /* fpy_os_threads_ended then */
     fp_thread_t *cached_thread; /* its record, NULL: not recorded */
+    /* fpy_gc.c: the callable in gc.callbacks while enabled, and the
+     * collection being recorded (one at a time: collections never overlap) */
+    PyObject *gc_callback;
+    fp_thread_t *gc_thread;  /* where <gc> is open, NULL: none */
+    uint64_t gc_generation;  /* the profiler's generation at its start */
+    int gc_untimed;          /* started inside a clock read: zero time */
+    int busy;                /* inside a custom timer or naming a C function:
+                                a collection then is counted, not timed */
     /* every live profiler, for the after-fork handler */
     struct fpy_profiler *next_live, *prev_live;
 #if FPY_USE_MONITORING
@@ -43,6 +67,10 @@ typedef struct fpy_profiler {
     PyObject *missing; /* sys.monitoring.MISSING */
 #else
     PyObject *thread_starter; /* given to threading.setprofile, or NULL */
+    /* threading was not imported at enable(): give it thread_starter when
+     * the program imports it (importing it ourselves would change the
+     * program's sys.modules and ABC caches) */
+    int threading_pending;
     /* {thread id: its hook}: a hook lives as long as its profiler, since a
      * thread that is between events may still hold it after disable() */
     PyObject *hooks;
@@ -153,6 +181,14 @@ PyObject *fpy_call_method(PyObject *obj, const char *name, const char *fmt, ...)
 
 /* ---- C functions: keys (here, inline) and names (fpy_names.c) ---- */
 
+/* Whether method descriptor `descr` binds to `self_arg` (3.12+: the first
+ * argument, or sys.monitoring.MISSING when there is none). */
+static inline int fpy_descr_binds(PyMethodDescrObject *descr, PyObject *self_arg, PyObject *missing)
+{
+    return self_arg && self_arg != missing &&
+           (Py_IS_TYPE(self_arg, PyDescr_TYPE(descr)) || PyType_IsSubtype(Py_TYPE(self_arg), PyDescr_TYPE(descr)));
+}
+
 /* The key cProfile uses for a C callable (its PyMethodDef), or NULL if
  * `callable` is not a C function cProfile records. */
 static inline const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, PyObject *missing)
@@ -166,9 +202,13 @@ static inline const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, 
         return NULL;
     /* 3.12+ calls `obj.method(...)` through the unbound method descriptor;
      * cProfile binds it to get the builtin method, whose PyMethodDef is the
-     * descriptor's. We take the PyMethodDef without creating the object. */
+     * descriptor's. We take the PyMethodDef without creating the object.
+     * No self, or a self the descriptor cannot bind (`bytes.find(str())`,
+     * gh-132250): the call raises TypeError and cProfile records nothing. */
     if (type == &PyMethodDescr_Type)
-        return self_arg && self_arg != missing ? ((PyMethodDescrObject *)callable)->d_method : NULL;
+        return fpy_descr_binds((PyMethodDescrObject *)callable, self_arg, missing)
+                   ? ((PyMethodDescrObject *)callable)->d_method
+                   : NULL;
     if (PyCFunction_Check(callable))
         return ((PyCFunctionObject *)callable)->m_ml;
     return NULL;
@@ -188,8 +228,28 @@ int fpy_source_start(fpy_profiler_t *p);
 /* Stop delivering events to `p` (never fails; errors are swallowed). */
 void fpy_source_stop(fpy_profiler_t *p);
 
+/* Stop delivering the events of thread state `ts` (the current one) to
+ * `p`, whose record of it is marked `stopped` already; the other threads'
+ * go on. Never fails. */
+void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts);
+
+/* The record of the running thread if `p` records its events, else NULL
+ * (a collection is recorded where the source would record a call). */
+fp_thread_t *fpy_source_thread(fpy_profiler_t *p);
+
 /* Module-level objects the source needs; called once at import. */
 int fpy_source_module_init(PyObject *module);
+
+/* ---- fpy_gc.c: garbage collections as the pseudo-function <gc> ---- */
+
+/* Puts p's collection callback in gc.callbacks (if p->gc); -1 with an
+ * exception set on failure. Called by enable() once events flow. */
+int fpy_gc_start(fpy_profiler_t *p);
+
+/* Takes it out again (never fails; never runs Python code). */
+void fpy_gc_stop(fpy_profiler_t *p);
+
+int fpy_gc_module_init(PyObject *module);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */
 

@@ -15,7 +15,9 @@ fp_time_t fpy_now_custom(fpy_profiler_t *p)
         return p->last_now;
     fpy_exc_state saved;
     fpy_exc_save(&saved);
+    p->busy++; /* a collection in the timer: see fpy_gc.c */
     PyObject *o = PyObject_CallNoArgs(p->timer);
+    p->busy--;
     fp_time_t now = p->last_now;
     int ok = 0;
     if (o) {
@@ -125,10 +127,18 @@ FPY_GENERAL void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void
     if (!e) {
         fpy_exc_state saved;
         fpy_exc_save(&saved);
+        p->busy++;
         PyObject *name = fpy_cfunc_name(callable, self_arg);
+        /* Only a MemoryError is out of memory. Any other failure to name it
+         * (which fpy_cfunc_key should have ruled out) leaves the call
+         * unrecorded, as cProfile leaves a callable it cannot resolve. */
+        int unnamable = !name && !PyErr_ExceptionMatches(PyExc_MemoryError);
+        p->busy--;
         if (!name)
-            PyErr_Clear(); /* out of memory, in practice */
+            PyErr_Clear();
         fpy_exc_restore(&saved);
+        if (unnamable)
+            return;
         /* naming may have run code: look again before adding */
         if (!fpy_live(p, gen)) {
             Py_XDECREF(name);

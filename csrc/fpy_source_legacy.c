@@ -1,35 +1,41 @@
 /* Event source for Python 3.9-3.11: the C profile hook of each thread
- * (what cProfile uses). The hook's object argument is a small per-thread
- * object naming the profiler, so each event finds its profiler directly.
- * threads=True also hooks the threads already running, and new threads
- * through threading.setprofile. */
+ * (what cProfile uses). The hook's object argument names the profiler and
+ * the thread's record, so each event finds both directly: in the enabling
+ * thread it is the profiler itself (sys.getprofile() returns it, as with
+ * cProfile), in other threads a small per-thread hook object with the same
+ * layout (fpy_hook_target_t). threads=True also hooks the threads already
+ * running, and new threads through threading.setprofile. */
 #include "fpy_record_fast.h"
 
 #if !FPY_USE_MONITORING
 
+/* The hook object of a thread other than the enabling one. Its `prof` is
+ * a strong reference, NULL once cleared by the GC; `thread` is the hooked
+ * thread's record (records live as long as their profiler). */
 typedef struct {
     PyObject_HEAD
-    fpy_profiler_t *prof; /* strong reference */
-    fp_thread_t *thread;  /* the hooked thread's record: records live as
-                             long as their profiler */
+    fpy_hook_target_t target; /* same offset as fpy_profiler_t's `hook` */
 } fpy_hook_t;
+
+/* What the callback reads from either kind of hook object. */
+#define HOOK_TARGET(obj) (&((fpy_hook_t *)(obj))->target)
 
 static void hook_dealloc(fpy_hook_t *self)
 {
     PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->prof);
+    Py_CLEAR(self->target.prof);
     PyObject_GC_Del(self);
 }
 
 static int hook_traverse(fpy_hook_t *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->prof);
+    Py_VISIT(self->target.prof);
     return 0;
 }
 
 static int hook_clear(fpy_hook_t *self)
 {
-    Py_CLEAR(self->prof);
+    Py_CLEAR(self->target.prof);
     return 0;
 }
 
@@ -42,10 +48,12 @@ static PyTypeObject hook_type = {
     .tp_clear = (inquiry)hook_clear,
 };
 
+static void hook_new_threads_if_threading(fpy_profiler_t *p);
+
 static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
-    fpy_profiler_t *p = ((fpy_hook_t *)obj)->prof;
-    fp_thread_t *t = ((fpy_hook_t *)obj)->thread;
+    fpy_profiler_t *p = HOOK_TARGET(obj)->prof;
+    fp_thread_t *t = HOOK_TARGET(obj)->thread;
     const void *key;
     if (!p)
         return 0;
@@ -58,6 +66,9 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         int suspending = p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE) &&
                          fpy_frame_is_suspending(frame);
         fpy_py_stop(p, t, code, frame, suspending);
+        /* a module (or class) body ended: perhaps threading's */
+        if (p->threading_pending && !(code->co_flags & CO_NEWLOCALS))
+            hook_new_threads_if_threading(p);
         break;
     }
     case PyTrace_C_CALL:
@@ -77,8 +88,8 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 
 static int is_our_hook(PyThreadState *ts, fpy_profiler_t *p)
 {
-    return ts->c_profilefunc == callback && ts->c_profileobj &&
-           Py_IS_TYPE(ts->c_profileobj, &hook_type) && ((fpy_hook_t *)ts->c_profileobj)->prof == p;
+    /* with our callback, the object is one of ours: a hook or a profiler */
+    return ts->c_profilefunc == callback && ts->c_profileobj && HOOK_TARGET(ts->c_profileobj)->prof == p;
 }
 
 /* The hook of thread `tid`, made if missing; borrowed (p->hooks owns it),
@@ -94,8 +105,8 @@ static PyObject *hook_for(fpy_profiler_t *p, uint64_t tid)
     if (!hook && !PyErr_Occurred()) {
         fpy_hook_t *h = PyObject_GC_New(fpy_hook_t, &hook_type);
         if (h) {
-            h->prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
-            h->thread = NULL;
+            h->target.prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
+            h->target.thread = NULL;
             PyObject_GC_Track(h);
             if (PyDict_SetItem(p->hooks, key, (PyObject *)h) == 0)
                 hook = (PyObject *)h;
@@ -113,17 +124,20 @@ static int install_hook(fpy_profiler_t *p, PyThreadState *ts)
 {
     if (is_our_hook(ts, p))
         return 0;
-    PyObject *key = PyLong_FromUnsignedLongLong(ts->id);
-    PyObject *hook = key ? PyDict_GetItemWithError(p->hooks, key) : NULL;
-    Py_XDECREF(key);
-    if (!hook)
-        return PyErr_Occurred() ? -1 : 0; /* a thread born meanwhile */
+    PyObject *hook = (PyObject *)p; /* the enabling thread's */
+    if (ts->id != p->owner_tid) {
+        PyObject *key = PyLong_FromUnsignedLongLong(ts->id);
+        hook = key && p->hooks ? PyDict_GetItemWithError(p->hooks, key) : NULL;
+        Py_XDECREF(key);
+        if (!hook)
+            return PyErr_Occurred() ? -1 : 0; /* a thread born meanwhile */
+    }
     fp_thread_t *t = fpy_thread_record(p, ts);
     if (!t) {
         PyErr_NoMemory();
         return -1;
     }
-    ((fpy_hook_t *)hook)->thread = t;
+    HOOK_TARGET(hook)->thread = t;
     return _PyEval_SetProfile(ts, callback, hook);
 }
 
@@ -132,7 +146,7 @@ static int install_hook(fpy_profiler_t *p, PyThreadState *ts)
 static int hook_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
     uint64_t tid = ts->id;
-    if (!hook_for(p, tid))
+    if (tid != p->owner_tid && !hook_for(p, tid))
         return -1;
     return install_hook(p, ts);
 }
@@ -160,7 +174,7 @@ static int hook_all_threads(fpy_profiler_t *p, PyInterpreterState *interp)
     }
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = hook_for(p, ids[i]) ? 0 : -1;
+        rc = ids[i] == p->owner_tid || hook_for(p, ids[i]) ? 0 : -1;
     PyMem_Free(ids);
     for (ts = PyInterpreterState_ThreadHead(interp); ts && rc == 0; ts = PyThreadState_Next(ts))
         rc = install_hook(p, ts);
@@ -187,15 +201,39 @@ static PyObject *thread_starter(PyObject *self, PyObject *args)
 
 static PyMethodDef thread_starter_def = {"_thread_starter", thread_starter, METH_VARARGS, NULL};
 
+/* sys.modules["threading"] (new reference), or NULL without an exception */
+static PyObject *imported_threading(void)
+{
+    PyObject *modules = PyImport_GetModuleDict();
+    PyObject *m = PyDict_Check(modules) ? PyDict_GetItemString(modules, "threading") : NULL;
+    Py_XINCREF(m);
+    return m;
+}
+
+/* threading.setprofile(func) if the program has imported threading (and
+ * it has got as far as defining setprofile): 1 done, 0 not yet, -1 error */
 static int call_threading_setprofile(PyObject *func)
 {
-    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *threading = imported_threading();
     if (!threading)
-        return -1;
-    PyObject *r = fpy_call_method(threading, "setprofile", "(O)", func);
+        return 0;
+    int has = PyObject_HasAttrString(threading, "setprofile");
+    PyObject *r = has ? fpy_call_method(threading, "setprofile", "(O)", func) : NULL;
     Py_DECREF(threading);
     Py_XDECREF(r);
-    return r ? 0 : -1;
+    return !has ? 0 : r ? 1 : -1;
+}
+
+static void hook_new_threads_if_threading(fpy_profiler_t *p)
+{
+    fpy_exc_state saved;
+    fpy_exc_save(&saved); /* a return event may come with an exception in flight */
+    int rc = p->thread_starter ? call_threading_setprofile(p->thread_starter) : 1;
+    if (rc != 0)
+        p->threading_pending = 0;
+    if (rc < 0)
+        PyErr_Clear();
+    fpy_exc_restore(&saved);
 }
 
 int fpy_source_start(fpy_profiler_t *p)
@@ -206,8 +244,10 @@ int fpy_source_start(fpy_profiler_t *p)
     /* threading.setprofile runs Python code: call it before hooking, so it
      * does not show up in the stats */
     p->thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
-    if (!p->thread_starter || call_threading_setprofile(p->thread_starter) < 0)
+    int rc = p->thread_starter ? call_threading_setprofile(p->thread_starter) : -1;
+    if (rc < 0)
         goto error;
+    p->threading_pending = rc == 0;
     if (hook_all_threads(p, me->interp) < 0)
         goto error;
     return 0;
@@ -227,9 +267,10 @@ void fpy_source_stop(fpy_profiler_t *p)
         if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
             PyErr_Clear();
     }
+    p->threading_pending = 0;
     if (p->thread_starter) {
         /* only undo threading.setprofile if it is still ours */
-        PyObject *threading = PyImport_ImportModule("threading");
+        PyObject *threading = imported_threading();
         PyObject *cur = threading ? fpy_getattr(threading, "_profile_hook") : NULL;
         if (cur == p->thread_starter && call_threading_setprofile(Py_None) < 0)
             PyErr_Clear();
@@ -239,6 +280,21 @@ void fpy_source_stop(fpy_profiler_t *p)
         Py_CLEAR(p->thread_starter);
     }
     fpy_exc_restore(&saved);
+}
+
+void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
+{
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
+        PyErr_Clear();
+    fpy_exc_restore(&saved);
+}
+
+fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    return is_our_hook(ts, p) ? ((fpy_hook_t *)ts->c_profileobj)->thread : NULL;
 }
 
 int fpy_source_module_init(PyObject *module)

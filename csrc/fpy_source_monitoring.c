@@ -163,10 +163,11 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
     if (!p || PyVectorcall_NARGS(nargsf) < 4)
         Py_RETURN_NONE;
     fp_thread_t *t = fpy_thread_for(p);
-    /* A method descriptor called without arguments is not recorded (there
-     * is no self to name it): its return must not close a recorded call
+    /* A method descriptor called without a self it binds to is not
+     * recorded (fpy_cfunc_key): its return must not close a recorded call
      * of the same descriptor further out, so it skips the fast path. */
-    int unrecorded = args[3] == p->missing && Py_IS_TYPE(args[2], &PyMethodDescr_Type);
+    int unrecorded = Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
+                     !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->missing);
     if (t && (unrecorded || !fpy_c_return_fast(p, t, args[2]))) {
         const void *key = fpy_cfunc_key(args[2], args[3], p->missing);
         if (key)
@@ -327,6 +328,19 @@ void fpy_source_stop(fpy_profiler_t *p)
     PyErr_Clear();
     p->tool_id = -1;
     fpy_exc_restore(&saved);
+}
+
+void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
+{
+    /* events come from every thread: fpy_thread_for_slow drops the
+     * stopped thread's (the caller resets the thread cache) */
+    (void)p;
+    (void)ts;
+}
+
+fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
+{
+    return fpy_thread_for(p);
 }
 
 int fpy_source_module_init(PyObject *module)

@@ -49,6 +49,8 @@ fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
         t = fpy_thread_record(p, tstate);
         if (!t)
             return NULL; /* out of memory: try again next event */
+        if (t->stopped)
+            t = NULL; /* disable(this_thread=True) */
     }
     if (!seen_key_ok)
         return t;

@@ -37,7 +37,8 @@ echo "build $B: building (FASTPROF_SANITIZE=$sanitize)"
 rm -rf "$B"
 mkdir -p "$B"
 touch "$B/.started"        # sources edited during the build are newer than this
-FASTPROF_SANITIZE=$sanitize "$py" setup.py --quiet build \
+# -Werror: the project's own builds only (a user's pip install never gets it).
+FASTPROF_WERROR=1 FASTPROF_SANITIZE=$sanitize "$py" setup.py --quiet build \
     --build-base "$B" --build-lib "$B/lib" --build-temp "$B/temp" --force --parallel 2
 
 # The lib dir must hold exactly one extension, the one for this interpreter:

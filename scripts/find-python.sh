@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Print the path of a working CPython X.Y (the one argument) able to make
 # venvs. Looks, in order, at $FASTPROF_PYTHON_X_Y, pyenv's versions (newest
-# plain X.Y.Z first), then pythonX.Y on PATH and in /usr/bin, /usr/local/bin.
+# plain X.Y.Z first), the per-machine cache of scripts/install-python.sh
+# (3.14+: ${FASTPROF_PYTHONS_DIR:-~/.cache/fastprof/pythons}/X.Y), then
+# pythonX.Y on PATH and in /usr/bin, /usr/local/bin. Finds only: installing
+# is install-python.sh's job (scripts/venv.sh calls it when this finds none).
 set -euo pipefail
 want=${1:?usage: find-python.sh X.Y}
 
@@ -29,6 +32,12 @@ for root in "${roots[@]}"; do
     done < <(ls -d "$root/versions/$want".* 2>/dev/null | sort -rV)
 done
 
+# scripts/install-python.sh's root; the X.Y symlink is only made once complete
+cached=${FASTPROF_PYTHONS_DIR:-$HOME/.cache/fastprof/pythons}/$want
+if [ -f "$cached/.fastprof-complete" ] && works "$cached/usr/bin/python$want"; then
+    echo "$cached/usr/bin/python$want"; exit 0
+fi
+
 for cand in "$(command -v "python$want" 2>/dev/null || true)" "/usr/local/bin/python$want" "/usr/bin/python$want"; do
     [ -n "$cand" ] && [ -x "$cand" ] || continue
     if works "$cand"; then
@@ -38,5 +47,5 @@ for cand in "$(command -v "python$want" 2>/dev/null || true)" "/usr/local/bin/py
     fi
 done
 
-echo "find-python: no working Python $want found (pyenv versions, PATH); set $var=/path/to/python$want" >&2
+echo "find-python: no working Python $want found (pyenv versions, $cached, PATH); set $var=/path/to/python$want" >&2
 exit 1

@@ -11,7 +11,12 @@ dir=.venv/py$v
 stamp=$dir/.fastprof-stamp
 basefile=$dir/.fastprof-base
 
-base=$(scripts/find-python.sh "$v")
+# 3.14+ are not in pyenv here: scripts/install-python.sh unpacks Debian's
+# build into a per-machine cache (once; later calls return at once).
+if ! base=$(scripts/find-python.sh "$v" 2>/dev/null); then
+    if [[ $v =~ ^3\.(1[4-9]|[2-9][0-9])$ ]]; then scripts/install-python.sh "$v"; fi
+    base=$(scripts/find-python.sh "$v")
+fi
 want=$( { echo "$base"; "$base" -c 'import sys; print(sys.version)';
           cat scripts/requirements-build.txt requirements-test.txt; } | sha256sum | cut -d' ' -f1)
 

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -163,7 +164,7 @@ def test_export_failure_keeps_old_file(tmp_path, monkeypatch):
     out.write_text("old contents\n")
     import fastprof.exports.collapsed as collapsed
 
-    def boom(data, f):
+    def boom(data, f, **options):
         f.write("half a file")
         raise RuntimeError("boom")
     monkeypatch.setattr(collapsed, "write_collapsed", boom)
@@ -504,3 +505,182 @@ def test_estimated_tree_survives_cycles_and_dense_graphs():
 
 def test_formats_listed():
     assert set(FORMATS) == {"pstats", "callgrind", "speedscope", "collapsed", "html"}
+
+
+# ---------------------------------------------------------------- estimated trees of real programs
+
+REAL_SCRIPT = textwrap.dedent('''\
+    def spin(n):
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def is_even(n):
+        return True if n == 0 else is_odd(n - 1)
+
+    def is_odd(n):
+        return False if n == 0 else is_even(n - 1)
+
+    def nested(k):
+        # a cycle through exec: exec -> <module> -> nested -> exec
+        if k:
+            exec("nested(%d)" % (k - 1))
+        spin(3000)
+
+    def main():
+        import helper_mod          # imported at run time: exec gets a caller
+        helper_mod.work()
+        fib(16)
+        for _ in range(40):
+            is_even(80)
+        nested(3)
+        spin(30000)
+
+    main()
+''')
+
+HELPER_MODULE = textwrap.dedent('''\
+    TABLE = [i * i for i in range(30000)]   # the module's own run takes time
+
+    def work():
+        return sum(TABLE[::3])
+''')
+
+
+def _real_profile(tmp_path, profiler):
+    """A profile written by ``python -m cProfile -o`` (or fastprof's) of REAL_SCRIPT."""
+    (tmp_path / "script.py").write_text(REAL_SCRIPT)
+    (tmp_path / "helper_mod.py").write_text(HELPER_MODULE)
+    out = tmp_path / ("%s.prof" % profiler)
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-m", profiler, "-o", str(out), "script.py"],
+                       cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    data = load_profile(str(out))
+    assert data.callpaths is None
+    return data
+
+
+@pytest.fixture(params=["cProfile", "fastprof"])
+def real_profile(request, tmp_path):
+    if request.param == "fastprof":
+        pytest.importorskip("fastprof._fastprof")
+    return _real_profile(tmp_path, request.param)
+
+
+def _by_name(data, name):
+    return [k for k in data.stats if k[2] == name and k[0] != "~"][0]
+
+
+def test_estimated_tree_holds_the_whole_profile(real_profile):
+    data = real_profile
+    total = sum(v[2] for v in data.stats.values())
+    exec_key = [k for k in data.stats if k[2] == "<built-in method builtins.exec>"][0]
+    assert data.stats[exec_key][4], "exec has callers: the case that used to give an empty tree"
+    tree = tree_from_callers(data.stats, max_nodes=10 ** 6, min_fraction=0.0)
+    totals = tree.totals()
+    # the roots add up to the profile's total, each function's own time is in it once
+    assert tree.total_time() == pytest.approx(total, rel=1e-9)
+    own = {}
+    for n in range(len(tree)):
+        key = tree.functions[tree.func[n]]
+        own[key] = own.get(key, 0.0) + tree.self_time[n]
+    for key, v in data.stats.items():
+        assert own.get(key, 0.0) == pytest.approx(v[2], rel=1e-9, abs=1e-12), key
+    # the widest root is the program (exec), not the profiler's disable()
+    top = max(tree.roots, key=lambda r: totals[r])
+    assert tree.functions[tree.func[top]] == exec_key
+    assert totals[top] > 0.9 * total
+    for n in range(len(tree)):
+        assert sum(totals[c] for c in tree.children[n]) <= totals[n] - tree.self_time[n] + 1e-12
+        path = tree.path(n)
+        assert len(set(path)) == len(path), "a path repeats a function: a cycle was not cut"
+
+
+def test_estimated_tree_places_recursion_under_its_caller(real_profile):
+    data = real_profile
+    tree = tree_from_callers(data.stats, max_nodes=10 ** 6, min_fraction=0.0)
+    totals = tree.totals()
+    paths = {}
+    for n in range(len(tree)):
+        names = tuple(tree.functions[f][2] for f in tree.path(n))
+        paths.setdefault(names[-2:], []).append(totals[n])
+    fib, even = _by_name(data, "fib"), _by_name(data, "is_even")
+    # direct recursion: one fib under main, with fib's whole cumulative time
+    assert paths[("main", "fib")] == [pytest.approx(data.stats[fib][3], rel=1e-6)]
+    # mutual recursion: is_even -> is_odd once, the pair's time under main
+    assert paths[("main", "is_even")] == [pytest.approx(data.stats[even][3], rel=0.05)]
+    assert ("is_even", "is_odd") in paths and ("is_odd", "is_even") not in paths
+    # the run-time import's module code is in the tree
+    assert any(k[-1] == "<module>" and len(k) == 2 for k in paths)
+
+
+def test_collapsed_of_a_cprofile_file_is_not_empty(tmp_path, capsys):
+    from fastprof import cli
+    data = _real_profile(tmp_path, "cProfile")
+    out = tmp_path / "x.collapsed"
+    assert cli.main(["convert", str(tmp_path / "cProfile.prof"), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "estimated" in err and "folded" in err
+    lines = out.read_text().splitlines()
+    assert len(lines) > 10
+    weights = sum(int(ln.rsplit(" ", 1)[1]) for ln in lines)
+    total_us = sum(v[2] for v in data.stats.values()) * 1e6
+    assert abs(weights - total_us) <= 1
+    assert any(";main (" in ln and ";fib (" in ln for ln in lines)
+
+
+# ---------------------------------------------------------------- --min-percent
+
+def test_prune_folds_small_paths_into_their_parent():
+    from fastprof.exports._tree import prune
+    tree = build_tree(synthetic_data())
+    cut = prune(tree, 0.25)  # leaf under beta is 20% of the total: folded into beta
+    paths = _paths(cut)
+    assert ("main", "beta", "leaf") not in paths and ("main", "alpha", "leaf") in paths
+    beta = [n for n in range(len(cut)) if cut.functions[cut.func[n]][2] == "beta"][0]
+    assert cut.folded[beta] == pytest.approx(0.2) and cut.folded_count[beta] == 1
+    assert cut.totals()[beta] == pytest.approx(0.3)  # the parent keeps its width
+    assert cut.total_time() == pytest.approx(tree.total_time())
+
+
+def test_collapsed_and_speedscope_say_and_fold(tmp_path):
+    data = synthetic_data()
+    lines = {}
+    for line in render(data, "collapsed", min_percent=25).splitlines():
+        stack, w = line.rsplit(" ", 1)
+        lines[stack] = int(w)
+    m, b = "main (%s:1)" % F, "beta (%s:20)" % F
+    assert lines[m + ";" + b] == 300000 and not any(s.endswith("leaf (%s:30)" % F) and b in s for s in lines)
+    assert sum(lines.values()) == 1000000
+    doc = json.loads(render(data, "speedscope", min_percent=25))
+    assert "below 25% folded" in doc["name"]
+    assert len(_frame_durations(doc)) == 4  # main, alpha, alpha's leaf, beta
+    doc = json.loads(render(data, "speedscope", min_percent=0))
+    assert "folded" not in doc["name"]
+
+
+def test_min_percent_default_and_checks(tmp_path):
+    from fastprof.exports import DEFAULT_MIN_PERCENT, check_min_percent, folding_note
+    assert check_min_percent(None) == DEFAULT_MIN_PERCENT > 0
+    with pytest.raises(ValueError):
+        check_min_percent(101)
+    assert "0.01%" in folding_note("html", None) and folding_note("callgrind", None) == ""
+    assert folding_note("collapsed", 0) == ""
+    # 20,000 paths of 0.005% each: the default folds them into the root
+    keys = [("/m.py", i, "f%d" % i) for i in range(1, 20001)]
+    root = ("/m.py", 9000, "root")
+    stats = {root: (1, 1, 0.0, 1.0, {})}
+    for k in keys:
+        stats[k] = (1, 1, 5e-5, 5e-5, {root: (1, 1, 5e-5, 5e-5)})
+    cp = CallPaths([root] + keys, [(-1, 0, 1, 0.0, 1.0)] + [(0, i + 1, 1, 5e-5, 5e-5) for i in range(20000)])
+    data = ProfileData(stats, callpaths=cp)
+    out = tmp_path / "x.collapsed"
+    export(data, str(out))
+    assert out.read_text() == "root (/m.py:9000) 1000000\n"
+    export(data, str(out), min_percent=0)
+    assert len(out.read_text().splitlines()) == 20000

@@ -398,8 +398,8 @@ def test_report_embeds_source_of_readable_files(tmp_path):
 
 
 def test_report_tree_exact_vs_estimated(tmp_path):
-    assert report_data(synthetic_data())["tree"]["exact"] is True
-    est = report_data(cprofile_data(tmp_path))["tree"]
+    assert report_data(synthetic_data())["views"][0]["tree"]["exact"] is True
+    est = report_data(cprofile_data(tmp_path))["views"][0]["tree"]
     assert est["exact"] is False and len(est["func"]) > 0
 
 
@@ -436,7 +436,7 @@ def _frames(browser):
     return browser.eval("""Array.prototype.map.call(document.querySelectorAll('#flame .frame'), function(d){
         var r = d.getBoundingClientRect(); var n = +d.getAttribute('data-node');
         return {node: n, name: n === 0 ? 'all' : window.fastprofReport.data.functions[
-                   window.fastprofReport.data.tree.func[n - 1]][0],
+                   window.fastprofReport.tree().func[n - 1]][0],
                 left: r.left, width: r.width, top: r.top};})""")
 
 
@@ -672,3 +672,193 @@ if __name__ == "__main__":
     ap.add_argument("--docs", metavar="DIR", default=os.path.join(ROOT, "docs"),
                     help="directory for html-report.png and flamegraph.png (default: docs/)")
     write_docs_screenshots(ap.parse_args().docs)
+
+
+# ---------------------------------------------------------------- real programs, threads, sizes
+
+REPORTS = os.path.join(ROOT, "build", "reports")
+
+REAL_SCRIPT = textwrap.dedent('''\
+    import threading
+
+    def spin(n):
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def handler(k):
+        spin(20000 + k)
+
+    def main():
+        import helper_mod          # imported at run time: exec gets a caller
+        helper_mod.work()
+        fib(17)
+        threads = [threading.Thread(target=handler, args=(i,), name="Thread-%d (handler)" % (i + 1))
+                   for i in range(30)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        spin(50000)
+
+    main()
+''')
+
+HELPER_MODULE = textwrap.dedent('''\
+    TABLE = [i * i for i in range(30000)]
+
+    def work():
+        return sum(TABLE[::3])
+''')
+
+
+def _run_profiler(tmp_path, *args):
+    (tmp_path / "server.py").write_text(REAL_SCRIPT)
+    (tmp_path / "helper_mod.py").write_text(HELPER_MODULE)
+    r = subprocess.run([sys.executable, "-m"] + list(args) + ["server.py"], cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def _save_shot(browser, name):
+    os.makedirs(REPORTS, exist_ok=True)
+    browser.screenshot(os.path.join(REPORTS, name), full_page=False)
+
+
+@pytest.mark.parametrize("how", ["cprofile", "fastprof", "fastprof-callpaths"])
+def test_flame_graph_of_a_real_program_is_not_empty(browser, tmp_path, how):
+    """With or without call paths, the flame graph holds the program's work."""
+    if how == "cprofile":
+        _run_profiler(tmp_path, "cProfile", "-o", "p.prof")
+    else:
+        pytest.importorskip("fastprof._fastprof")
+        _run_profiler(tmp_path, "fastprof", *(["--callpaths"] if how.endswith("callpaths") else []),
+                      "-o", "p.prof")
+    data = load_profile(str(tmp_path / "p.prof"))
+    assert (data.callpaths is not None) == how.endswith("callpaths")
+    out = tmp_path / "p.html"
+    export(data, str(out), title=how + ".prof")
+    _open(browser, out)
+    assert browser.problems() == []
+    names = [f["name"] for f in _frames(browser)]
+    assert len(names) > 8 and {"main", "fib", "spin"} <= set(names), names
+    # the flame graph's root is the header's total (the whole profile, once)
+    total = sum(v[2] for v in data.stats.values())
+    root = browser.eval("window.fastprofReport.nodeTotal(0)")
+    assert root == pytest.approx(total, rel=1e-3)
+    note = browser.eval("document.getElementById('flame-note').textContent")
+    assert ("estimated" in note) == (data.callpaths is None)
+    assert "paths below 0.01% of the total are folded into their callers" in note
+    assert "add up to" not in note
+    _save_shot(browser, "html-%s.png" % how)
+
+
+def test_thread_selector_groups_threads(browser, tmp_path):
+    pytest.importorskip("fastprof._fastprof")
+    _run_profiler(tmp_path, "fastprof", "-o", "t.html")
+    _open(browser, tmp_path / "t.html")
+    assert browser.problems() == []
+    options = browser.eval("Array.prototype.map.call(document.querySelectorAll('#thread option'),"
+                           " function(o){return o.textContent;})")
+    assert options[0] == "all threads"
+    # ("Thread-N (ended)" until threads keep their Python names after they end)
+    group = [o for o in options if re.match(r"Thread-N \((handler|ended)\) \u00d7 30 threads", o)]
+    assert len(group) == 1 and any(o.startswith("MainThread") for o in options), options
+    assert len(options) <= 5  # 31 threads, a handful of entries
+    assert browser.eval("document.getElementById('thread-box').hidden") is False
+    all_rows = browser.eval("document.querySelectorAll('#functions tbody tr').length")
+    # pick the handlers: their own table, total and (estimated) flame graph
+    idx = options.index(group[0])
+    browser.eval("var s = document.getElementById('thread'); s.value = '%d';"
+                 "s.dispatchEvent(new Event('change'))" % idx)
+    assert browser.eval("window.fastprofReport.view()") == idx
+    names = browser.eval("Array.prototype.map.call(document.querySelectorAll('#functions tbody tr td.fn > div:first-child'),"
+                         " function(d){return d.textContent;})")
+    assert "handler" in names and "fib" not in names and len(names) < all_rows
+    view = browser.eval("window.fastprofReport.data.views[%d]" % idx)
+    assert view["threads"] == 30
+    assert browser.eval("window.fastprofReport.nodeTotal(0)") == pytest.approx(view["total"], rel=1e-3)
+    assert "handler" in [f["name"] for f in _frames(browser)]
+    assert "thread-seconds" in browser.eval("document.getElementById('summary').textContent")
+    _save_shot(browser, "html-thread-selector.png")
+    # and back
+    browser.eval("var s = document.getElementById('thread'); s.value = '0'; s.dispatchEvent(new Event('change'))")
+    assert browser.eval("document.querySelectorAll('#functions tbody tr').length") == all_rows
+    assert browser.problems() == []
+
+
+def test_table_columns_and_layout(browser, tmp_path):
+    out = tmp_path / "r.html"
+    export(cprofile_data(tmp_path), str(out))
+    _open(browser, out)
+    heads = browser.eval("Array.prototype.map.call(document.querySelectorAll('#functions th'),"
+                         " function(t){return t.textContent;})")
+    assert len(heads) == len(set(heads)), heads  # no two columns with one title
+    # the table is not a scroll box of its own
+    wrap = browser.eval("(function(){var w = document.querySelector('.table-wrap');"
+                        " return [w.scrollHeight, w.clientHeight];})()")
+    assert wrap[0] <= wrap[1] + 1
+    # the flame graph never takes more than the screen
+    box = browser.eval("document.querySelector('.flame-box').getBoundingClientRect().height")
+    assert box <= browser.eval("window.innerHeight")
+
+
+def test_paths_wrap_between_words_only(browser, tmp_path):
+    key = ("/very/long/directory/name/for/a/package/module_with_a_long_name.py", 12,
+           "SomeClassWithALongName.method_with_a_long_name")
+    out = tmp_path / "w.html"
+    export(ProfileData({key: (1, 1, 0.5, 0.5, {})}), str(out))
+    browser.send("Emulation.setDeviceMetricsOverride", width=500, height=900, deviceScaleFactor=1, mobile=False)
+    try:
+        _open(browser, out)
+        # each rendered line of the name/path cell ends at a separator, never mid-word
+        lines = browser.eval("""(function(){
+            var out = [];
+            document.querySelectorAll('#functions td.fn > div').forEach(function (div) {
+              var r = document.createRange(), tops = {}, text = '';
+              var walker = document.createTreeWalker(div, NodeFilter.SHOW_TEXT);
+              while (walker.nextNode()) {
+                var node = walker.currentNode;
+                for (var i = 0; i < node.length; i++) {
+                  r.setStart(node, i); r.setEnd(node, i + 1);
+                  var top = Math.round(r.getBoundingClientRect().top);
+                  tops[top] = (tops[top] || '') + node.data[i];
+                }
+              }
+              out.push(Object.keys(tops).sort(function(a, b){return a - b;}).map(function(k){ return tops[k]; }));
+            });
+            return out;})()""")
+    finally:
+        browser.send("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+    assert len(lines) == 2 and all(len(div) >= 2 for div in lines), lines  # both wrapped
+    assert "".join(lines[0]) == key[2] and "".join(lines[1]) == "%s:%d" % key[:2]
+    for div in lines:
+        for line in div[:-1]:
+            assert line[-1] in "/.:_", lines
+
+
+def test_big_call_tree_gives_a_small_report(tmp_path):
+    """200,000 call paths (black's run has 189,000): the report stays under 3 MB."""
+    import random
+    rnd = random.Random(1)
+    nfunc = 1500
+    keys = [("/big/mod%d.py" % (i % 60), i, "function_number_%d" % i) for i in range(nfunc)]
+    nodes = [(-1, 0, 1, 0.001, 0.0)]
+    for i in range(1, 200000):
+        parent = rnd.randrange(max(0, i - 50), i)  # deep, bushy
+        nodes.append((parent, rnd.randrange(1, nfunc), 1, rnd.expovariate(1 / 5e-5), 0.0))
+    stats = {}
+    for _p, f, c, t, _c in nodes:
+        row = stats.get(keys[f], (0, 0, 0.0, 0.0, {}))
+        stats[keys[f]] = (row[0] + c, row[1] + c, row[2] + t, row[3] + t, {})
+    data = ProfileData(stats, callpaths=CallPaths(keys, nodes))
+    out = tmp_path / "big.html"
+    export(data, str(out))
+    size = out.stat().st_size
+    assert size < 3 * 1024 * 1024, size
+    tree = report_data(data, min_fraction=1e-4)["views"][0]["tree"]
+    assert tree["min_percent"] == 0.01 and 0 < len(tree["func"]) < len(nodes) // 4

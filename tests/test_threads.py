@@ -466,6 +466,70 @@ def test_thread_that_ends_leaves_consistent_stats():
 
 
 # ---------------------------------------------------------------------------
+# disable(this_thread=True): the calling thread stops, the others go on
+# (what python -m fastprof does to the main thread when the script ends)
+
+
+def _stopped_thread_side():
+    return leaf(1)
+
+
+def test_disable_this_thread_stops_only_the_calling_thread():
+    import fastprof
+    ref = reference_stats(2)
+    go = threading.Event()
+    done = {}
+    worker = threading.Thread(target=_waiter, args=(go, 2, done), daemon=True)
+    worker.start()
+    prof = fastprof.Profile(threads=True)
+    prof.enable()
+    try:
+        rec(2)  # recorded: this thread was profiled until now
+        prof.disable(this_thread=True)
+        assert prof.enabled  # the other threads are still profiled
+        prof.disable(this_thread=True)  # again: nothing changes
+        _stopped_thread_side()  # not recorded
+        go.set()
+        join_all([worker])
+        assert prof.enabled
+    finally:
+        prof.disable()
+    assert not prof.enabled
+    by_ident = records_by_ident(prof)
+    ((_tid, mine),) = by_ident[threading.get_ident()]
+    assert_sane(mine, "the stopped thread")
+    assert mine[key(rec)][:2] == (1, 3)
+    assert key(_stopped_thread_side) not in mine and key(_waiter) not in mine
+    assert not {k for k in mine if k[2] == "join"}, "recorded after it stopped"
+    ((_tid, theirs),) = by_ident[worker.ident]
+    assert_sane(theirs, "the worker")
+    # the worker ran its whole workload after this thread stopped: exact
+    assert_same_counts(ref, theirs, workload_py_keys(2), "worker")
+    ct = theirs[key(WORKLOADS[2]["only"])][3]
+    assert ct >= 0.5 * done[2], (ct, done[2])
+    # a new round records this thread again
+    prof.enable()
+    _stopped_thread_side()
+    prof.disable()
+    ((_tid, mine),) = records_by_ident(prof)[threading.get_ident()]
+    assert mine[key(_stopped_thread_side)][:2] == (1, 1)
+
+
+def test_disable_this_thread_without_threads_is_disable():
+    import fastprof
+    prof = fastprof.Profile()
+    prof.enable()
+    rec(1)
+    prof.disable(this_thread=True)
+    assert not prof.enabled
+    _stopped_thread_side()
+    prof.create_stats()
+    assert key(rec) in prof.stats and key(_stopped_thread_side) not in prof.stats
+    with pytest.raises(TypeError):
+        prof.disable(True)  # keyword only
+
+
+# ---------------------------------------------------------------------------
 # threads=False
 
 

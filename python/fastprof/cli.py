@@ -9,27 +9,35 @@
     fastprof run [options] script.py [args]    # = python -m fastprof
 
 Every input may be a cProfile file or a fastprof file.  Errors about input
-and output files are one line on stderr and exit status 2.
+and output files are one line on stderr and exit status 2.  Output formats,
+output-path checks and their messages are cmdline's, shared with
+``python -m fastprof``.
+
+Only os and sys are imported up front: ``fastprof run`` must leave the
+program the interpreter ``python -m fastprof`` leaves it.
 """
 
-import argparse
 import os
-import re
 import sys
-from typing import List, Optional
 
-from .profile_file import ProfileData, ProfileFileError, load_profile, same_file
+from . import cmdline
+from .cmdline import UsageError
 
 PROG = "fastprof"
 
-
-class CLIError(Exception):
-    """A usage or file problem: one line on stderr, exit status 2."""
+class NothingMatched(Exception):
+    """A query that matched nothing: one line on stderr, exit status 1."""
 
 
 # ---------------------------------------------------------------- parser
 
+def _argparse():
+    import argparse  # not before it is needed: see the module docstring
+    return argparse
+
+
 def _positive_or_zero(text: str) -> int:
+    argparse = _argparse()
     try:
         n = int(text)
     except ValueError:
@@ -40,6 +48,8 @@ def _positive_or_zero(text: str) -> int:
 
 
 def _regex(text: str) -> str:
+    import re
+    argparse = _argparse()
     try:
         re.compile(text)
     except re.error as exc:
@@ -48,6 +58,7 @@ def _regex(text: str) -> str:
 
 
 def _sort(text: str) -> str:
+    argparse = _argparse()
     from .view import parse_sort
     try:
         return parse_sort(text)
@@ -56,6 +67,7 @@ def _sort(text: str) -> str:
 
 
 def _percent(text: str) -> float:
+    argparse = _argparse()
     try:
         v = float(text)
     except ValueError:
@@ -65,21 +77,11 @@ def _percent(text: str) -> float:
     return v
 
 
-FORMATS_HELP = """\
-formats (chosen by the output name, or --to):
-  pstats      .prof .pstats           cProfile format (+ fastprof call paths)
-  callgrind   .callgrind callgrind.out.*   KCachegrind / QCachegrind
-  speedscope  .speedscope.json        https://www.speedscope.app
-  collapsed   .collapsed .folded      flamegraph.pl / inferno folded stacks
-  html        .html                   self-contained report (works offline)
-
-speedscope, collapsed and the HTML flame graph draw the call paths that
-fastprof records with --callpaths / Profile(callpaths=True); for a plain
-cProfile file they draw a tree estimated from the caller graph (and say so).
-"""
+FORMATS_HELP = cmdline.formats_help()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser():
+    argparse = _argparse()
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Look at, compare, merge and convert cProfile / fastprof profiles, "
@@ -93,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "view", help="show a profile as a table (or callers, callees, call tree)",
         description="Show a profile as an aligned table: times in ns/\u00b5s/ms/s with their "
                     "percent of the total profiled time (the sum of all tottimes).",
-        epilog="sort keys: tottime (time), cumtime (cumulative), calls (ncalls), pcalls, percall, "
-               "cumpercall, name, file (filename, module), line",
+        epilog="sort keys: tottime (time, tt, self), cumtime (cumulative, cum, ct), calls "
+               "(ncalls), pcalls (primitive), percall, cumpercall, name, file (filename, "
+               "module, nfl, stdname), line.\n" + cmdline.SORT_NOTE,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="a cProfile or fastprof .prof file")
     p.add_argument("-s", "--sort", type=_sort, default="tottime", metavar="SORT",
@@ -125,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rank by the change of this (default: tottime)")
     p.add_argument("-n", "--limit", type=_positive_or_zero, default=20, metavar="N",
                    help="show the first N functions (default 20; 0 = all)")
+    p.add_argument("--threshold", type=_diff_threshold, default=10.0, metavar="PERCENT",
+                   help="a time that moved by at most PERCENT of its base value is noise "
+                        "(default 10; 0: any change counts). Changed call counts always count")
+    p.add_argument("--min-time", type=_diff_min_time, default="1%", metavar="TIME",
+                   help="a time that moved by at most TIME is noise too: 2ms, 150us, 0.003 "
+                        "(seconds) or 1%% of the larger total (default 1%%)")
 
     p = sub.add_parser(
         "merge", help="add profiles together (counts, times, callers, call paths)",
@@ -133,17 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="FILE", help="profiles to add")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="where to write the sum (pstats unless the name or --to says otherwise)")
-    p.add_argument("--to", metavar="FORMAT", help="output format (default: from OUT's name)")
+                   help="where to write the sum (pstats unless the name or --to says "
+                        "otherwise; '-' for stdout, with --to)")
+    p.add_argument("--to", metavar="FORMAT",
+                   help="output format: %s (default: from OUT's name)" % ", ".join(cmdline.FORMATS))
 
     p = sub.add_parser(
         "convert", help="write a profile as HTML, callgrind, speedscope, collapsed stacks...",
         description="Write a profile in another format.",
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="a cProfile or fastprof .prof file")
-    p.add_argument("--to", metavar="FORMAT", help="output format (default: from OUT's name)")
+    p.add_argument("--to", metavar="FORMAT",
+                   help="output format: %s (default: from OUT's name)" % ", ".join(cmdline.FORMATS))
     p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="the file to write ('-' for stdout, with --to)")
+                   help="the file to write (pstats for a name no format claims; "
+                        "'-' for stdout, with --to)")
+    p.add_argument("--min-percent", type=_percent, default=None, metavar="P",
+                   help="html, speedscope, collapsed: fold call paths below P%% of the total "
+                        "time into their callers (default 0.01; 0 keeps every path)")
 
     sub.add_parser(
         "run", add_help=False,
@@ -153,20 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    try:
-        from . import __version__
-        return __version__
-    except Exception:  # the C module may be missing; the version is not worth failing for
-        return "unknown"
+    from . import __version__
+    return __version__
 
 
 # ---------------------------------------------------------------- commands
 
-def _load(path: str) -> ProfileData:
+def _load(path):
+    from .profile_file import load_profile
     return load_profile(path)  # ProfileFileError: reported by main()
 
 
-def _say(lines: List[str]) -> None:
+def _say(lines):
     out = sys.stdout
     out.write("\n".join(lines))
     out.write("\n")
@@ -174,17 +188,25 @@ def _say(lines: List[str]) -> None:
 
 def cmd_view(args) -> int:
     from . import view
+    from .names import by_match_key
+    from .profile_file import ProfileData
     data = _load(args.file)
     micro = view.micro_sign(sys.stdout)
     try:
         stats, what = view.select_stats(data, args.thread)
     except ValueError as exc:
-        raise CLIError(str(exc))
+        raise UsageError(str(exc))
     name = args.file + (" " + what if what else "")
-    lines = [view.summary_line(name, stats, micro)]
-    if len(data.threads) > 1 and args.thread is None:
-        lines.append("%d threads recorded (--thread ID for one: %s)" % (
-            len(data.threads), ", ".join("%s=%s" % (t.get("id"), t.get("name")) for t in data.threads)))
+    nthreads = view.threads_selected(data, args.thread)
+    shown = by_match_key(stats)  # C functions named with an address: one row
+    lines = [view.summary_line(name, shown, micro, threads=nthreads, clock=data.clock)]
+    if args.thread is None:
+        about = view.threads_line(data)
+        if about:
+            lines.append(about)
+    hint = view.clock_hint(shown, data.clock)
+    if hint:
+        lines.append(hint)
     lines.append("")
     if args.tree:
         if args.thread is not None:
@@ -192,11 +214,37 @@ def cmd_view(args) -> int:
         lines.extend(view.tree_lines(data, min_percent=args.min_percent, micro=micro, limit=args.limit))
     elif args.callers or args.callees:
         direction = "callers" if args.callers else "callees"
-        lines.extend(view.edge_tables(stats, args.callers or args.callees, direction, micro, args.limit))
+        pattern = args.callers or args.callees
+        match = view.matcher(pattern, qualnames=data.qualnames)
+        if not any(match(key) for key in shown):
+            raise NothingMatched("no function matches /%s/ (in %s)" % (pattern, name))
+        lines.extend(view.edge_tables(shown, pattern, direction, micro, args.limit,
+                                      qualnames=data.qualnames))
     else:
-        lines.extend(view.function_table(stats, args.sort, args.limit, args.filter, micro))
+        lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
+                                         qualnames=data.qualnames))
     _say(lines)
     return 0
+
+
+def _diff_threshold(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise _argparse().ArgumentTypeError("%r is not a percentage >= 0 (e.g. 10)" % text)
+    return value
+
+
+def _diff_min_time(text: str) -> str:
+    from .diff import parse_min_time
+    try:
+        parse_min_time(text)
+    except ValueError:
+        raise _argparse().ArgumentTypeError("%r is not a time (2ms, 150us, 0.003) or a percent of "
+                                         "the total (1%%)" % text)
+    return text
 
 
 def cmd_diff(args) -> int:
@@ -204,58 +252,19 @@ def cmd_diff(args) -> int:
     base = _load(args.base)
     new = _load(args.new)
     _say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
-                         micro=view.micro_sign(sys.stdout)))
+                         micro=view.micro_sign(sys.stdout), threshold=args.threshold,
+                         min_time=args.min_time))
     return 0
 
 
-def _output_format(out: str, to: Optional[str], default: Optional[str]) -> str:
-    from . import exports
-    if to is not None:
-        try:
-            return exports.check_format(to)
-        except ValueError as exc:
-            raise CLIError(str(exc))
-    if out == "-":
-        raise CLIError("writing to stdout ('-o -') needs --to FORMAT (one of %s)" % ", ".join(exports.FORMATS))
+def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
     try:
-        return exports.format_for_path(out)
-    except ValueError as exc:
-        if default is not None:
-            return default
-        raise CLIError("%s; or give --to FORMAT" % exc)
-
-
-def _check_output(out: str, inputs: List[str]) -> None:
-    if out == "-":
-        return
-    for path in inputs:
-        if same_file(out, path):
-            raise CLIError("refusing to overwrite the input file %s" % path)
-    if os.path.isdir(out):
-        raise CLIError("cannot write %s: it is a directory" % out)
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise CLIError("cannot write %s: no directory %s" % (out, parent))
-
-
-def _write(data: ProfileData, out: str, fmt: str, title: str) -> None:
-    from . import exports
-    if out == "-":
-        if fmt == "pstats":
-            from .profile_file import write_profile
-            sys.stdout.flush()
-            write_profile(sys.stdout.buffer, data)
-            sys.stdout.buffer.flush()
-        else:
-            sys.stdout.write(exports.render(data, fmt, title=title))
-        return
-    try:
-        exports.export(data, out, fmt, title=title)
+        cmdline.write_output(data, out, fmt, title=title, min_percent=min_percent)
     except OSError as exc:
-        raise CLIError("cannot write %s: %s" % (out, exc.strerror or exc))
+        raise UsageError("cannot write %s: %s" % (out, exc.strerror or exc))
 
 
-def _note_estimated(data: ProfileData, fmt: str, out: str, command: str) -> None:
+def _note_estimated(data, fmt: str, out: str, command: str) -> None:
     if fmt in ("speedscope", "collapsed", "html") and data.callpaths is None:
         print("%s %s: note: no call paths in the input; the call tree in %s is estimated from the "
               "caller graph (record exact paths with fastprof --callpaths)" % (PROG, command, out),
@@ -263,18 +272,22 @@ def _note_estimated(data: ProfileData, fmt: str, out: str, command: str) -> None
 
 
 def cmd_convert(args) -> int:
-    fmt = _output_format(args.output, args.to, None)
-    _check_output(args.output, [args.file])
+    fmt = cmdline.output_format(args.output, args.to)
+    cmdline.check_output_path(args.output, [args.file])
     data = _load(args.file)
     _note_estimated(data, fmt, args.output, "convert")
-    _write(data, args.output, fmt, os.path.basename(args.file))
+    from .exports import folding_note
+    note = folding_note(fmt, args.min_percent)
+    if note:
+        print("%s convert: note: %s" % (PROG, note), file=sys.stderr)
+    _write(data, args.output, fmt, os.path.basename(args.file), args.min_percent)
     return 0
 
 
 def cmd_merge(args) -> int:
     from .merge import clocks_differ, merge_profiles
-    fmt = _output_format(args.output, args.to, "pstats")
-    _check_output(args.output, args.inputs)
+    fmt = cmdline.output_format(args.output, args.to)
+    cmdline.check_output_path(args.output, args.inputs)
     profiles = [_load(p) for p in args.inputs]
     if clocks_differ(profiles):
         print("%s merge: warning: the inputs were timed with different clocks (%s); "
@@ -287,8 +300,8 @@ def cmd_merge(args) -> int:
     _write(merged, args.output, fmt, os.path.basename(args.output))
     if args.output != "-":
         calls = sum(int(v[1]) for v in merged.stats.values())
-        print("merged %d profiles into %s: %d functions, %s calls%s" % (
-            len(profiles), args.output, len(merged.stats), "{:,}".format(calls),
+        print("merged %d profile%s into %s: %d functions, %s calls%s" % (
+            len(profiles), "" if len(profiles) == 1 else "s", args.output, len(merged.stats), "{:,}".format(calls),
             ", call paths kept" if merged.callpaths is not None else ""), file=sys.stderr)
     return 0
 
@@ -296,20 +309,17 @@ def cmd_merge(args) -> int:
 COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": cmd_convert}
 
 
-def _run(argv: List[str]) -> int:
-    try:
-        from . import run_cli
-    except ImportError as exc:
-        print("%s run: error: the profiler is not available here (%s)" % (PROG, exc), file=sys.stderr)
-        return 2
+def _run(argv) -> int:
+    from . import run_cli
     return run_cli.main(argv)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv=None) -> int:
     """Run the command line; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         return _run(argv[1:])
+    from .profile_file import ProfileFileError
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -320,9 +330,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     try:
         return COMMANDS[args.command](args)
-    except (CLIError, ProfileFileError) as exc:
-        print("%s %s: error: %s" % (PROG, args.command, exc), file=sys.stderr)
+    except (UsageError, ProfileFileError) as exc:
+        cmdline.report("%s %s" % (PROG, args.command), exc)
         return 2
+    except NothingMatched as exc:
+        print("%s %s: %s" % (PROG, args.command, exc), file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader went away (fastprof view ... | head): stop quietly
         try:

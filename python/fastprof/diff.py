@@ -2,18 +2,67 @@
 
 Functions are matched by their pstats key ``(file, line, name)``; a function
 whose first line moved (the code around it was edited) is still matched by
-``(file, name)`` when that pair is unique on both sides.  Rows are ranked by
-the absolute change of the chosen metric (tottime, cumtime or calls).
+``(file, name)`` when that pair is unique on both sides.  C functions whose
+name carries an address (``<built-in method __new__ of type object at
+0x7f...>``, a new address every run) are matched, and shown, without it
+(``names.match_key``).
+
+Two runs of unchanged code never have the same times, so a change is only
+reported when it is beyond noise (``Noise``): call counts are exact, so any
+difference in them (or a function new or gone) is a change; a time counts
+only if it moved by more than ``threshold`` of its base value *and* by more
+than an absolute ``floor`` (by default 1% of the larger profile's total),
+so that tiny functions do not flap.  Rows are ranked by significance (see
+``ranked``).
 """
 
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from .names import by_match_key, merge_qualnames
 from .profile_file import FuncKey, ProfileData
 from .view import format_count, format_time, function_text, render_table, totals
 
 METRICS = ("tottime", "cumtime", "calls")
 _ZERO = (0, 0, 0.0, 0.0)
+DEFAULT_THRESHOLD = 10.0     # percent of the base time
+DEFAULT_MIN_TIME = "1%"      # of the larger profile's total time
+
+
+@dataclass
+class Noise:
+    """What counts as noise: a time change of at most ``threshold`` (a
+    fraction of the base value) or at most ``floor`` seconds."""
+    threshold: float = 0.0
+    floor: float = 0.0
+
+    def describe(self, micro: str = "\u00b5") -> str:
+        return "within \u00b1%g%% or under %s" % (100 * self.threshold, format_time(self.floor, micro))
+
+
+def parse_min_time(text: str) -> Tuple[str, float]:
+    """``"2ms"``, ``"150us"``, ``"0.003"`` (seconds) or ``"1%"`` (of the total)
+    -> ``("s", seconds)`` or ``("%", percent)``; ValueError if neither."""
+    t = text.strip().lower().replace("\u00b5", "u")
+    if t.endswith("%"):
+        value, kind = float(t[:-1]), "%"
+    else:
+        for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("", 1.0)):
+            if t.endswith(unit):
+                value, kind = float(t[:len(t) - len(unit)]) * scale, "s"
+                break
+    if not value >= 0 or value == float("inf"):
+        raise ValueError("must be >= 0")
+    return kind, value
+
+
+def make_noise(base_total: float, new_total: float, threshold: float = DEFAULT_THRESHOLD,
+               min_time: str = DEFAULT_MIN_TIME) -> Noise:
+    """The Noise for two profiles: ``threshold`` in percent, ``min_time`` as
+    ``parse_min_time`` reads it (a percent is of the larger total)."""
+    kind, value = parse_min_time(min_time)
+    floor = value if kind == "s" else value / 100.0 * max(base_total, new_total)
+    return Noise(threshold / 100.0, floor)
 
 
 @dataclass
@@ -67,6 +116,7 @@ def _match(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Tuple[
 
 def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Change]:
     """One Change per function of either profile (unchanged ones included)."""
+    base, new = by_match_key(base), by_match_key(new)  # keys without addresses
     out = []
     for bk, nk in _match(base, new):
         b = tuple(base[bk][:4]) if bk is not None else _ZERO
@@ -75,13 +125,44 @@ def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Ch
     return out
 
 
-def ranked(changes: List[Change], metric: str = "tottime") -> List[Change]:
-    """Changed functions, largest absolute change of *metric* first."""
+def calls_changed(c: Change) -> bool:
+    """The exact signal: new, gone, or other call counts."""
+    return c.base_key is None or c.new_key is None or c.base[:2] != c.new[:2]
+
+
+def beyond_noise(c: Change, metric: str, noise: Noise) -> bool:
+    """Whether the time *metric* (tottime for "calls") moved by more than
+    the noise."""
+    if metric == "calls":
+        metric = "tottime"
+    d = abs(c.delta(metric))
+    return d > noise.floor and d > noise.threshold * abs(c.value(metric, "base"))
+
+
+def significance(c: Change, metric: str, noise: Noise) -> int:
+    """0: counts changed and *metric* moved (a time: beyond the floor);
+    1: the time moved beyond noise with the same counts; 2: counts changed
+    but the time barely moved, or only the first line moved; 3: noise (not
+    a change)."""
+    counts = calls_changed(c)
+    if counts and (metric == "calls" or abs(c.delta(metric)) > noise.floor):
+        return 0
+    if beyond_noise(c, metric, noise):
+        return 1
+    return 2 if counts or c.base_key != c.new_key else 3
+
+
+def ranked(changes: List[Change], metric: str = "tottime", noise: Optional[Noise] = None) -> List[Change]:
+    """The changed functions, most significant first (``significance``),
+    then by the absolute change of *metric*. Without *noise* any difference
+    is a change."""
     if metric not in METRICS:
         raise ValueError("unknown metric %r; use one of: %s" % (metric, ", ".join(METRICS)))
-    rows = [c for c in changes if c.changed]
+    noise = noise or Noise()
+    tiers = {id(c): significance(c, metric, noise) for c in changes if c.changed}
+    rows = [c for c in changes if tiers.get(id(c), 3) < 3]
     rows.sort(key=lambda c: (str(c.key[0]), c.key[1], str(c.key[2])))
-    rows.sort(key=lambda c: abs(c.delta(metric)), reverse=True)
+    rows.sort(key=lambda c: (tiers[id(c)], -abs(c.delta(metric))))
     return rows
 
 
@@ -111,10 +192,13 @@ def _signed_count(x: float) -> str:
 
 
 def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new_name: str = "new",
-               metric: str = "tottime", limit: int = 20, micro: str = "\u00b5") -> List[str]:
+               metric: str = "tottime", limit: int = 20, micro: str = "\u00b5",
+               threshold: float = DEFAULT_THRESHOLD, min_time: str = DEFAULT_MIN_TIME) -> List[str]:
     changes = diff_stats(base.stats, new.stats)
+    qualnames = merge_qualnames([base.qualnames, new.qualnames])
     bt, bc, _ = totals(base.stats)
     nt, nc, _ = totals(new.stats)
+    noise = make_noise(bt, nt, threshold, min_time)
     width = max(len(base_name), len(new_name))
     lines = [
         "base  %s  total %s, %s calls, %s functions" % (base_name.ljust(width), format_time(bt, micro),
@@ -122,11 +206,16 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
         "new   %s  total %s, %s calls, %s functions" % (new_name.ljust(width), format_time(nt, micro),
                                                         format_count(nc), format_count(len(new.stats))),
     ]
-    rows = ranked(changes, metric)
+    rows = ranked(changes, metric, noise)
     if not rows:
         lines.append("")
-        lines.append("No change: both profiles have the same %d functions with the same calls and times."
-                     % len(changes))
+        if any(c.changed for c in changes):
+            lines.append("No change beyond noise: the same %d functions with the same calls, "
+                         "%s %s (--threshold, --min-time)." % (
+                             len(changes), "tottime" if metric == "calls" else metric, noise.describe(micro)))
+        else:
+            lines.append("No change: both profiles have the same %d functions with the same calls and "
+                         "times." % len(changes))
         return lines
     lines.append("      change: total %s (%s), calls %s (%s)" % (
         _signed_time(nt - bt, micro), relative(bt, nt), _signed_count(nc - bc), relative(bc, nc)))
@@ -147,11 +236,14 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
         elif c.base_key != c.new_key:
             status = "  [moved from line %s]" % c.base_key[1]
         calls = "%s -> %s" % (format_count(c.base[1]), format_count(c.new[1]))
-        cells.append(main + [relative(b, n), calls, function_text(c.key) + status])
+        cells.append(main + [relative(b, n), calls, function_text(c.key, qualnames) + status])
     lines.extend(render_table(["base " + metric, "new " + metric, "change", "rel", "calls", "function"],
                               cells, "rrrrrl"))
     lines.append("")
     unchanged = len(changes) - len(rows)
-    lines.append("%d of %d changed functions shown, by %s change%s; %d unchanged" % (
-        len(shown), len(rows), metric, " (-n 0 shows all)" if len(shown) < len(rows) else "", unchanged))
+    timed = "tottime" if metric == "calls" else metric
+    lines.append("%d of %d changed functions shown, most significant first (changed calls, then %s "
+                 "beyond noise)%s; %d unchanged (same calls, %s %s)" % (
+                     len(shown), len(rows), timed, " (-n 0 shows all)" if len(shown) < len(rows) else "",
+                     unchanged, timed, noise.describe(micro)))
     return lines

@@ -12,17 +12,39 @@
   with several inputs each name gets `` [input N]``.
 - clock: kept when all inputs agree, else dropped (with a warning from the
   command line: adding wall time to CPU time makes little sense).
+- C functions whose name carries an address (``<built-in method __new__ of
+  type object at 0x7f...>``: a new address every run) are one function:
+  rows that differ only in the address are summed, under the key (address
+  included) of the *first* input that has one, in table, callers and call
+  paths alike.  Every other key is kept as is.
+- qualified names (``qualnames``): the union; differing names of one key are
+  listed together.
 """
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from .names import match_key, merge_qualnames
 from .profile_file import CallPaths, FuncKey, ProfileData
 
 
-def merge_stats(tables: Sequence[Dict[FuncKey, tuple]]) -> Dict[FuncKey, tuple]:
+class _KeyChooser:
+    """The key written for each function: the first one seen of its match_key."""
+
+    def __init__(self):
+        self.first: Dict[FuncKey, FuncKey] = {}
+
+    def __call__(self, key: FuncKey) -> FuncKey:
+        key = tuple(key)
+        return self.first.setdefault(match_key(key), key)
+
+
+def merge_stats(tables: Sequence[Dict[FuncKey, tuple]],
+                keys: Optional[_KeyChooser] = None) -> Dict[FuncKey, tuple]:
     out: Dict[FuncKey, list] = {}
+    keys = keys if keys is not None else _KeyChooser()
     for table in tables:
         for key, (cc, nc, tt, ct, callers) in table.items():
+            key = keys(key)
             cur = out.get(key)
             if cur is None:
                 cur = out[key] = [0, 0, 0.0, 0.0, {}]
@@ -32,12 +54,14 @@ def merge_stats(tables: Sequence[Dict[FuncKey, tuple]]) -> Dict[FuncKey, tuple]:
             cur[3] += ct
             edges = cur[4]
             for caller, edge in callers.items():
+                caller = keys(caller)
                 prev = edges.get(caller)
                 edges[caller] = tuple(edge) if prev is None else tuple(a + b for a, b in zip(prev, edge))
     return {k: (v[0], v[1], v[2], v[3], v[4]) for k, v in out.items()}
 
 
-def merge_callpaths(trees: Sequence[CallPaths]) -> CallPaths:
+def merge_callpaths(trees: Sequence[CallPaths], keys: Optional[_KeyChooser] = None) -> CallPaths:
+    keys = keys if keys is not None else _KeyChooser()
     functions: List[FuncKey] = []
     func_index: Dict[FuncKey, int] = {}
     nodes: List[list] = []
@@ -45,7 +69,7 @@ def merge_callpaths(trees: Sequence[CallPaths]) -> CallPaths:
     for cp in trees:
         local = []  # this tree's node index -> merged node index
         for parent, func, calls, tottime, cumtime in cp.nodes:
-            key = tuple(cp.functions[func])
+            key = keys(cp.functions[func])
             f = func_index.get(key)
             if f is None:
                 f = func_index[key] = len(functions)
@@ -67,9 +91,11 @@ def merge_profiles(profiles: Sequence[ProfileData]) -> ProfileData:
     """The sum of *profiles* (at least one)."""
     if not profiles:
         raise ValueError("nothing to merge")
-    data = ProfileData(merge_stats([p.stats for p in profiles]))
+    keys = _KeyChooser()
+    data = ProfileData(merge_stats([p.stats for p in profiles], keys))
     if all(p.callpaths is not None for p in profiles):
-        data.callpaths = merge_callpaths([p.callpaths for p in profiles])
+        data.callpaths = merge_callpaths([p.callpaths for p in profiles], keys)
+    data.qualnames = merge_qualnames([p.qualnames for p in profiles])
     clocks = {p.clock for p in profiles}
     if len(clocks) == 1:
         data.clock = clocks.pop()

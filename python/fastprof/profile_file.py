@@ -20,7 +20,15 @@ Trailer (a plain dict; only marshal-able values)::
       "threads": [                                        # optional
           {"id": int, "ident": int, "name": str, "stats": <pstats dict>}, ...
       ],
+      "qualnames": [(file, line, name, qualname), ...],   # optional
     }
+
+``qualnames`` (added in version 1 without a bump: readers ignore keys they
+do not know, and a file without it is read as before) gives the qualified
+name (``co_qualname``, Python 3.11+) of the functions whose key alone says
+less (``Node.__init__`` for ``(file, 12, "__init__")``); several code
+objects sharing one key are listed together, ``"A.__init__ | B.__init__"``.
+The pstats keys themselves are always cProfile's.
 
 ``nodes`` is the calling-context tree: ``parent`` is the index of the parent
 node in the same list (-1 for a root) and always smaller than the node's own
@@ -72,9 +80,11 @@ class ProfileData:
     callpaths: Optional[CallPaths] = None
     threads: List[Dict[str, Any]] = field(default_factory=list)
     clock: Optional[str] = None
+    # pstats key -> qualified name, where it says more than the key's name
+    qualnames: Dict[FuncKey, str] = field(default_factory=dict)
 
     def trailer(self) -> Optional[Dict[str, Any]]:
-        if self.callpaths is None and not self.threads and self.clock is None:
+        if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -83,6 +93,8 @@ class ProfileData:
             out["callpaths"] = self.callpaths.to_marshal()
         if self.threads:
             out["threads"] = list(self.threads)
+        if self.qualnames:
+            out["qualnames"] = [tuple(k) + (q,) for k, q in self.qualnames.items()]
         return out
 
 
@@ -127,14 +139,25 @@ def load_profile(path) -> ProfileData:
             data.callpaths = CallPaths.from_marshal(trailer["callpaths"])
         data.threads = list(trailer.get("threads", []))
         data.clock = trailer.get("clock")
+        data.qualnames = {(f, line, name): str(q) for f, line, name, q in trailer.get("qualnames", ())}
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data
 
 
+# Since 3.15, `python -m profiling.sampling` writes pstats dicts of sample
+# counts marked with this key (pstats then loads them as SampledStats).
+# fastprof never writes it, and its tools would read the samples as calls.
+SAMPLED_MARKER = ("__sampled__",)
+
+
 def _check_stats(path, stats) -> None:
     if not isinstance(stats, dict):
         raise ProfileFileError("%s: not a profile file (no pstats table)" % (path,))
+    if SAMPLED_MARKER in stats:
+        raise ProfileFileError("%s: a sampled profile (sample counts, not calls: "
+                               "python -m profiling.sampling); fastprof reads "
+                               "cProfile and fastprof files only" % (path,))
     for key, value in stats.items():
         ok = (isinstance(key, tuple) and len(key) == 3 and isinstance(value, tuple)
               and len(value) == 5 and isinstance(value[4], dict))

@@ -7,14 +7,14 @@ are keyword-only or separate methods, so code written for cProfile runs
 unchanged.
 """
 
-import functools
-import inspect
-import threading
-import warnings
-import weakref
+import sys
 
 from . import _fastprof
-from .profile_file import CallPaths, ProfileData, write_profile
+
+# Nothing else is imported here: ``import fastprof`` must not change what
+# the program's own imports cost (threading, weakref, functools... register
+# ABCs, which empties every ABC's isinstance cache). The rest is imported
+# where it is used; threading only if the program imported it.
 
 __all__ = ["Profile", "run", "runctx", "profile", "label"]
 
@@ -36,30 +36,33 @@ def label(code):
 def entries_to_stats(entries):
     """Turn ``getstats()`` entries into a pstats dict.
 
-    This is cProfile's ``Profile.snapshot_stats`` line for line: when two
-    entries share a label the last one wins, callers of a callee are merged
-    per caller label, and an entry's callees are matched to their own entry
-    by object identity (``id(code)``), exactly as cProfile does.
+    This is cProfile's ``Profile.snapshot_stats`` except where several
+    entries share a label (two lambdas on one line, a function redefined in
+    a loop, closures from one factory): cProfile keeps the last of them and
+    drops the others' calls; here they are summed, as ``pstats.Stats.add``
+    sums two profiles -- counts, times, and callers, on either side of an
+    edge.
     """
     stats = {}
-    callersdicts = {}
     for entry in entries:
         func = label(entry.code)
         nc = entry.callcount
         cc = nc - entry.reccallcount
         tt = entry.inlinetime
         ct = entry.totaltime
-        callers = {}
-        callersdicts[id(entry.code)] = callers
-        stats[func] = cc, nc, tt, ct, callers
+        prev = stats.get(func)
+        if prev is None:
+            stats[func] = cc, nc, tt, ct, {}
+        else:
+            stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
     for entry in entries:
         if entry.calls:
             func = label(entry.code)
             for subentry in entry.calls:
-                try:
-                    callers = callersdicts[id(subentry.code)]
-                except KeyError:
+                callee = stats.get(label(subentry.code))
+                if callee is None:
                     continue
+                callers = callee[4]
                 nc = subentry.callcount
                 cc = nc - subentry.reccallcount
                 tt = subentry.inlinetime
@@ -79,18 +82,31 @@ def callpaths_to_file(nodes):
 
     C nodes are ``(parent, code, calls, inlinetime, totaltime)``; the file
     keeps ``(parent, function index, calls, tottime, cumtime)`` with the
-    functions, named by ``label()``, listed once each.
+    functions, named by ``label()``, listed once each. Sibling nodes whose
+    functions share a label are merged into one (counts and times summed),
+    and so are their children, recursively, as in ``entries_to_stats``.
     """
+    from .profile_file import CallPaths
     functions = []
     index = {}
     out = []
+    merged = {}  # (parent in out, function index) -> its node in out
+    where = []   # C node index -> its node in out
     for parent, code, calls, inlinetime, totaltime in nodes:
         key = label(code)
         i = index.get(key)
         if i is None:
             i = index[key] = len(functions)
             functions.append(key)
-        out.append((parent, i, calls, inlinetime, totaltime))
+        parent = where[parent] if parent >= 0 else -1
+        n = merged.get((parent, i))
+        if n is None:
+            n = merged[(parent, i)] = len(out)
+            out.append((parent, i, calls, inlinetime, totaltime))
+        else:
+            _p, _i, c, it, tt = out[n]
+            out[n] = (parent, i, c + calls, it + inlinetime, tt + totaltime)
+        where.append(n)
     return CallPaths(functions, out)
 
 
@@ -134,7 +150,7 @@ def _check_choice(name, value, choices):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128)
+    max_depth=128, gc=True)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -155,11 +171,15 @@ class Profile(_fastprof.Profiler):
     - ``callpaths``: also record the calling-context tree (written to the
       ``.prof`` trailer; drawn by the flame graph exports), ``max_depth``
       deep at most.
+    - ``gc``: record each garbage collection as a call of the pseudo-function
+      ``<gc>`` (pstats key ``('~', 0, '<gc>')``) made by the function that was
+      running when it started, so its pause is not charged to that function's
+      own time.  ``gc=False`` leaves the pauses where cProfile leaves them.
     """
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128):
+                 max_depth=128, gc=True):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -172,6 +192,7 @@ class Profile(_fastprof.Profiler):
         builtins = _check_bool("builtins", builtins)
         threads = _check_bool("threads", threads)
         callpaths = _check_bool("callpaths", callpaths)
+        gc = _check_bool("gc", gc)
         _check_choice("clock", clock, CLOCKS)
         _check_choice("coroutines", coroutines, COROUTINE_MODES)
         if isinstance(max_depth, bool) or not isinstance(max_depth, int):
@@ -180,11 +201,12 @@ class Profile(_fastprof.Profiler):
             raise ValueError("max_depth must be >= 1, not %r" % (max_depth,))
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
-                         max_depth=max_depth)
+                         max_depth=max_depth, gc=gc)
         self._options = {
             "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
             "builtins": builtins, "threads": threads, "clock": clock,
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
+            "gc": gc,
         }
         # id from threads() -> thread name, kept after the thread is gone
         self._thread_names = {}
@@ -195,6 +217,10 @@ class Profile(_fastprof.Profiler):
         self._ended_before_start = None
         # a profiler error that __exit__ could not raise (a user exception won)
         self.error = None
+        # pstats key -> qualified name, filled with self.stats (3.11+)
+        self.qualnames = {}
+        # the names of the threads started while profiling (threads=True)
+        self._starts = _threads_mod().StartLog(self)
 
     @property
     def options(self):
@@ -214,9 +240,13 @@ class Profile(_fastprof.Profiler):
         """Start profiling (cProfile's ``enable``)."""
         self._names_at_enable = _live_thread_names()
         if self._ended_before_start is None:
-            self._ended_before_start = weakref.WeakSet(
-                k[4] for k in _known_threads() if not k[3])
+            self._ended_before_start = _ended_threads()
+        hook = self._starts.arm() if self._options["threads"] and not self.enabled else None
         super().enable()
+        if hook is not None:  # 3.9-3.11: wrap the C hook of new threads (no call: not recorded)
+            threading = sys.modules["threading"]
+            hook.starter = threading._profile_hook
+            threading._profile_hook = hook
 
     # disable() is the C method itself, as in cProfile (so the profile shows
     # the same "{method 'disable' ...}" row): it closes the frames still
@@ -227,6 +257,7 @@ class Profile(_fastprof.Profiler):
         """Drop all collected stats."""
         # ours first: the C clear() must be the last thing recorded
         self._thread_names.clear()
+        self._starts.clear()
         super().clear()
         self._ended_before_start = None
 
@@ -242,6 +273,7 @@ class Profile(_fastprof.Profiler):
         in ``self.error`` and reported as a RuntimeWarning.
         """
         self.error = err
+        import warnings
         warnings.warn("fastprof: profiling stopped early (%s: %s) while %s "
                       "propagated; the stats are partial"
                       % (type(err).__name__, err, type(exc).__name__),
@@ -277,7 +309,11 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        self.stats = entries_to_stats(self.getstats())
+        from .names import qualnames_of
+        entries = self.getstats()
+        self.stats = entries_to_stats(entries)
+        # read here, once, from the code objects the entries hold (3.11+)
+        self.qualnames = qualnames_of(e.code for e in entries)
 
     def print_stats(self, sort=-1, thread=None):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
@@ -331,7 +367,8 @@ class Profile(_fastprof.Profiler):
     def _thread_id(self, thread):
         """Accept an id from threads()/thread_stats() or a threading.Thread."""
         records = self.threads()
-        if isinstance(thread, threading.Thread):
+        threading = sys.modules.get("threading")
+        if threading is not None and isinstance(thread, threading.Thread):
             ids = [tid for tid, ident, _n in records if ident == thread.ident]
             if not ids:
                 raise ValueError("thread %r was not profiled" % (thread.name,))
@@ -345,44 +382,16 @@ class Profile(_fastprof.Profiler):
         return thread
 
     def _remember_thread_names(self):
-        """Name the profiled threads from the Thread objects ``threading`` knows.
-
-        Besides the live threads, ``threading._dangling`` still holds every
-        Thread object something references (a thread that was started and
-        joined while profiling), and those keep their ident, native id and
-        name after they end.  Idents get reused, so: a thread that had
-        already ended when profiling started is no candidate; only the
-        newest record of an ident may be a live thread; and a record that
-        still matches ended threads of different names stays unnamed
-        rather than named wrong.  Names are kept by record id, so they
-        outlive the threads.
-        """
+        """Name the profiled threads (``thread_names.name_records``)."""
         try:
             records = self.threads()
         except Exception:
             return
-        if all(r[0] in self._thread_names for r in records):
-            return
-        before = self._ended_before_start or ()
-        known = [k for k in _known_threads() if k[4] not in before]
-        newest = {}
-        for tid, ident, _native in records:
-            newest[ident] = max(tid, newest.get(ident, tid))
-        for tid, ident, native in records:
-            if tid in self._thread_names:
-                continue
-            # a native id of 0 or None means "unknown" (3.9/3.10 may not know it)
-            cands = [(alive, name) for i, n, name, alive, _t in known
-                     if i == ident and (not native or not n or n == native)]
-            live = [name for alive, name in cands if alive]
-            ended = {name for alive, name in cands if not alive}
-            if not cands:
-                ended = {name for (i, n), name in self._names_at_enable.items()
-                         if i == ident and (not native or not n or n == native)}
-            if live and newest[ident] == tid:
-                self._thread_names[tid] = live[0]
-            elif len(ended) == 1:
-                self._thread_names[tid] = ended.pop()
+        tn = _threads_mod()
+        self._starts.disarm()
+        tn.name_from_starts(records, self._thread_names, self._starts.starts)
+        tn.name_records(records, self._thread_names, self._names_at_enable,
+                        self._ended_before_start)
 
     # -- files -------------------------------------------------------------
 
@@ -392,10 +401,12 @@ class Profile(_fastprof.Profiler):
 
         With ``thread``, only that thread's stats and call paths.
         """
+        from .profile_file import ProfileData
         info = self.clock_info()
         if thread is None:
             self.create_stats()
-            data = ProfileData(self.stats, clock=info.get("clock"))
+            data = ProfileData(self.stats, clock=info.get("clock"),
+                               qualnames=self.qualnames)
             if self._options["threads"]:
                 data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
                                 for tid, ident, name, st in self.thread_stats()]
@@ -404,7 +415,10 @@ class Profile(_fastprof.Profiler):
             return data
         self._disable()
         tid = self._thread_id(thread)
-        data = ProfileData(self._thread_stats_dict(tid), clock=info.get("clock"))
+        from .names import qualnames_of
+        entries = self.getstats(tid)
+        data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
+                           qualnames=qualnames_of(e.code for e in entries))
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data
@@ -413,6 +427,7 @@ class Profile(_fastprof.Profiler):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
         fastprof's extras (clock, call paths, per-thread stats) follow in a
         trailer those tools ignore.  ``thread``: that thread only."""
+        from .profile_file import write_profile
         write_profile(file, self.profile_data(thread))
 
     # -- running code ------------------------------------------------------
@@ -452,36 +467,19 @@ class Profile(_fastprof.Profiler):
         return result
 
 
+def _threads_mod():
+    """thread_names, imported when first needed (not by ``import fastprof``)."""
+    from . import thread_names
+    return thread_names
+
+
 def _live_thread_names():
-    """(ident, native_id) -> name of the threads alive now."""
-    out = {}
-    for t in threading.enumerate():
-        if t.ident is not None:
-            out[(t.ident, getattr(t, "native_id", None))] = t.name
-    return out
+    return _threads_mod().live_thread_names()
 
 
-def _known_threads():
-    """(ident, native_id, name, alive, thread) of the Thread objects still around.
 
-    "alive" is membership in ``threading.enumerate()``, never
-    ``Thread.is_alive()``: before 3.13 that call may release the thread's
-    lock, and racing a ``join()`` in another thread it breaks the program's
-    threading ("release unlocked lock", an AssertionError in ``_stop``).
-    """
-    live = set(threading.enumerate())
-    threads = set(live)
-    for _attempt in range(3):
-        try:  # another thread may add to the WeakSet while we copy it
-            threads.update(list(getattr(threading, "_dangling", ())))
-            break
-        except RuntimeError:
-            continue
-    out = []
-    for t in threads:
-        if t.ident is not None:
-            out.append((t.ident, getattr(t, "native_id", None), t.name, t in live, t))
-    return out
+def _ended_threads():
+    return _threads_mod().ended_threads()
 
 
 # -- module functions, as cProfile's ----------------------------------------
@@ -542,6 +540,8 @@ def profile(func=None, *, filename=None, sort=-1, **profile_kwargs):
     Profile(**profile_kwargs)  # validate the arguments at decoration time
 
     def decorate(fn):
+        import functools
+        import inspect
         active = []
 
         if inspect.iscoroutinefunction(fn):

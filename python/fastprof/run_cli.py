@@ -2,22 +2,30 @@
 
     python -m fastprof [options] script.py [args ...]
     python -m fastprof [options] -m module [args ...]
+    python -m fastprof [options] app.pyz | directory [args ...]
 
 The profiled program sees what it sees under ``python -m cProfile`` of the
-same Python version (``sys.argv``, ``__name__``, ``__file__``, ``__spec__``,
-``sys.path[0]``).  Its exit status is kept (cProfile exits 0 after
-``sys.exit(n)``), and the stats are printed or written however it ends.
+same Python version (``sys.argv``, ``__name__``, ``__file__``,
+``sys.path[0]``), and, on every version, ``sys.modules['__main__']`` is its
+own module, so what it defines pickles (multiprocessing works).  Its exit
+status is kept (cProfile exits 0 after ``sys.exit(n)``), and the stats are
+printed or written however it ends.
 
-Usage errors (missing script or module, bad option, unwritable or unknown
-output file) are reported on one line, before the program runs, with exit
+Nothing is imported before the program starts that ``python -m cProfile``
+does not import too (optparse, pstats, runpy), and no import cache is
+warmed: the program's own imports cost what they cost under cProfile.
+
+Usage errors (missing script or module, bad option, unwritable output
+file) are reported on one line, before the program runs, with exit
 status 2.
 """
 
-import argparse
 import io
 import os
 import sys
-import traceback
+
+from fastprof import cmdline
+from fastprof.cmdline import UsageError
 
 # --threads is on by default on the command line: one switch to flip
 DEFAULT_THREADS = True
@@ -26,111 +34,121 @@ DEFAULT_THREADS = True
 # 2 (cumulative) from 3.11 on
 DEFAULT_SORT = 2 if sys.version_info >= (3, 11) else -1
 
-# -o names that mean "pstats" when fastprof.exports does not claim them:
-# cProfile writes pstats whatever the name; these are the names people use
-_PSTATS_EXTENSIONS = frozenset(("", ".prof", ".pstats", ".pstat", ".cprof", ".cprofile",
-                                ".profile", ".stats", ".out", ".dat", ".data", ".bin"))
-
 PROG = "python -m fastprof"
 
-USAGE = ("%s [-o FILE] [-s SORT] [--threads | --no-threads] [--per-thread] "
+USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {wall,cpu}] [--coroutines {call,wall}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] (-m module | script.py) [args ...]" % PROG)
+         "[--max-depth N] [--no-builtins] (-m module | script.py | app.pyz | directory) "
+         "[args ...]" % PROG)
 
 DESCRIPTION = """\
 Run a Python script or module under fastprof, then print its profile (a
 pstats table, as python -m cProfile prints) or write it to a file.
-Everything after the script name or -m module goes to the program."""
+Everything after the script name or -m module goes to the program. A
+directory or zip archive with a __main__.py runs as python runs it."""
 
-EPILOG = """\
-output formats (-o, chosen by the file name):
-  .prof, .pstats, no extension   pstats, as cProfile writes (pstats,
-                                 snakeviz, gprof2dot, tuna read it)
-  .callgrind, callgrind.out.*    KCachegrind / QCachegrind
-  .speedscope.json               https://www.speedscope.app
-  .collapsed, .folded            folded stacks for flamegraph.pl / inferno
-  .html                          one self-contained HTML report
-
+EXAMPLES = """\
 examples:
   python -m fastprof myscript.py arg1 arg2
   python -m fastprof -s tottime myscript.py
   python -m fastprof -o out.prof -m mypackage.tool --verbose
   python -m fastprof --callpaths -o flame.html myscript.py
   python -m fastprof --per-thread --clock cpu server.py
+  python -m fastprof -o out.prof app.pyz
   python -m pstats out.prof            # browse a written profile
+  fastprof view out.prof               # or look at it with fastprof's tools
 
 The program's exit status is passed through (sys.exit(3) exits 3, an
 uncaught exception exits 1 after its traceback); the profile is printed or
 written in every case. Usage errors exit 2 before the program runs."""
 
-
-class UsageError(Exception):
-    """A command-line mistake: reported on one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
+# the fastprof command's subcommands, mistyped as python -m fastprof's script
+_TOOL_COMMANDS = ("view", "diff", "merge", "convert")
 
 
 def sort_keys():
     """The valid -s values: pstats' sort keys, plus -1 (cProfile's 'stdname')."""
-    import pstats
-    return sorted(pstats.Stats.sort_arg_dict_default) + ["-1"]
+    return cmdline.cprofile_sort_keys()
 
 
-def _parse_sort(text):
-    keys = sort_keys()
-    parts = [p.strip() for p in text.split(",")]
-    for p in parts:
-        if p not in keys:
-            raise UsageError("unknown sort key %r; valid keys: %s" % (p, ", ".join(keys)))
-    return tuple(-1 if p == "-1" else p for p in parts)
+def _optparse():
+    # optparse, as python -m cProfile uses: argparse would be one more module
+    # (and its re/shutil use) in the program's sys.modules and caches
+    import optparse
+
+    class Formatter(optparse.IndentedHelpFormatter):
+        def format_usage(self, usage):
+            return "usage: %s\n" % usage
+
+    class Parser(optparse.OptionParser):
+        def error(self, msg):
+            raise UsageError(msg)
+
+        def format_epilog(self, formatter):
+            return "\n" + self.epilog  # as written, not re-wrapped
+
+    return optparse, Parser, Formatter
 
 
 def build_parser():
-    p = _Parser(prog=PROG, usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
-                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    p.add_argument("-o", "--outfile", metavar="FILE",
-                   help="write the profile to FILE instead of printing it; the format "
-                        "follows the file name (see below). Nothing is printed then "
-                        "but what the program prints.")
-    p.add_argument("-s", "--sort", metavar="SORT",
-                   help="sort order of the printed table: one of %s, or several "
-                        "separated by commas (default: %s, as cProfile on this Python)"
-                        % (", ".join(sort_keys()),
-                           "cumulative" if DEFAULT_SORT == 2 else "-1 (stdname)"))
-    p.add_argument("-m", dest="module", action="store_true",
-                   help="profile a library module, as python -m runs it "
-                        "(-m module [args ...])")
-    p.add_argument("--threads", dest="threads", action="store_true",
-                   default=DEFAULT_THREADS,
-                   help="profile every thread of the program%s"
-                        % (" (default)" if DEFAULT_THREADS else ""))
-    p.add_argument("--no-threads", dest="threads", action="store_false",
-                   help="profile only the main thread, as cProfile does%s"
-                        % ("" if DEFAULT_THREADS else " (default)"))
-    p.add_argument("--per-thread", action="store_true",
-                   help="print one table per thread instead of one merged table "
-                        "(the threads are in the -o .prof file anyway)")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="wall: elapsed time (default); cpu: CPU time of each thread")
-    p.add_argument("--coroutines", choices=("call", "wall"), default="call",
-                   help="call: each resume of a generator/coroutine is a call, as in "
-                        "cProfile (default); wall: one call from start to finish")
-    p.add_argument("--callpaths", action="store_true",
-                   help="also record the calling-context tree, stored in the .prof "
-                        "trailer (implied by -o .html, .speedscope.json, .collapsed/.folded)")
-    p.add_argument("--max-depth", type=int, default=128, metavar="N",
-                   help="with --callpaths, cut call paths deeper than N (default 128)")
-    p.add_argument("--no-builtins", dest="builtins", action="store_false",
-                   help="do not profile C functions (len, list.append, ...)")
+    optparse, Parser, Formatter = _optparse()
+    p = Parser(prog=PROG, usage=USAGE, description=DESCRIPTION, formatter=Formatter(),
+               epilog=cmdline.formats_help() + "\n" + EXAMPLES, add_help_option=True)
+    p.disable_interspersed_args()
+    p.add_option("-o", "--outfile", metavar="FILE",
+                 help="write the profile to FILE instead of printing it; the format "
+                      "follows the file name (see below), pstats for any name not "
+                      "listed. Nothing is printed then but what the program prints.")
+    p.add_option("--to", metavar="FORMAT",
+                 help="with -o, write this format whatever the name: one of %s"
+                      % ", ".join(cmdline.FORMATS))
+    p.add_option("-s", "--sort", metavar="SORT",
+                 help="sort order of the printed table: one of %s, or several "
+                      "separated by commas (default: %s, as cProfile on this Python). %s"
+                      % (", ".join(sort_keys()),
+                         "cumulative" if DEFAULT_SORT == 2 else "-1 (stdname)",
+                         cmdline.SORT_NOTE))
+    p.add_option("-m", dest="module", action="store_true", default=False,
+                 help="profile a library module, as python -m runs it "
+                      "(-m module [args ...])")
+    p.add_option("--threads", dest="threads", action="store_true", default=DEFAULT_THREADS,
+                 help="profile every thread of the program%s"
+                      % (" (default)" if DEFAULT_THREADS else ""))
+    p.add_option("--no-threads", dest="threads", action="store_false",
+                 help="profile only the main thread, as cProfile does%s"
+                      % ("" if DEFAULT_THREADS else " (default)"))
+    p.add_option("--per-thread", action="store_true", default=False,
+                 help="print one table per thread instead of one merged table; threads "
+                      "named alike (Thread-1, Thread-2...) share one "
+                      "(the threads are in the -o .prof file anyway)")
+    p.add_option("--clock", type="choice", choices=("wall", "cpu"), default="wall",
+                 help="wall: elapsed time (default); cpu: CPU time of each thread")
+    p.add_option("--coroutines", type="choice", choices=("call", "wall"), default="call",
+                 help="call: each resume of a generator/coroutine is a call, as in "
+                      "cProfile (default); wall: one call from start to finish")
+    p.add_option("--callpaths", action="store_true", default=False,
+                 help="also record the calling-context tree, stored in the .prof "
+                      "trailer (implied by -o .html, .speedscope.json, .collapsed/.folded)")
+    p.add_option("--max-depth", type="int", default=128, metavar="N",
+                 help="with --callpaths, cut call paths deeper than N (default 128)")
+    p.add_option("--no-builtins", dest="builtins", action="store_false", default=True,
+                 help="do not profile C functions (len, list.append, ...)")
+    p.add_option("--min-percent", type="float", default=None, metavar="P",
+                 help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
+                      "of the total time into their callers (default 0.01; 0 keeps all)")
+    p.add_option("--gc", dest="gc", action="store_true", default=True,
+                 help="record garbage collections as calls of <gc> from the function "
+                      "running when each started (default)")
+    p.add_option("--no-gc", dest="gc", action="store_false",
+                 help="leave collection pauses in the allocating function's time, "
+                      "as cProfile does")
     return p
 
 
 # options that take a value, for splitting argv at the program's name
 _VALUE_SHORT = ("-o", "-s")
-_VALUE_LONG = ("--outfile", "--sort", "--clock", "--coroutines", "--max-depth")
+_VALUE_LONG = ("--outfile", "--to", "--sort", "--clock", "--coroutines", "--max-depth",
+               "--min-percent")
 
 
 def split_argv(argv):
@@ -173,51 +191,24 @@ def split_argv(argv):
 # -- early checks --------------------------------------------------------------
 
 # -o formats drawn from the calling-context tree: --callpaths is implied
-TREE_FORMATS = ("html", "speedscope", "collapsed")
+TREE_FORMATS = cmdline.TREE_FORMATS
 
 
-def output_format(path):
+def output_format(path, to=None):
     """The output format for -o PATH: 'pstats' or a fastprof.exports format."""
-    name = os.path.basename(path)
-    ext = os.path.splitext(name)[1].lower()
-    try:
-        from fastprof import exports
-    except ImportError as exc:
-        if ext in _PSTATS_EXTENSIONS or ext[1:].isdigit():
-            return "pstats"
-        raise UsageError("cannot write %r: only pstats output (.prof) is available "
-                         "here (%s)" % (name, exc))
-    try:
-        return exports.format_for_path(path)
-    except ValueError:
-        if ext in _PSTATS_EXTENSIONS or ext[1:].isdigit():
-            return "pstats"
-        raise UsageError("cannot tell the output format from %r; use .prof or .pstats "
-                         "(pstats), .callgrind or callgrind.out.* (callgrind), "
-                         ".speedscope.json, .collapsed or .folded, .html" % name)
+    return cmdline.output_format(path, to)
 
 
-def check_output_path(path):
+def check_output_path(path, inputs=()):
     """Raise UsageError unless *path* can be written (checked, not created)."""
-    if os.path.isdir(path):
-        raise UsageError("cannot write %s: it is a directory" % path)
-    parent = os.path.dirname(path) or "."
-    if not os.path.exists(parent):
-        raise UsageError("cannot write %s: directory %s does not exist" % (path, parent))
-    if not os.path.isdir(parent):
-        raise UsageError("cannot write %s: %s is not a directory" % (path, parent))
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            raise UsageError("cannot write %s: permission denied" % path)
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError("cannot write %s: directory %s is not writable" % (path, parent))
+    cmdline.check_output_path(path, inputs)
 
 
 def _find_quietly(modname):
     """True if *modname* (and for a package, its __main__) can be found
     without running any package's ``__init__``: parents are looked up in
     their ``__path__`` as the import system would, but not imported."""
-    import importlib.util
+    import importlib.util  # runpy imports it anyway
     parts = modname.split(".")
     name = parts[0]
     try:
@@ -256,9 +247,16 @@ def check_module(modname):
     packages of a dotted name are imported (and profiled) when the module
     runs, as with cProfile; only when that says no does runpy itself look
     (importing the parent packages) for a definite answer and its message.
+    The path finders the look made are dropped again, so that the
+    program's first imports find the import system as cProfile leaves it.
     """
-    if _find_quietly(modname):
-        return
+    finders = dict(sys.path_importer_cache)
+    try:
+        if _find_quietly(modname):
+            return
+    finally:
+        sys.path_importer_cache.clear()
+        sys.path_importer_cache.update(finders)
     import runpy
     try:
         runpy._get_module_details(modname)  # what runpy.run_module itself uses
@@ -270,37 +268,108 @@ def check_module(modname):
         pass  # reported with its traceback when the module runs, as python does
 
 
+def _is_zip(path):
+    import zipimport  # imported by the interpreter at startup
+    try:
+        zipimport.zipimporter(path)
+    except (zipimport.ZipImportError, OSError):
+        return False
+    return True
+
+
+def _has_main(path):
+    """True if directory or zip archive *path* holds a ``__main__`` module."""
+    if os.path.isdir(path):
+        return any(os.path.isfile(os.path.join(path, "__main__" + ext))
+                   for ext in (".py", ".pyc"))
+    import zipimport
+    importer = zipimport.zipimporter(path)
+    find_spec = getattr(importer, "find_spec", None)  # 3.10+
+    if find_spec is not None:
+        return find_spec("__main__") is not None
+    return importer.find_module("__main__") is not None  # pragma: no cover - 3.9
+
+
 def check_script(progname):
+    """Raise UsageError if *progname* cannot be run; return what it is:
+    'script', or 'main' for a directory or zip archive run by its __main__."""
     if not os.path.exists(progname):
-        raise UsageError("can't open file %r: No such file or directory" % progname)
-    if os.path.isdir(progname):
-        raise UsageError("can't run %r: it is a directory (use -m for a package)"
-                         % progname)
+        hint = ""
+        if progname in _TOOL_COMMANDS:
+            hint = " (to %s a profile, use the fastprof command: fastprof %s ...)" % (
+                progname, progname)
+        raise UsageError("can't open file %r: No such file or directory%s" % (progname, hint))
+    if os.path.isdir(progname) or _is_zip(progname):
+        if not _has_main(progname):
+            raise UsageError("can't find '__main__' module in %r" % progname)
+        return "main"
+    return "script"
 
 
 # -- running -------------------------------------------------------------------
 
-def _prepare(options, args):
+# the module that was __main__ before the program's replaced it (fastprof's
+# own __main__, whose code is still running)
+_our_main = None
+
+
+class _ScriptModule(type(sys)):
+    # The program's module before 3.14: its namespace holds just the names
+    # cProfile puts there; these answer as a fresh module's would (spawn
+    # and forkserver read __main__.__spec__)
+    __spec__ = None
+    __loader__ = None
+
+
+def _main_module(script=None):
+    """A fresh module registered as ``sys.modules['__main__']``, so that
+    ``import __main__`` is the program and what it defines pickles.
+
+    For a script, its namespace holds the names cProfile's CLI sets on
+    this Python, but ``__spec__`` is None (as ``python script.py`` and
+    cProfile from 3.14 give; cProfile 3.12-3.13 sets a spec, with which
+    multiprocessing's spawn would not rerun the script in its workers).
+    """
+    global _our_main
+    if script is None or sys.version_info >= (3, 14):
+        module = type(sys)("__main__")
+    else:
+        module = _ScriptModule("__main__")
+        module.__dict__.clear()
+    if script is not None:
+        names = {"__file__": script, "__name__": "__main__", "__package__": None}
+        if sys.version_info < (3, 15):  # 3.15's cProfile drops __cached__
+            names["__cached__"] = None
+        if sys.version_info >= (3, 12):
+            names["__spec__"] = None
+        module.__dict__.update(names)
+    if _our_main is None:
+        _our_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    return module
+
+
+def _prepare(options, args, kind="script"):
     """cProfile's main(): set sys.argv and sys.path, return (code, globals)."""
     import runpy
     sys.argv[:] = args
-    if options.module:
-        code = "run_module(modname, run_name='__main__')"
-        globs = {"run_module": runpy.run_module, "modname": args[0]}
+    if options.module or kind == "main":
+        if kind == "main":  # as python runs a directory or zip archive
+            sys.path.insert(0, os.path.abspath(args[0]))
+            modname = "__main__"
+        else:
+            modname = args[0]
+        # runpy's entry point for python -m: it runs the module in
+        # sys.modules['__main__'], argv as cProfile leaves it
+        _main_module()
+        code = "_run_module_as_main(modname, False)"
+        globs = {"_run_module_as_main": runpy._run_module_as_main, "modname": modname}
         return code, globs
     progname = args[0]
     sys.path.insert(0, os.path.dirname(progname))
     with io.open_code(progname) as fp:
         code = compile(fp.read(), progname, "exec")
-    if sys.version_info >= (3, 12):
-        import importlib.machinery
-        spec = importlib.machinery.ModuleSpec(name="__main__", loader=None, origin=progname)
-        globs = {"__spec__": spec, "__file__": spec.origin, "__name__": spec.name,
-                 "__package__": None, "__cached__": None}
-    else:
-        globs = {"__file__": progname, "__name__": "__main__",
-                 "__package__": None, "__cached__": None}
-    return code, globs
+    return code, _main_module(progname).__dict__
 
 
 def _exit_status(exc):
@@ -340,6 +409,7 @@ def _report_exception(exc):
     try:
         sys.excepthook(type(exc), exc, tb)
     except Exception:
+        import traceback
         traceback.print_exception(type(exc), exc, tb)
 
 
@@ -351,20 +421,12 @@ def _pending_threads():
             if t is not me and t is not threading.main_thread() and not t.daemon]
 
 
-def _join_threads(threads):
-    try:
-        for t in threads:
-            t.join()
-    except KeyboardInterrupt:
-        pass
-
-
 def _write_output(prof, options, fmt):
-    if fmt == "pstats":
+    if fmt == "pstats" and options.outfile != cmdline.STDOUT:
         prof.dump_stats(options.outfile)
     else:
-        from fastprof import exports
-        exports.export(prof.profile_data(), options.outfile)
+        cmdline.write_output(prof.profile_data(), options.outfile, fmt,
+                             min_percent=options.min_percent)
 
 
 def _usable_stdout():
@@ -385,50 +447,75 @@ def _print_output(prof, options):
         prof.print_stats(options.sort)
         return
     prof.disable()
-    for tid, ident, name, stats in prof.thread_stats():
-        print("=== thread %s (id %d, ident %d) ===" % (name, tid, ident))
-        prof.print_stats(options.sort, thread=tid)
+    # threads named alike (a server's request threads) share one table
+    from .profiler import _pstats_of, _sort_args
+    from .thread_names import per_thread_tables
+    for title, tid, stats in per_thread_tables(prof.thread_stats()):
+        print("=== %s ===" % title)
+        if tid is not None:
+            prof.print_stats(options.sort, thread=tid)
+        else:
+            _pstats_of(stats).strip_dirs().sort_stats(*_sort_args(options.sort)).print_stats()
     sys.stdout.flush()
 
 
 def main(argv=None):
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status.
+
+    When the program leaves non-daemon threads running (and threads are
+    profiled), the profile is written by an atexit callback, once python
+    has waited for them as it does before it exits: main() is meant to be
+    the last thing the process runs.
+    """
     if argv is None:
         argv = sys.argv[1:]
     argv = list(argv)
-    parser = build_parser()
     try:
         opts, args = split_argv(argv)
+        parser = build_parser()
         try:
-            options = parser.parse_args(opts)
+            options, extra = parser.parse_args(opts)
         except SystemExit as exc:  # --help
             return exc.code or 0
+        if extra:  # pragma: no cover - split_argv leaves options only
+            raise UsageError("unrecognized arguments: %s" % " ".join(extra))
+        # before the program check, as cProfile's optparse checks -s first
+        options.sort = (cmdline.parse_cprofile_sort(options.sort)
+                        if options.sort is not None else DEFAULT_SORT)
         if not args:
             if options.module:
                 raise UsageError("-m needs a module name")
-            parser.print_usage(sys.stderr)
-            return 2
-        options.sort = _parse_sort(options.sort) if options.sort is not None else DEFAULT_SORT
+            if not opts:  # nothing at all: the usage, as cProfile prints it
+                parser.print_usage(sys.stderr)
+            raise UsageError("no program to profile: give a script.py, -m module, "
+                             "directory or .pyz after the options")
         if options.max_depth < 1:
             raise UsageError("--max-depth must be at least 1, not %d" % options.max_depth)
-        fmt = None
-        if options.outfile is not None:
-            # the program may chdir: fix the path now, as cProfile does
-            options.outfile = os.path.abspath(options.outfile)
-            fmt = output_format(options.outfile)
-            check_output_path(options.outfile)
+        if options.min_percent is not None and not 0 <= options.min_percent <= 100:
+            raise UsageError("--min-percent must be between 0 and 100, not %g" % options.min_percent)
+        if options.to is not None and options.outfile is None:
+            raise UsageError("--to needs -o FILE (or -o - for stdout)")
+        kind = "module"
         if options.module:
             check_module(args[0])
         else:
-            check_script(args[0])
+            kind = check_script(args[0])
+        fmt = None
+        if options.outfile is not None:
+            fmt = output_format(options.outfile, options.to)
+            check_output_path(options.outfile, [] if options.module else [args[0]])
+            if options.outfile != cmdline.STDOUT:
+                # the program may chdir: fix the path now, as cProfile does
+                options.outfile = os.path.abspath(options.outfile)
     except UsageError as exc:
-        print("%s: error: %s" % (PROG, exc), file=sys.stderr)
+        cmdline.report(PROG, exc)
         return 2
 
     from fastprof.profiler import Profile
     try:
-        code, globs = _prepare(options, args)
+        code, globs = _prepare(options, args, kind)
     except SyntaxError as exc:
+        import traceback
         traceback.print_exception(type(exc), exc, None)
         return 1
     except OSError as exc:
@@ -440,9 +527,33 @@ def main(argv=None):
     callpaths = options.callpaths or fmt in TREE_FORMATS
     prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
                    coroutines=options.coroutines, callpaths=callpaths,
-                   max_depth=options.max_depth)
+                   max_depth=options.max_depth, gc=options.gc)
+    pid = os.getpid()
     failures = []
     status = run_program(prof, code, globs, options.threads, failures)
+    if os.getpid() != pid:
+        # a fork child that ran on to the script's end: the profile is the
+        # parent's to write or print; the child exits as python would
+        return status
+    if prof.enabled:
+        # The program's threads run on: python waits for them after we
+        # return (threading's exit hooks first, then the join), and only
+        # then runs the atexit callbacks. The profile is written from the
+        # first of those, when the threads have ended.
+        import atexit
+        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid)
+        return status
+    return _finish(prof, options, fmt, failures, status)
+
+
+def _finish(prof, options, fmt, failures, status):
+    """Stop profiling, report profiler failures, write or print the
+    profile; return the exit status."""
+    try:
+        prof.disable()
+    except Exception as err:
+        failures.append(err)
+    prof._remember_thread_names()
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
               % (PROG, type(err).__name__, err), file=sys.stderr)
@@ -463,13 +574,24 @@ def main(argv=None):
     return status
 
 
-def run_program(prof, code, globs, wait_threads, failures):
+def _finish_at_exit(prof, options, fmt, failures, pid):
+    """_finish() as an atexit callback, once python has waited for the
+    program's threads. The exit status is decided by then: a failure is
+    reported, but cannot change it."""
+    if os.getpid() != pid:
+        return  # a fork child made while python waited for the threads
+    _finish(prof, options, fmt, failures, 0)
+
+
+def run_program(prof, code, globs, threads, failures):
     """Run the program under *prof*; return its exit status.
 
     Its exception, if any, is reported as python would report it; profiler
-    failures go to *failures*.  With *wait_threads*, the program's
-    non-daemon threads are waited for (still profiled), as python waits for
-    them before it exits.
+    failures go to *failures*.  The main thread stops being profiled when
+    the program ends.  With *threads*, the program's non-daemon threads
+    still running then are left running under the profiler (python waits
+    for them before it exits): *prof* is still enabled on return; otherwise
+    it is disabled.
     """
     prof.enable()
     try:
@@ -478,10 +600,17 @@ def run_program(prof, code, globs, wait_threads, failures):
         error = exc
     else:
         error = None
+    # first thing: nothing of fastprof's is recorded (but this call, as
+    # cProfile records its disable())
     try:
-        prof.disable()
+        prof.disable(this_thread=True)
     except Exception as err:
         failures.append(err)
+    if not (threads and prof.enabled and _pending_threads()):
+        try:
+            prof.disable()
+        except Exception as err:
+            failures.append(err)
     prof._remember_thread_names()
     status = 0
     if isinstance(error, SystemExit):
@@ -489,17 +618,4 @@ def run_program(prof, code, globs, wait_threads, failures):
     elif error is not None:
         _report_exception(error)
         status = 130 if isinstance(error, KeyboardInterrupt) else 1
-    error = None
-    pending = _pending_threads() if wait_threads else []
-    if pending:
-        try:
-            prof.enable()
-        except Exception as err:  # the program left another profiler on
-            failures.append(err)
-            return status
-        _join_threads(pending)
-        try:
-            prof.disable()
-        except Exception as err:
-            failures.append(err)
     return status

@@ -10,8 +10,10 @@ import re
 import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
-from .exports._tree import build_tree, func_label, is_builtin, short_path, stdname
+from .exports._tree import build_tree
+from .names import by_match_key, func_label, is_builtin, readable_name, short_path, stdname
 from .profile_file import FuncKey, ProfileData
+from .thread_names import group_threads, merged_thread_stats, thread_pattern
 
 # ---------------------------------------------------------------- units
 
@@ -120,12 +122,16 @@ def sorted_rows(stats: Dict[FuncKey, tuple], sort: str = "tottime") -> List[tupl
     return rows
 
 
-def matcher(pattern: Optional[str]) -> Callable[[FuncKey], bool]:
-    """A test of functions against a regex searched in ``name`` and ``file:line(name)``."""
+def matcher(pattern: Optional[str], qualnames: Optional[Dict[FuncKey, str]] = None
+            ) -> Callable[[FuncKey], bool]:
+    """A test of functions against a regex searched in ``name``, the
+    qualified name (``Node.__init__``) and ``file:line(name)``."""
     if not pattern:
         return lambda key: True
     rx = re.compile(pattern)
-    return lambda key: bool(rx.search(str(key[2])) or rx.search(stdname(key)))
+    return lambda key: bool(rx.search(str(key[2])) or rx.search(stdname(key))
+                            or (qualnames is not None and key in qualnames
+                                and rx.search(qualnames[key])))
 
 
 # ---------------------------------------------------------------- table output
@@ -154,11 +160,36 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: s
     return out
 
 
-def function_text(key: FuncKey) -> str:
-    """``name  file:line`` (file shortened), or the C function's name."""
+def function_text(key: FuncKey, qualnames: Optional[Dict[FuncKey, str]] = None) -> str:
+    """``name  file:line`` (file shortened; the qualified name if known), or
+    the C function's name (without an address)."""
     if is_builtin(key):
-        return str(key[2])
-    return "%s  %s:%s" % (key[2], short_path(str(key[0])), key[1])
+        return readable_name(key)
+    return "%s  %s:%s" % (readable_name(key, qualnames), short_path(str(key[0])), key[1])
+
+
+def overlapping(ct: float, total: float) -> bool:
+    """True if a cumulative time exceeds the whole profile's total: it sums
+    activations that ran at the same time (concurrent coroutines timed in
+    coroutine wall mode, or the same function in several threads), so a
+    percent of the total means nothing."""
+    return total > 0 and ct > total * (1 + 1e-9)
+
+
+def cumtime_cells(ct: float, total: float, micro: str) -> List[str]:
+    """[cumtime, percent]: an overlapping sum is marked "*" and gets no percent."""
+    if overlapping(ct, total):
+        return [format_time(ct, micro) + "*", "-"]
+    return [format_time(ct, micro), format_percent(ct, total)]
+
+
+def overlap_note(stats: Dict[FuncKey, tuple], total: float) -> List[str]:
+    """The footnote that explains "*" cumtimes, if any row has one."""
+    worst = max((v[3] for v in stats.values()), default=0.0)
+    if not overlapping(worst, total):
+        return []
+    return ["* cumtime summed over activations that overlapped in time (concurrent coroutines, "
+            "or threads): up to %.0f\u00d7 the total, so no percent is shown" % (worst / total)]
 
 
 def totals(stats: Dict[FuncKey, tuple]) -> Tuple[float, int, int]:
@@ -167,30 +198,38 @@ def totals(stats: Dict[FuncKey, tuple]) -> Tuple[float, int, int]:
             sum(int(v[0]) for v in stats.values()))
 
 
-def summary_line(name: str, stats: Dict[FuncKey, tuple], micro: str = "\u00b5") -> str:
+def summary_line(name: str, stats: Dict[FuncKey, tuple], micro: str = "\u00b5",
+                 threads: int = 1, clock: Optional[str] = None) -> str:
+    """*threads*: how many threads' times the stats sum; with several and a
+    wall clock the total is thread-seconds, and the line says so."""
     total, calls, pcalls = totals(stats)
+    what = format_time(total, micro)
+    if threads > 1:
+        what += (" (CPU time of %s threads)" if clock == "cpu" else
+                 " (thread-seconds: wall time summed over %s threads)") % format_count(threads)
     text = "%s: total profiled time %s, %s functions, %s calls" % (
-        name, format_time(total, micro), format_count(len(stats)), format_count(calls))
+        name, what, format_count(len(stats)), format_count(calls))
     if pcalls != calls:
         text += " (%s primitive)" % format_count(pcalls)
     return text
 
 
 def function_table(stats: Dict[FuncKey, tuple], sort: str = "tottime", limit: int = 30,
-                   pattern: Optional[str] = None, micro: str = "\u00b5") -> List[str]:
+                   pattern: Optional[str] = None, micro: str = "\u00b5",
+                   qualnames: Optional[Dict[FuncKey, str]] = None) -> List[str]:
     total = totals(stats)[0]
-    match = matcher(pattern)
+    match = matcher(pattern, qualnames)
     rows = [r for r in sorted_rows(stats, sort) if match(r[0])]
     shown = rows if limit <= 0 else rows[:limit]
     cells = []
     for key, cc, nc, tt, ct in shown:
         cells.append([
             format_time(tt, micro), format_percent(tt, total),
-            format_time(ct, micro), format_percent(ct, total),
+        ] + cumtime_cells(ct, total, micro) + [
             format_calls(cc, nc),
             format_time(tt / nc if nc else 0.0, micro),
             format_time(ct / cc if cc else 0.0, micro),
-            function_text(key),
+            function_text(key, qualnames),
         ])
     lines = render_table(["tottime", "%", "cumtime", "%", "calls", "tot/call", "cum/call", "function"],
                          cells, "rrrrrrrl")
@@ -198,6 +237,7 @@ def function_table(stats: Dict[FuncKey, tuple], sort: str = "tottime", limit: in
     if pattern:
         what += ", matching /%s/" % pattern
     lines.append("")
+    lines.extend(overlap_note(dict((r[0], stats[r[0]]) for r in shown), total))
     if len(shown) < len(rows):
         lines.append("%d of %d functions shown (%s; -n 0 shows all)" % (len(shown), len(rows), what))
     else:
@@ -214,14 +254,15 @@ def _callees_of(stats: Dict[FuncKey, tuple]) -> Dict[FuncKey, Dict[FuncKey, tupl
 
 
 def edge_tables(stats: Dict[FuncKey, tuple], pattern: str, direction: str,
-                micro: str = "\u00b5", limit: int = 30) -> List[str]:
+                micro: str = "\u00b5", limit: int = 30,
+                qualnames: Optional[Dict[FuncKey, str]] = None) -> List[str]:
     """For each function matching *pattern*: its callers or callees, with edge times.
 
     An edge's numbers are those of the callee when called from that caller
     (calls, tottime, cumtime), as pstats' print_callers/print_callees show.
     """
     total = totals(stats)[0]
-    match = matcher(pattern)
+    match = matcher(pattern, qualnames)
     targets = [r for r in sorted_rows(stats, "cumtime") if match(r[0])]
     if not targets:
         return ["no function matches /%s/" % pattern]
@@ -231,11 +272,11 @@ def edge_tables(stats: Dict[FuncKey, tuple], pattern: str, direction: str,
     for key, cc, nc, tt, ct in shown:
         if lines:
             lines.append("")
-        lines.append("%s  (%s)" % (function_text(key), stdname(key)) if not is_builtin(key)
+        lines.append("%s  (%s)" % (function_text(key, qualnames), stdname(key)) if not is_builtin(key)
                      else function_text(key))
-        lines.append("  calls %s, tottime %s (%s), cumtime %s (%s)" % (
-            format_calls(cc, nc), format_time(tt, micro), format_percent(tt, total),
-            format_time(ct, micro), format_percent(ct, total)))
+        lines.append("  calls %s, tottime %s (%s), cumtime %s (%s)" % ((
+            format_calls(cc, nc), format_time(tt, micro), format_percent(tt, total))
+            + tuple(cumtime_cells(ct, total, micro))))
         edges = stats[key][4] if direction == "callers" else callees.get(key, {})
         if not edges:
             lines.append("  no %s%s" % (direction, " (a root of the profile)" if direction == "callers" else ""))
@@ -244,10 +285,11 @@ def edge_tables(stats: Dict[FuncKey, tuple], pattern: str, direction: str,
         cells = []
         for other, (e_nc, e_cc, e_tt, e_ct) in rows:
             cells.append(["", format_calls(e_cc, e_nc), format_time(e_tt, micro), format_time(e_ct, micro),
-                          format_percent(e_ct, ct) if ct > 0 else "-", function_text(other)])
+                          format_percent(e_ct, ct) if ct > 0 else "-", function_text(other, qualnames)])
         label = "caller" if direction == "callers" else "callee"
         share = "% of cum"
         lines.extend(render_table([" ", "calls", "tottime", "cumtime", share, label], cells, "rrrrrl"))
+        lines.extend(("  " + n) for n in overlap_note({key: stats[key]}, total))
     if len(shown) < len(targets):
         lines.append("")
         lines.append("%d of %d matching functions shown (-n 0 shows all)" % (len(shown), len(targets)))
@@ -258,37 +300,48 @@ def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5
                max_depth: int = 0, limit: int = 0) -> List[str]:
     """The call paths as an indented tree: total, percent, self, calls, function.
 
-    Paths below *min_percent* of the total are folded into one "... N more"
-    line per parent (left out when even together they stay below it).
+    Percentages are of the profile's total time (the sum of all tottimes, as
+    in the table).  Paths below *min_percent* of it are folded into one
+    "... N more" line per parent (left out when even together they stay
+    below it).
     """
     tree = build_tree(data)
     totals_ = tree.totals()
-    grand = tree.total_time()
+    grand = totals(data.stats)[0] if data.stats else tree.total_time()
     lines = []
     if not tree.exact:
         lines.append("(no call paths in this profile: tree estimated from the caller graph;")
         lines.append(" record exact paths with fastprof's callpaths=True / --callpaths)")
+    tree_total = tree.total_time()
+    if grand > 0 and abs(tree_total - grand) > 1e-3 * grand:
+        lines.append("(the call paths add up to %s, the functions' own times to %s; percentages are of the latter)"
+                     % (format_time(tree_total, micro), format_time(grand, micro)))
     cells = []
     threshold = grand * min_percent / 100.0
     stack: list = []
 
-    def push_children(kids, depth):
+    def push_children(node, kids, depth):
         kids = sorted(kids, key=lambda c: -totals_[c])
         big = [c for c in kids if totals_[c] >= threshold]
         small = [c for c in kids if totals_[c] < threshold]
+        count = len(small)
         folded = sum(totals_[c] for c in small)
-        if small and folded >= threshold:  # smaller folds are noise: leave them out
-            stack.append((("...", len(small), folded), depth))
+        if node >= 0:  # paths the tree itself cut (estimated trees, --min-percent of exports)
+            count += tree.folded_count[node]
+            folded += tree.folded[node]
+        if count and folded >= threshold and folded > 0:  # smaller folds are noise: leave them out
+            stack.append((("...", count, folded), depth))
         for c in reversed(big):
             stack.append((c, depth))
 
-    push_children(tree.roots, 0)
+    push_children(-1, tree.roots, 0)
     while stack:
         n, depth = stack.pop()
         if isinstance(n, tuple):  # folded small children: ("...", count, time)
             _tag, count, t = n
             cells.append([format_time(t, micro), format_percent(t, grand), "", "",
-                          "  " * depth + "... %d more below %.3g%%" % (count, min_percent)])
+                          "  " * depth + "... %d more below %.3g%%" % (
+                              count, max(min_percent, 100 * tree.min_fraction))])
             continue
         key = tree.functions[tree.func[n]]
         cells.append([format_time(totals_[n], micro), format_percent(totals_[n], grand),
@@ -296,7 +349,7 @@ def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5
                       "  " * depth + func_label(key)])
         if max_depth and depth + 1 >= max_depth:
             continue
-        push_children(tree.children[n], depth + 1)
+        push_children(n, tree.children[n], depth + 1)
     shown = cells if limit <= 0 else cells[:limit]
     lines.extend(render_table(["total", "%", "self", "calls", "call path"], shown, "rrrrl"))
     if len(shown) < len(cells):
@@ -306,12 +359,74 @@ def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5
 
 
 def select_stats(data: ProfileData, thread: Optional[str]) -> Tuple[Dict[FuncKey, tuple], str]:
-    """The stats of the whole profile, or of one thread (by id or name)."""
+    """The stats of the whole profile, or of one thread (by id or name), or
+    of a group of threads (by the pattern ``threads_line`` shows, e.g.
+    ``Thread-N (process_request_thread)``: their stats summed)."""
     if thread is None:
         return data.stats, ""
     for t in data.threads:
         if str(t.get("id")) == thread or t.get("name") == thread:
             return t["stats"], "thread %s (id %s)" % (t.get("name"), t.get("id"))
-    known = ", ".join("%s (%s)" % (t.get("id"), t.get("name")) for t in data.threads)
+    group = [t for t in data.threads if thread_pattern(str(t.get("name"))) == thread]
+    if group:
+        return merged_thread_stats(group), "%s threads %s" % (format_count(len(group)), thread)
+    known = ", ".join("%s (%s)" % (t.get("id"), t.get("name")) for t in data.threads[:10])
+    if len(data.threads) > 10:
+        known += ", ... (%d in all)" % len(data.threads)
     raise ValueError("no thread %r in this profile; %s" % (
         thread, "threads: " + known if known else "it has no per-thread stats"))
+
+
+def threads_selected(data: ProfileData, thread: Optional[str]) -> int:
+    """How many threads' times the stats ``select_stats`` returns sum."""
+    if thread is None:
+        return max(1, len(data.threads))
+    if any(str(t.get("id")) == thread or t.get("name") == thread for t in data.threads):
+        return 1
+    return sum(1 for t in data.threads if thread_pattern(str(t.get("name"))) == thread)
+
+
+def threads_line(data: ProfileData, most: int = 5) -> Optional[str]:
+    """One line about the recorded threads: the *most* busiest groups
+    (threads whose names differ only in numbers), then how many more."""
+    if len(data.threads) <= 1:
+        return None
+    groups = group_threads(data.threads)
+    parts = []
+    for pattern, members in groups[:most]:
+        if len(members) == 1:
+            parts.append("%s=%s" % (members[0].get("id"), members[0].get("name")))
+        else:
+            parts.append("%s\u00d7 %s" % (format_count(len(members)), pattern))
+    if len(groups) > most:
+        parts.append("%d more groups" % (len(groups) - most))
+    return "%s threads recorded (--thread ID, NAME or group for one): %s" % (
+        format_count(len(data.threads)), ", ".join(parts))
+
+
+# C functions in which a thread waits rather than computes (cProfile's names)
+_WAITING = re.compile(
+    r"'(acquire|acquire_lock|wait)' of '_thread\.|time\.sleep>|select\.(select|poll|epoll)>"
+    r"|'(poll|select|control)' of 'select\.|"
+    r"'(accept|_accept|recv|recv_into|recvfrom|recvfrom_into)' of '_socket\.socket'"
+    r"|posix\.(waitpid|wait|wait4|waitid)>|'get' of '_queue\.SimpleQueue'")
+WAITING_SHARE = 0.5
+
+
+def waiting_time(stats: Dict[FuncKey, tuple]) -> float:
+    """The tottime of the known blocking C functions (lock acquire, sleep,
+    select/poll, socket accept/recv, waitpid, queue get)."""
+    return sum(v[2] for k, v in stats.items() if is_builtin(k) and _WAITING.search(str(k[2])))
+
+
+def clock_hint(stats: Dict[FuncKey, tuple], clock: Optional[str]) -> Optional[str]:
+    """A suggestion to profile CPU time, when a wall-clock profile is mostly
+    waiting: at least WAITING_SHARE of the total in blocking calls."""
+    if clock in ("cpu", "custom"):
+        return None
+    total = totals(stats)[0]
+    waiting = waiting_time(stats)
+    if total <= 0 or waiting < WAITING_SHARE * total:
+        return None
+    return ("%s of the time is waiting (locks, sleep, select, sockets): "
+            "profile with --clock cpu to see where the CPU time goes" % format_percent(waiting, total))

@@ -45,7 +45,16 @@ def profile_once(factory, kwargs, main):
     gc.collect()
     gc.disable()
     try:
-        prof.enable()
+        if factory is cProfile.Profile:
+            # cProfile on 3.14+ deviates from its documentation: enable()
+            # without arguments sets subcalls and builtins back to True, so
+            # Profile(builtins=False) records builtins and edges anyway.
+            # Passing the flags to enable() too gives the documented meaning,
+            # which fastprof keeps (its own enable() is called plainly, so
+            # the constructor's flags are what is tested there).
+            prof.enable(**{k: v for k, v in kwargs.items() if k in ("subcalls", "builtins")})
+        else:
+            prof.enable()
         main()
         prof.disable()
     finally:

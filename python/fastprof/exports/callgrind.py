@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Dict, TextIO
 
 from ..profile_file import FuncKey, ProfileData
+from ..names import by_match_key, readable_name
 from ._tree import is_builtin
 
 BUILTIN_FILE = "<built-in>"
@@ -28,14 +29,15 @@ def _ns(seconds: float) -> int:
     return max(0, int(round(seconds * 1e9)))
 
 
-def _names(stats) -> Dict[FuncKey, str]:
-    """Function names, with ``:line`` added where a file has two of the same name."""
+def _names(stats, qualnames=None) -> Dict[FuncKey, str]:
+    """Function names (qualified where known), with ``:line`` added where a
+    file has two of the same name."""
     seen = defaultdict(set)
     for key in stats:
         seen[(key[0], key[2])].add(key[1])
     names = {}
     for key in stats:
-        name = key[2]
+        name = readable_name(key, qualnames)
         if not is_builtin(key) and len(seen[(key[0], key[2])]) > 1:
             name = "%s:%s" % (name, key[1])
         names[key] = name
@@ -43,8 +45,8 @@ def _names(stats) -> Dict[FuncKey, str]:
 
 
 def write_callgrind(data: ProfileData, out: TextIO, cmd: str = "") -> None:
-    stats = data.stats
-    names = _names(stats)
+    stats = by_match_key(data.stats)  # C functions named with an address: one function
+    names = _names(stats, data.qualnames)
     # callees[f] = {g: edge (nc, cc, tt, ct)} for each call f -> g
     callees: Dict[FuncKey, Dict[FuncKey, tuple]] = defaultdict(dict)
     for g, value in stats.items():

@@ -10,6 +10,10 @@ Rounding is carried from line to line, so the weights add up to the total
 profiled time even when most paths take less than a microsecond; paths whose
 weight rounds to 0 are left out (flamegraph.pl would drop them anyway).
 
+Paths below *min_fraction* of the total are left out and their time is
+added to their caller's line (the format has no comments: the CLI says so
+on stderr), so the weights still add up to the total.
+
 A cProfile file without call paths gets the tree estimated from its callers
 (see ``_tree``); the CLI says so on stderr.
 """
@@ -20,17 +24,19 @@ from ..profile_file import ProfileData
 from ._tree import build_tree, func_label
 
 
-def _frame(key) -> str:
+def _frame(key, qualnames=None) -> str:
     # ';' separates frames and the last space separates the weight: keep
     # both out of the frame text (spaces inside are fine for the parsers,
     # which split at the *last* space).
-    return func_label(key).replace(";", ",").replace("\n", " ")
+    return func_label(key, qualnames=qualnames).replace(";", ",").replace("\n", " ")
 
 
-def collapsed_lines(data: ProfileData, unit: float = 1e-6) -> Iterator[Tuple[str, int]]:
-    """(stack, weight) pairs; weight is self time in multiples of *unit* seconds."""
-    tree = build_tree(data)
-    labels = [_frame(k) for k in tree.functions]
+def collapsed_lines(data: ProfileData, unit: float = 1e-6,
+                    min_fraction: float = 0.0) -> Iterator[Tuple[str, int]]:
+    """(stack, weight) pairs; weight is self time (plus the time of the paths
+    folded into it) in multiples of *unit* seconds."""
+    tree = build_tree(data, min_fraction)
+    labels = [_frame(k, data.qualnames) for k in tree.functions]
     acc = 0.0
     emitted = 0
     path = []  # labels from the root to the current node
@@ -39,7 +45,7 @@ def collapsed_lines(data: ProfileData, unit: float = 1e-6) -> Iterator[Tuple[str
         n, depth = stack.pop()
         del path[depth:]
         path.append(labels[tree.func[n]])
-        acc += tree.self_time[n] / unit
+        acc += (tree.self_time[n] + tree.folded[n]) / unit
         weight = int(round(acc)) - emitted
         if weight > 0:
             emitted += weight
@@ -48,6 +54,11 @@ def collapsed_lines(data: ProfileData, unit: float = 1e-6) -> Iterator[Tuple[str
             stack.append((c, depth + 1))
 
 
-def write_collapsed(data: ProfileData, out: TextIO) -> None:
-    for stack, weight in collapsed_lines(data):
-        out.write("%s %d\n" % (stack, weight))
+def write_collapsed(data: ProfileData, out: TextIO, min_fraction: float = 0.0) -> None:
+    chunk = []
+    for stack, weight in collapsed_lines(data, min_fraction=min_fraction):
+        chunk.append("%s %d\n" % (stack, weight))
+        if len(chunk) >= 4096:
+            out.write("".join(chunk))
+            chunk = []
+    out.write("".join(chunk))

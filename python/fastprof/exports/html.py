@@ -5,10 +5,14 @@ with the profile as one JSON blob:
 
 - the function table (calls, tottime, cumtime, per call, percent), sortable
   and filterable;
+- with several threads, a selector: all threads, each thread, or (when
+  there are many) groups of threads whose names differ only in numbers;
 - callers and callees of the selected function, each a link;
 - an icicle flame graph of the call paths (click a frame to zoom, click the
   root to reset); exact for fastprof files with call paths, estimated from
-  the caller graph for plain cProfile files, and labelled so;
+  the caller graph for plain cProfile files and for a single thread, and
+  labelled so; paths below the export's ``min_percent`` are folded into
+  their callers (and the page says so);
 - the source of the selected function, read when the report is written
   (when the file is readable then), at most ``MAX_SOURCE_LINES`` lines per
   function and ``MAX_SOURCE_BYTES`` in all, the most expensive functions
@@ -21,13 +25,17 @@ import inspect
 import json
 import linecache
 import pkgutil
-from typing import Dict, List, Optional, TextIO
+import re
+from typing import Dict, List, Optional, TextIO, Tuple
 
 from ..profile_file import FuncKey, ProfileData
-from ._tree import build_tree, is_builtin, short_path
+from ..names import readable_name
+from ._tree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, is_builtin, short_path, tree_from_callers
 
 MAX_SOURCE_LINES = 300
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
+MAX_SOURCE_BYTES = 1024 * 1024
+# no source for functions below this fraction of the total cumulative time
+MIN_SOURCE_FRACTION = 1e-4
 
 
 def _asset(name: str) -> str:
@@ -71,51 +79,144 @@ def _source_block(key: FuncKey) -> Optional[Dict]:
             "truncated": len(block) >= MAX_SOURCE_LINES}
 
 
-def report_data(data: ProfileData, title: Optional[str] = None, source_name: str = "") -> dict:
-    """Everything the page shows, as JSON-able lists (functions by cumtime)."""
-    stats = data.stats
-    keys = sorted(stats, key=lambda k: -stats[k][3])
-    index = {k: i for i, k in enumerate(keys)}
-    tree = build_tree(data)
-    # functions the tree knows but pstats does not (should not happen; be safe)
-    for key in tree.functions:
-        if key not in index:
-            index[key] = len(keys)
-            keys.append(key)
+# A thread selector lists each thread when there are at most this many, else
+# groups of threads whose names differ only in numbers ("Thread-N (handler)"),
+# the biggest MAX_THREAD_VIEWS of them, the rest as one "other threads".
+MAX_SINGLE_THREADS = 12
+MAX_THREAD_VIEWS = 20
+# the estimated tree of one thread (group) stops at this many nodes
+MAX_THREAD_TREE_NODES = 5000
 
-    def row(key):
-        cc, nc, tt, ct, _ = stats.get(key, (0, 0, 0.0, 0.0, {}))
-        filename = str(key[0])
-        return [str(key[2]), "" if is_builtin(key) else filename,
-                "" if is_builtin(key) else short_path(filename),
-                key[1] if isinstance(key[1], int) else 0,
-                _num(cc), _num(nc), _num(tt), _num(ct)]
 
-    functions = [row(k) for k in keys]
-    callers: List[list] = []
-    for key in keys:
-        entry = stats.get(key)
-        edges = []
-        if entry is not None:
-            for ckey, e in entry[4].items():
-                if ckey in index:
-                    edges.append([index[ckey], _num(e[0]), _num(e[1]), _num(e[2]), _num(e[3])])
-        callers.append(edges)
+def _thread_pattern(name: str) -> str:
+    return re.sub(r"\d+", "N", name)
 
-    tree_funcs = [index[k] for k in tree.functions]
-    tree_json = {
+
+def thread_groups(threads: List[dict]) -> List[Tuple[str, List[dict]]]:
+    """(label, threads) per entry of the HTML thread selector, biggest first."""
+    def tottime(ts):
+        return sum(v[2] for t in ts for v in t.get("stats", {}).values())
+
+    if len(threads) <= MAX_SINGLE_THREADS:
+        names = [str(t.get("name")) for t in threads]
+        groups = []
+        for t, name in zip(threads, names):
+            label = name if names.count(name) == 1 else "%s (id %s)" % (name, t.get("id"))
+            groups.append((label, [t]))
+    else:
+        by_pattern: Dict[str, List[dict]] = {}
+        for t in threads:
+            by_pattern.setdefault(_thread_pattern(str(t.get("name"))), []).append(t)
+        groups = []
+        for pattern, ts in by_pattern.items():
+            if len(ts) == 1:
+                groups.append((str(ts[0].get("name")), ts))
+            else:
+                groups.append(("%s \u00d7 %d threads" % (pattern, len(ts)), ts))
+    groups.sort(key=lambda g: -tottime(g[1]))
+    if len(groups) > MAX_THREAD_VIEWS:
+        rest = [t for _label, ts in groups[MAX_THREAD_VIEWS - 1:] for t in ts]
+        groups = groups[:MAX_THREAD_VIEWS - 1] + [("other threads \u00d7 %d" % len(rest), rest)]
+    return groups
+
+
+def _sum_stats(stats_list: List[dict]) -> Dict[FuncKey, tuple]:
+    if len(stats_list) == 1:
+        return stats_list[0]
+    out: Dict[FuncKey, list] = {}
+    for stats in stats_list:
+        for key, (cc, nc, tt, ct, callers) in stats.items():
+            row = out.get(key)
+            if row is None:
+                out[key] = [cc, nc, tt, ct, dict(callers)]
+                continue
+            row[0] += cc
+            row[1] += nc
+            row[2] += tt
+            row[3] += ct
+            for ckey, e in callers.items():
+                prev = row[4].get(ckey)
+                row[4][ckey] = e if prev is None else tuple(a + b for a, b in zip(prev, e))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _tree_json(tree: CallTree, func_index: Dict[FuncKey, int]) -> dict:
+    funcs = [func_index[k] for k in tree.functions]
+    return {
         "exact": tree.exact,
+        "min_percent": _num(100 * tree.min_fraction),
         "parent": tree.parent,
-        "func": [tree_funcs[f] for f in tree.func],
+        "func": [funcs[f] for f in tree.func],
         "calls": [_num(c) for c in tree.calls],
         "self": [_num(t) for t in tree.self_time],
-        "cum": [_num(t) for t in tree.cum_time],
+        "folded": [_num(t) for t in tree.folded],
     }
+
+
+def _view(stats: Dict[FuncKey, tuple], tree: CallTree, func_index: Dict[FuncKey, int],
+          label: str, nthreads: int) -> dict:
+    """One selectable view: a function table (rows and caller edges, by
+    global function index) and a call tree."""
+    keys = sorted(stats, key=lambda k: -stats[k][3])
+    rows, callers = [], []
+    for key in keys:
+        cc, nc, tt, ct, edges = stats[key]
+        rows.append([func_index[key], _num(cc), _num(nc), _num(tt), _num(ct)])
+        callers.append([[func_index[c], _num(e[0]), _num(e[1]), _num(e[2]), _num(e[3])]
+                        for c, e in edges.items() if c in func_index])
+    return {
+        "label": label,
+        "threads": nthreads,
+        "total": _num(sum(v[2] for v in stats.values())),
+        "total_calls": sum(int(v[1]) for v in stats.values()),
+        "primitive_calls": sum(int(v[0]) for v in stats.values()),
+        "rows": rows,
+        "callers": callers,
+        "tree": _tree_json(tree, func_index),
+    }
+
+
+def report_data(data: ProfileData, title: Optional[str] = None, source_name: str = "",
+                min_fraction: float = 0.0) -> dict:
+    """Everything the page shows, as JSON-able lists.
+
+    ``functions`` names every function once; ``views[0]`` is the whole
+    profile, the next ones (when it has several threads) its threads or
+    groups of threads, each with its own table and call tree.  A tree drops
+    the paths below *min_fraction* of its total into their parents.
+    """
+    stats = data.stats
+    tree = build_tree(data, min_fraction)
+    groups = thread_groups(data.threads) if len(data.threads) > 1 else []
+    group_stats = [_sum_stats([t.get("stats", {}) for t in ts]) for _label, ts in groups]
+
+    # every function once, the most expensive first (sources are read in this order)
+    cum: Dict[FuncKey, float] = {}
+    for st in [stats] + group_stats:
+        for k, v in st.items():
+            cum[k] = max(cum.get(k, 0.0), v[3])
+    for k in tree.functions:
+        cum.setdefault(k, 0.0)
+    keys = sorted(cum, key=lambda k: -cum[k])
+    index = {k: i for i, k in enumerate(keys)}
+
+    def row(key):
+        filename = str(key[0])
+        return [readable_name(key, data.qualnames), "" if is_builtin(key) else filename,
+                "" if is_builtin(key) else short_path(filename),
+                key[1] if isinstance(key[1], int) else 0]
+
+    functions = [row(k) for k in keys]
+    views = [_view(stats, tree, index, "all threads", len(data.threads))]
+    for (label, ts), st in zip(groups, group_stats):
+        t = tree_from_callers(st, max_nodes=MAX_THREAD_TREE_NODES,
+                              min_fraction=max(min_fraction, MIN_ESTIMATED_FRACTION))
+        views.append(_view(st, t, index, label, len(ts)))
 
     sources: Dict[str, dict] = {}
     budget = MAX_SOURCE_BYTES
     for i, key in enumerate(keys):
-        if budget <= 0:
+        if budget <= 0 or cum[key] < MIN_SOURCE_FRACTION * views[0]["total"]:
             break
         block = _source_block(key)
         if block is None:
@@ -126,20 +227,14 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         budget -= size
         sources[str(i)] = block
 
-    total_tt = sum(v[2] for v in stats.values())
     return {
         "title": title or "profile",
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
         "clock": data.clock,
-        "total": _num(total_tt),
-        "total_calls": sum(int(v[1]) for v in stats.values()),
-        "primitive_calls": sum(int(v[0]) for v in stats.values()),
         "functions": functions,
-        "callers": callers,
-        "tree": tree_json,
+        "views": views,
         "sources": sources,
-        "threads": len(data.threads),
     }
 
 
@@ -149,8 +244,9 @@ def _json_for_script(obj) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
 
 
-def render_html(data: ProfileData, title: Optional[str] = None, source_name: str = "") -> str:
-    payload = report_data(data, title=title, source_name=source_name)
+def render_html(data: ProfileData, title: Optional[str] = None, source_name: str = "",
+                min_fraction: float = 0.0) -> str:
+    payload = report_data(data, title=title, source_name=source_name, min_fraction=min_fraction)
     page = _asset("report.html")
     title_text = html.escape(payload["title"])
     # Fill the placeholders in one pass, so no inserted text is searched again.
@@ -175,6 +271,7 @@ def render_html(data: ProfileData, title: Optional[str] = None, source_name: str
     return "".join(out)
 
 
-def write_html(data: ProfileData, out: TextIO, title: Optional[str] = None) -> None:
+def write_html(data: ProfileData, out: TextIO, title: Optional[str] = None,
+               min_fraction: float = 0.0) -> None:
     """Write the report; *title* (e.g. the profile's file name) heads the page."""
-    out.write(render_html(data, title=title, source_name=title or ""))
+    out.write(render_html(data, title=title, source_name=title or "", min_fraction=min_fraction))

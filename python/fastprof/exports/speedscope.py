@@ -8,13 +8,16 @@ of the calls (a deterministic profile keeps totals, not a timeline): read
 the "Left Heavy" and "Sandwich" views, not "Time Order", as time.
 
 A cProfile file without call paths gets the tree estimated from its callers
-(see ``_tree``); the profile name then says "(estimated call paths)".
+(see ``_tree``); the profile name then says "(estimated call paths)".  Paths
+below *min_fraction* of the total are folded into their callers' self time,
+and the name says that too.
 """
 
 import json
 from typing import List, TextIO, Tuple
 
 from ..profile_file import ProfileData
+from ..names import readable_name
 from ._tree import CallTree, build_tree, is_builtin
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
@@ -24,18 +27,19 @@ def _ns(seconds: float) -> int:
     return max(0, int(round(seconds * 1e9)))
 
 
-def speedscope_document(data: ProfileData, name: str = "fastprof profile") -> dict:
+def speedscope_document(data: ProfileData, name: str = "fastprof profile",
+                        min_fraction: float = 0.0) -> dict:
     """The speedscope file as a dict (events as dicts: handy, but slow for big trees)."""
-    doc, events = _document(data, name)
+    doc, events = _document(data, name, min_fraction)
     doc["profiles"][0]["events"] = [{"type": t, "frame": f, "at": at} for t, f, at in events]
     return doc
 
 
-def _document(data: ProfileData, name: str):
-    tree = build_tree(data)
+def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
+    tree = build_tree(data, min_fraction)
     frames = []
     for key in tree.functions:
-        frame = {"name": key[2]}
+        frame = {"name": readable_name(key, data.qualnames)}
         if not is_builtin(key):
             frame["file"] = str(key[0])
             if isinstance(key[1], int) and key[1] > 0:
@@ -45,6 +49,8 @@ def _document(data: ProfileData, name: str):
     end = events[-1][2] if events else 0
     if not tree.exact:
         name += " (estimated call paths)"
+    if min_fraction > 0:
+        name += " (paths below %g%% folded into their callers)" % (100 * min_fraction)
     doc = {
         "$schema": SCHEMA_URL,
         "shared": {"frames": frames},
@@ -66,7 +72,7 @@ def _document(data: ProfileData, name: str):
 def _events(tree: CallTree) -> List[Tuple[str, int, int]]:
     """(type "O"/"C", frame, at) in order; zero-width subtrees left out."""
     # Integer totals bottom-up, so a parent is exactly self + children.
-    self_ns = [_ns(t) for t in tree.self_time]
+    self_ns = [_ns(t + f) for t, f in zip(tree.self_time, tree.folded)]
     total = list(self_ns)
     parent = tree.parent
     for i in range(len(total) - 1, -1, -1):
@@ -94,8 +100,8 @@ def _events(tree: CallTree) -> List[Tuple[str, int, int]]:
     return events
 
 
-def write_speedscope(data: ProfileData, out: TextIO, name: str = "") -> None:
-    doc, events = _document(data, name or "fastprof profile")
+def write_speedscope(data: ProfileData, out: TextIO, name: str = "", min_fraction: float = 0.0) -> None:
+    doc, events = _document(data, name or "fastprof profile", min_fraction)
     # Everything but the events through json; the events (most of the file)
     # formatted directly, which is several times faster.
     head = json.dumps(doc, separators=(",", ":"))

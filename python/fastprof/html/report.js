@@ -4,7 +4,8 @@
   'use strict';
 
   var D = JSON.parse(document.getElementById('fastprof-data').textContent);
-  var TOTAL = D.total || 0;
+  var VIEW = null;        // the selected view: all threads, a thread, a group of threads
+  var TOTAL = 0;          // that view's total profiled time
   var ROW = 18;           // px per flame graph row (matches --row in the CSS)
   var MIN_PX = 0.5;       // narrower frames are not drawn
   var TABLE_LIMIT = 500;  // rows drawn before "show all"
@@ -41,6 +42,16 @@
   function fmtCalls(f) {
     return f.nc !== f.cc ? fmtInt(f.nc) + '/' + fmtInt(f.cc) : fmtInt(f.nc);
   }
+  // text that may wrap only after '/', '.', ':' or '_' (never inside a word)
+  function breakable(tag, attrs, text) {
+    var e = el(tag, attrs);
+    var parts = String(text).replace(/([\/.:_])/g, '$1\u0000').split('\u0000');
+    parts.forEach(function (p, i) {
+      if (i) e.appendChild(document.createElement('wbr'));
+      e.appendChild(document.createTextNode(p));
+    });
+    return e;
+  }
   function makeRegex(text) {
     if (!text) return null;
     try { return new RegExp(text, 'i'); }
@@ -51,75 +62,88 @@
   }
 
   // ------------------------------------------------------------ functions
-  var F = D.functions.map(function (r, i) {
-    return { i: i, name: r[0], file: r[1], short: r[2], line: r[3], cc: r[4], nc: r[5], tt: r[6], ct: r[7],
-             callers: [], callees: [] };
-  });
-  D.callers.forEach(function (list, i) {
-    list.forEach(function (e) {
-      var edge = { nc: e[1], cc: e[2], tt: e[3], ct: e[4] };
-      F[i].callers.push({ f: e[0], nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
-      F[e[0]].callees.push({ f: i, nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
-    });
-  });
-  F.forEach(function (f) {
+  // Names are shared by every view; numbers, callers and callees are the
+  // selected view's (loadView), F lists the functions of that view.
+  var ALL = D.functions.map(function (r, i) {
+    var f = { i: i, name: r[0], file: r[1], short: r[2], line: r[3], cc: 0, nc: 0, tt: 0, ct: 0,
+              callers: [], callees: [] };
     f.where = f.file ? f.short + ':' + f.line : 'built-in';
     f.search = (f.name + ' ' + f.file + ':' + f.line).toLowerCase();
+    return f;
   });
+  var F = [];
 
   // ------------------------------------------------------------ summary
   $('title').textContent = D.title;
-  (function summary() {
+  function drawSummary() {
     var s = $('summary');
-    function add(label, value) {
+    s.textContent = '';
+    function add(label, value, title) {
       if (s.childNodes.length) s.appendChild(document.createTextNode(' \u00b7 '));
       s.appendChild(document.createTextNode(label + ' '));
-      s.appendChild(el('b', null, value));
+      var b = el('b', null, value);
+      if (title) b.title = title;
+      s.appendChild(b);
     }
-    add('total profiled time', fmtTime(TOTAL));
+    var several = VIEW.threads > 1;
+    add(several ? 'total profiled time (thread-seconds)' : 'total profiled time', fmtTime(TOTAL),
+        several ? 'the sum of the times of ' + VIEW.threads + ' threads, which may have run at the same time' : '');
     add('functions', fmtInt(F.length));
-    add('calls', fmtInt(D.total_calls) + (D.primitive_calls !== D.total_calls ?
-        ' (' + fmtInt(D.primitive_calls) + ' primitive)' : ''));
+    add('calls', fmtInt(VIEW.total_calls) + (VIEW.primitive_calls !== VIEW.total_calls ?
+        ' (' + fmtInt(VIEW.primitive_calls) + ' primitive)' : ''));
     if (D.clock) add('clock', D.clock);
-    if (D.threads) add('threads', String(D.threads));
+    if (VIEW.threads) add('threads', fmtInt(VIEW.threads));
     add('written', D.created);
-  })();
+  }
 
   // ------------------------------------------------------------ flame graph
   // Node 0 is a synthetic root ("all"); tree node k is node k + 1.
-  var T = D.tree;
-  var NN = T.func.length + 1;
-  var nFunc = new Int32Array(NN), nParent = new Int32Array(NN), nDepth = new Int32Array(NN);
-  var nSelf = new Float64Array(NN), nTotal = new Float64Array(NN), nCalls = new Float64Array(NN);
-  var nCum = new Float64Array(NN);
-  var kids = [];
-  var maxDepth = 0;
-  nFunc[0] = -1; nParent[0] = -1; kids.push([]);
-  for (var k = 0; k < T.func.length; k++) {
-    var n = k + 1, p = T.parent[k] + 1;
-    nFunc[n] = T.func[k]; nParent[n] = p; nSelf[n] = T.self[k]; nCalls[n] = T.calls[k];
-    nCum[n] = T.cum[k]; nDepth[n] = nDepth[p] + 1; kids.push([]);
-    kids[p].push(n);
-    if (nDepth[n] > maxDepth) maxDepth = nDepth[n];
+  var T, NN, nFunc, nParent, nDepth, nSelf, nFolded, nTotal, nCalls, kids, ROOT_TOTAL;
+  function loadTree(t) {
+    T = t;
+    NN = T.func.length + 1;
+    nFunc = new Int32Array(NN); nParent = new Int32Array(NN); nDepth = new Int32Array(NN);
+    nSelf = new Float64Array(NN); nFolded = new Float64Array(NN); nTotal = new Float64Array(NN);
+    nCalls = new Float64Array(NN);
+    kids = [[]];
+    nFunc[0] = -1; nParent[0] = -1;
+    for (var k = 0; k < T.func.length; k++) {
+      var n = k + 1, p = T.parent[k] + 1;
+      nFunc[n] = T.func[k]; nParent[n] = p; nSelf[n] = T.self[k]; nFolded[n] = T.folded[k];
+      nCalls[n] = T.calls[k]; nDepth[n] = nDepth[p] + 1; kids.push([]);
+      kids[p].push(n);
+    }
+    for (var m = NN - 1; m >= 0; m--) {   // children come after parents
+      nTotal[m] += nSelf[m] + nFolded[m];
+      if (m > 0) nTotal[nParent[m]] += nTotal[m];
+    }
+    kids.forEach(function (list) { list.sort(function (a, b) { return nTotal[b] - nTotal[a]; }); });
+    ROOT_TOTAL = nTotal[0];
   }
-  for (var m = NN - 1; m >= 0; m--) {   // children come after parents
-    nTotal[m] += nSelf[m];
-    if (m > 0) nTotal[nParent[m]] += nTotal[m];
-  }
-  kids.forEach(function (list) { list.sort(function (a, b) { return nTotal[b] - nTotal[a]; }); });
-  var ROOT_TOTAL = nTotal[0];
 
   var flame = $('flame'), tip = $('flame-tip');
   var zoom = 0, selectedFunc = -1, searchRe = null;
-  if (!T.exact) {
-    $('flame-note').className = 'note warn';
-    $('flame-note').textContent = 'estimated from the caller graph: this profile has no call paths ' +
-      '(record them with fastprof callpaths=True for exact ones)';
-  } else {
-    $('flame-note').textContent = 'width = time (self + callees); click a frame to zoom, the root to reset';
+  function drawFlameNote() {
+    var note = $('flame-note'), parts = [];
+    if (!T.exact) {
+      note.className = 'note warn';
+      parts.push(D.views.length > 1 && VIEW !== D.views[0] && D.views[0].tree.exact ?
+        'estimated from this selection\'s caller graph: call paths are recorded for all threads together' :
+        'estimated from the caller graph: this profile has no call paths ' +
+        '(record them with fastprof --callpaths for exact ones)');
+    } else {
+      note.className = 'note';
+      parts.push('width = time (self + callees); click a frame to zoom, the root to reset');
+    }
+    if (T.min_percent > 0) parts.push('paths below ' + T.min_percent + '% of the total are folded into their callers');
+    // the call paths and the function table should add up to the same time
+    if (TOTAL > 0 && Math.abs(ROOT_TOTAL - TOTAL) > 0.001 * TOTAL) {
+      parts.push('the call paths add up to ' + fmtTime(ROOT_TOTAL) + ', the functions\' own times to ' + fmtTime(TOTAL));
+    }
+    note.textContent = parts.join('; ');
   }
 
-  function nodeLabel(n) { return n === 0 ? 'all' : F[nFunc[n]].name; }
+  function nodeLabel(n) { return n === 0 ? 'all' : ALL[nFunc[n]].name; }
   function hash(s) {
     var h = 0;
     for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
@@ -141,7 +165,7 @@
     var base = ancestors.length - 1;       // depth of the zoomed node's row
     var rows = 0, matched = 0;
     function put(n, x, w, row, cls) {
-      var f = n === 0 ? null : F[nFunc[n]];
+      var f = n === 0 ? null : ALL[nFunc[n]];
       var d = el('div', { 'class': 'frame' + (cls ? ' ' + cls : ''), 'data-node': String(n) });
       d.style.left = x + 'px'; d.style.top = (row * ROW) + 'px'; d.style.width = Math.max(w, 1) + 'px';
       d.style.background = f ? hue(f) : '';
@@ -185,10 +209,10 @@
   }
   // a matching frame with no matching ancestor (so nested matches count once)
   function isMatchRoot(n) {
-    var f = F[nFunc[n]];
+    var f = ALL[nFunc[n]];
     if (!(searchRe.test(f.name) || searchRe.test(f.file))) return false;
     for (var a = nParent[n]; a > 0; a = nParent[a]) {
-      var g = F[nFunc[a]];
+      var g = ALL[nFunc[a]];
       if (searchRe.test(g.name) || searchRe.test(g.file)) return false;
     }
     return true;
@@ -227,11 +251,15 @@
       tip.appendChild(el('div', { 'class': 't-name' }, 'all call paths'));
       tip.appendChild(el('div', null, fmtTime(ROOT_TOTAL)));
     } else {
-      var f = F[nFunc[n]];
+      var f = ALL[nFunc[n]];
       tip.appendChild(el('div', { 'class': 't-name' }, f.name));
       tip.appendChild(el('div', { 'class': 't-file' }, f.file ? f.file + ':' + f.line : 'built-in'));
       tip.appendChild(el('div', null, 'total ' + fmtTime(nTotal[n]) + ' (' + fmtPct(nTotal[n]) + ') \u00b7 self ' +
         fmtTime(nSelf[n]) + ' \u00b7 calls ' + fmtInt(nCalls[n])));
+      if (nFolded[n] > 0) {
+        tip.appendChild(el('div', null, '+ ' + fmtTime(nFolded[n]) + ' in callees below ' + T.min_percent +
+          '% of the total (not drawn)'));
+      }
     }
     tip.hidden = false;
     var x = ev.clientX + 14, y = ev.clientY + 14;
@@ -260,15 +288,18 @@
     { key: 'nc', label: 'calls', num: true, get: function (f) { return f.nc; } },
     { key: 'tt', label: 'tottime', num: true, get: function (f) { return f.tt; } },
     { key: 'ttpct', label: '% tot', num: true, get: function (f) { return f.tt; } },
-    { key: 'ttper', label: 'per call', num: true, get: function (f) { return f.nc ? f.tt / f.nc : 0; } },
+    { key: 'ttper', label: 'tot/call', title: 'tottime per call', num: true,
+      get: function (f) { return f.nc ? f.tt / f.nc : 0; } },
     { key: 'ct', label: 'cumtime', num: true, get: function (f) { return f.ct; } },
     { key: 'ctpct', label: '% cum', num: true, get: function (f) { return f.ct; } },
-    { key: 'ctper', label: 'per call', num: true, get: function (f) { return f.cc ? f.ct / f.cc : 0; } }
+    { key: 'ctper', label: 'cum/call', title: 'cumtime per primitive call', num: true,
+      get: function (f) { return f.cc ? f.ct / f.cc : 0; } }
   ];
   var sortCol = COLS[2], sortDesc = true, filterRe = null, showAll = false;
   var headRow = document.querySelector('#functions thead tr');
   COLS.forEach(function (c) {
     var th = el('th', { 'data-key': c.key, scope: 'col' }, c.label);
+    if (c.title) th.title = c.title;
     th.addEventListener('click', function () {
       if (sortCol === c) sortDesc = !sortDesc;
       else { sortCol = c; sortDesc = c.num; }
@@ -301,8 +332,8 @@
       var tr = el('tr', { 'data-func': String(f.i) });
       if (f.i === selectedFunc) tr.className = 'selected';
       var td = el('td', { 'class': 'fn' });
-      td.appendChild(el('div', null, f.name));
-      td.appendChild(el('div', { 'class': 'file' }, f.where));
+      td.appendChild(breakable('div', null, f.name));
+      td.appendChild(breakable('div', { 'class': 'file' }, f.where));
       tr.appendChild(td);
       tr.appendChild(el('td', { 'data-value': String(f.nc) }, fmtCalls(f)));
       tr.appendChild(el('td', { 'data-value': String(f.tt) }, fmtTime(f.tt)));
@@ -337,7 +368,7 @@
 
   // ------------------------------------------------------------ detail
   function fnLink(i) {
-    var f = F[i];
+    var f = ALL[i];
     var a = el('a', { 'class': 'fnlink', 'data-func': String(i), title: f.file ? f.file + ':' + f.line : 'built-in' }, f.name);
     return a;
   }
@@ -354,8 +385,8 @@
       var tr = el('tr', { 'data-func': String(e.f) });
       var td = el('td');
       td.appendChild(fnLink(e.f));
-      var f = F[e.f];
-      td.appendChild(el('div', { 'class': 'note' }, f.where));
+      var f = ALL[e.f];
+      td.appendChild(breakable('div', { 'class': 'note' }, f.where));
       tr.appendChild(td);
       tr.appendChild(el('td', null, e.nc !== e.cc ? fmtInt(e.nc) + '/' + fmtInt(e.cc) : fmtInt(e.nc)));
       tr.appendChild(el('td', null, fmtTime(e.tt)));
@@ -368,12 +399,12 @@
   }
   function select(i) {
     selectedFunc = i;
-    var f = F[i];
+    var f = ALL[i];
     var box = $('detail');
     box.textContent = '';
     box.setAttribute('data-func', String(i));
-    box.appendChild(el('h3', null, f.name));
-    box.appendChild(el('div', { 'class': 'file' }, f.file ? f.file + ':' + f.line : 'built-in (C) function'));
+    box.appendChild(breakable('h3', null, f.name));
+    box.appendChild(breakable('div', { 'class': 'file' }, f.file ? f.file + ':' + f.line : 'built-in (C) function'));
     var dl = el('dl');
     function row(k, v) { dl.appendChild(el('dt', null, k)); dl.appendChild(el('dd', null, v)); }
     row('calls', fmtCalls(f) + (f.nc !== f.cc ? '  (all / primitive)' : ''));
@@ -409,8 +440,8 @@
       box.appendChild(el('p', { 'class': 'note' }, 'source as read when the report was written' +
         (src.truncated ? ' (first lines only)' : '')));
     } else {
-      box.appendChild(el('p', { 'class': 'note' }, f.file ? 'source not available (file not readable when the report was written)'
-        : 'C function: no Python source'));
+      box.appendChild(el('p', { 'class': 'note' }, f.file ? 'source not embedded (the file was not readable ' +
+        'when the report was written, or the function takes too little time)' : 'C function: no Python source'));
     }
     Array.prototype.forEach.call(document.querySelectorAll('#functions tbody tr'), function (tr) {
       tr.className = +tr.getAttribute('data-func') === i ? 'selected' : '';
@@ -425,15 +456,53 @@
     if (a) select(+a.getAttribute('data-func'), false);
   });
 
+  // ------------------------------------------------------------ views (threads)
+  function loadView(v) {
+    VIEW = D.views[v];
+    TOTAL = VIEW.total || 0;
+    ALL.forEach(function (f) { f.cc = f.nc = f.tt = f.ct = 0; f.callers = []; f.callees = []; });
+    F = VIEW.rows.map(function (r, j) {
+      var f = ALL[r[0]];
+      f.cc = r[1]; f.nc = r[2]; f.tt = r[3]; f.ct = r[4];
+      return f;
+    });
+    VIEW.rows.forEach(function (r, j) {
+      VIEW.callers[j].forEach(function (e) {
+        var edge = { nc: e[1], cc: e[2], tt: e[3], ct: e[4] };
+        ALL[r[0]].callers.push({ f: e[0], nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
+        ALL[e[0]].callees.push({ f: r[0], nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
+      });
+    });
+    loadTree(VIEW.tree);
+    zoom = 0;
+    $('thread').value = String(v);
+    drawSummary();
+    drawFlameNote();
+    drawTable();
+    drawFlame();
+    if (selectedFunc >= 0) select(selectedFunc);
+  }
+  (function threadSelector() {
+    var sel = $('thread');
+    D.views.forEach(function (v, i) {
+      var text = v.label + (i > 0 ? ' \u2014 ' + fmtTime(v.total) : '');
+      sel.appendChild(el('option', { value: String(i) }, text));
+    });
+    $('thread-box').hidden = D.views.length < 2;
+    sel.addEventListener('change', function () { loadView(+sel.value); });
+  })();
+
   // ------------------------------------------------------------ start
-  drawTable();
-  drawFlame();
+  loadView(0);
   // A small hook for tests and the curious: state, not behaviour.
   window.fastprofReport = {
     data: D,
+    view: function () { return D.views.indexOf(VIEW); },
+    tree: function () { return T; },
     zoom: function () { return zoom; },
     selected: function () { return selectedFunc; },
-    nodeTotal: function (n) { return nTotal[n]; }
+    nodeTotal: function (n) { return nTotal[n]; },
+    loadView: loadView
   };
   document.body.setAttribute('data-ready', '1');
 })();

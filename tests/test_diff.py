@@ -1,0 +1,196 @@
+"""``fastprof diff`` judges noise: times that moved within ``--threshold``
+percent or under ``--min-time`` are unchanged; changed call counts (exact)
+always count; rows come most significant first.
+
+Exact checks use hand-made profiles; the end-to-end checks use two real
+runs of one program (``python -m fastprof -o``), unchanged and changed.
+"""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helpers  # noqa: E402
+
+from fastprof import cli, diff  # noqa: E402
+from fastprof.profile_file import ProfileData, write_profile  # noqa: E402
+
+
+def call(capsys, *args):
+    rc = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def rows_of(out):
+    """The function names of the table rows, in order."""
+    lines = out.splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("base ") and i > 1)
+    except StopIteration:
+        return []
+    names = []
+    for ln in lines[start + 1:]:
+        if not ln.strip():
+            break
+        names.append(re.search(r"(\S+)  \S+:\d+", ln).group(1) if ":" in ln else ln.split()[-1])
+    return names
+
+
+def unchanged_count(out):
+    m = re.search(r"; (\d+) unchanged", out)
+    return int(m.group(1)) if m else None
+
+
+F = "/p.py"
+
+
+def prof(tmp_path, name, rows):
+    """rows: {funcname: (calls, tottime)} -> a written profile's path."""
+    stats = {(F, i + 1, fn): (nc, nc, tt, tt, {}) for i, (fn, (nc, tt)) in enumerate(sorted(rows.items()))}
+    path = str(tmp_path / name)
+    write_profile(path, ProfileData(stats))
+    return path
+
+
+BASE = {"big": (10, 1.0), "mid": (5, 0.2), "tiny": (100, 0.001), "helper": (3, 0.0005)}
+
+
+def test_noise_within_threshold_and_floor_is_unchanged(tmp_path, capsys):
+    base = prof(tmp_path, "a.prof", BASE)
+    # big +5% (< 10%), mid -8%, tiny +300% but 3 ms < 1% of 1.2 s: all noise
+    new = prof(tmp_path, "b.prof", {"big": (10, 1.05), "mid": (5, 0.184), "tiny": (100, 0.004),
+                                    "helper": (3, 0.0005)})
+    rc, out, _ = call(capsys, "diff", base, new)
+    assert rc == 0 and "No change beyond noise" in out and rows_of(out) == []
+    # no threshold and no floor: every difference is a change again
+    rc, out, _ = call(capsys, "diff", base, new, "--threshold", "0", "--min-time", "0")
+    assert rows_of(out) == ["big", "mid", "tiny"] and unchanged_count(out) == 1
+    # a floor given as a time, and a threshold: big (+50 ms) beyond 40 ms, 4%
+    rc, out, _ = call(capsys, "diff", base, new, "--threshold", "4", "--min-time", "40ms")
+    assert rows_of(out) == ["big"] and unchanged_count(out) == 3
+
+
+def test_changed_calls_always_count_and_come_first(tmp_path, capsys):
+    base = prof(tmp_path, "a.prof", BASE)
+    # big 30% slower, same calls; mid called twice as often (+0.2 s);
+    # helper one more call (tiny time): exact, so a change, but last
+    new = prof(tmp_path, "b.prof", {"big": (10, 1.3), "mid": (10, 0.4), "tiny": (100, 0.001),
+                                    "helper": (4, 0.0006)})
+    rc, out, _ = call(capsys, "diff", base, new)
+    assert rows_of(out) == ["mid", "big", "helper"]
+    assert unchanged_count(out) == 1
+    assert "most significant first" in out and "within \u00b110% or under 17.0 ms" in out
+    rc, out, _ = call(capsys, "diff", base, new, "-s", "calls")
+    assert rows_of(out)[:2] == ["mid", "helper"]
+
+
+@pytest.mark.parametrize("args,msg", [(["--threshold", "x"], "not a percentage"),
+                                      (["--threshold", "-3"], "not a percentage"),
+                                      (["--min-time", "fast"], "not a time")])
+def test_bad_noise_options_are_usage_errors(tmp_path, capsys, args, msg):
+    base = prof(tmp_path, "a.prof", BASE)
+    try:
+        rc = cli.main(["diff", base, base] + args)
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2 and msg in capsys.readouterr().err
+
+
+def test_parse_min_time():
+    assert diff.parse_min_time("2ms") == ("s", 0.002)
+    assert diff.parse_min_time("150us") == ("s", pytest.approx(150e-6))
+    assert diff.parse_min_time("0.5") == ("s", 0.5)
+    assert diff.parse_min_time("1%") == ("%", 1.0)
+    noise = diff.make_noise(2.0, 4.0, 10, "1%")
+    assert noise.threshold == 0.1 and noise.floor == pytest.approx(0.04)
+
+
+# -- real runs ------------------------------------------------------------------
+
+PROGRAM = textwrap.dedent('''\
+    import sys
+
+    def parse(line):
+        return [int(x) for x in line.split(",")]
+
+    def score(values):
+        total = 0
+        for v in values:
+            total += v * v % 7
+        return total
+
+    def small(x):
+        return x + 1
+
+    def report(rows):
+        return sum(small(r) for r in rows)
+
+    def main(work, calls):
+        lines = [",".join(str(i + j) for j in range(20)) for i in range(2000)]
+        rows = [score(parse(line)) for line in lines]
+        for _ in range(work):
+            score(range(20000))
+        for i in range(calls):
+            small(i)
+        return report(rows)
+
+    main(int(sys.argv[1]), int(sys.argv[2]))
+''')
+
+
+def run_profile(tmp_path, name, work, calls, *options):
+    script = tmp_path / "prog.py"
+    if not script.exists():
+        script.write_text(PROGRAM)
+    out = str(tmp_path / name)
+    proc = helpers.run_python(["-m", "fastprof", "-o", out] + list(options)
+                              + [str(script), str(work), str(calls)])
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.mark.skipif(helpers.USING_CPROFILE, reason="runs python -m fastprof")
+def test_two_runs_of_the_same_program_are_unchanged(tmp_path, capsys):
+    # CPU time: a loaded shared machine moves wall times by 40% between runs
+    a = run_profile(tmp_path, "a.prof", 20, 1000, "--clock", "cpu")
+    b = run_profile(tmp_path, "b.prof", 20, 1000, "--clock", "cpu")
+    changes = diff.diff_stats(*diff_stats_args(a, b))
+    assert len(changes) >= 10
+    # the exact signal: no function's calls changed (<gc> included)
+    assert not any(diff.calls_changed(c) for c in changes)
+    # so only times can flag a function: the ones that moved beyond noise
+    rc, out, _ = call(capsys, "diff", a, b, "-n", "0")
+    changed = len(rows_of(out))
+    noise = diff.make_noise(sum(c.base[2] for c in changes), sum(c.new[2] for c in changes))
+    assert changed == sum(diff.beyond_noise(c, "tottime", noise) for c in changes)
+    assert unchanged_count(out) == len(changes) - changed or "No change beyond noise" in out
+    # When the machine ran both at the same speed (totals within 10%), nearly
+    # all are unchanged (seen: none flagged). A shared machine sometimes runs
+    # one of them 40% slower, CPU time included: then every function moves
+    # alike and no per-function threshold can call that noise.
+    bt, nt = sum(c.base[2] for c in changes), sum(c.new[2] for c in changes)
+    if abs(nt - bt) <= 0.1 * bt:
+        assert changed <= 3, out
+
+
+def diff_stats_args(a, b):
+    from fastprof.profile_file import load_profile
+    return load_profile(a).stats, load_profile(b).stats
+
+
+@pytest.mark.skipif(helpers.USING_CPROFILE, reason="runs python -m fastprof")
+def test_a_real_change_is_reported_first(tmp_path, capsys):
+    base = run_profile(tmp_path, "a.prof", 5, 1000)
+    more_work = run_profile(tmp_path, "b.prof", 60, 1000)   # score(): 12x the calls and time
+    rc, out, _ = call(capsys, "diff", base, more_work)
+    assert rows_of(out)[0] == "score", out
+    more_calls = run_profile(tmp_path, "c.prof", 5, 200000)  # small(): 200x the calls
+    rc, out, _ = call(capsys, "diff", base, more_calls)
+    assert rows_of(out)[0] == "small", out
+    rc, out, _ = call(capsys, "diff", base, more_calls, "-s", "calls")
+    assert rows_of(out)[0] == "small", out
