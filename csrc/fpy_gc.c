@@ -46,7 +46,7 @@ static fp_entry_t *gc_entry(fpy_profiler_t *p, fp_thread_t *t)
 
 static void gc_started(fpy_profiler_t *p)
 {
-    if (p->gc_thread || !p->enabled || p->failed)
+    if (p->gc_thread || !p->enabled || p->failed || fpy_naming_thread())
         return;
     fp_thread_t *t = fpy_source_thread(p);
     if (!t)

@@ -100,6 +100,19 @@ static inline fp_time_t fpy_now(fpy_profiler_t *p)
  * the thread's ident) if new; NULL on OOM. */
 fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate);
 
+/* A thread makes its first event (or its first since clear()), before its
+ * record `id` exists: the Python side (Profile._thread_started) writes its
+ * name down while its Thread object is on its stack, since short-lived
+ * threads are gone by the time the stats are read. Runs Python code (no
+ * event is reported inside an event callback), which may release the GIL,
+ * disable or clear the profiler: callers look again afterwards. Errors are
+ * dropped. */
+void fpy_thread_started(fpy_profiler_t *p, uint64_t id);
+
+/* Whether this OS thread is inside fpy_thread_started (a collection then
+ * is not recorded: it belongs to the profiler's own work). */
+int fpy_naming_thread(void);
+
 /* ---- fpy_thread_cache.c: the thread of an event, on 3.12+ ---- */
 
 /* OS threads seen by a profiler that have exited since the module loaded. */

@@ -74,6 +74,28 @@ fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate)
     return t;
 }
 
+/* Set while this OS thread is in fpy_thread_started's Python call. */
+static _Thread_local int naming_thread;
+
+int fpy_naming_thread(void)
+{
+    return naming_thread;
+}
+
+void fpy_thread_started(fpy_profiler_t *p, uint64_t id)
+{
+    if (naming_thread)
+        return; /* a collection during the call asks again: once is enough */
+    fpy_exc_state saved;
+    fpy_exc_save(&saved);
+    naming_thread = 1;
+    PyObject *r = PyObject_CallMethod((PyObject *)p, "_thread_started", "K", (unsigned long long)id);
+    naming_thread = 0;
+    Py_XDECREF(r);
+    PyErr_Clear(); /* a name is not worth a failure (and the C type alone has no such method) */
+    fpy_exc_restore(&saved);
+}
+
 /* The entry for a code object, created (holding a reference) if new. */
 static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code)
 {

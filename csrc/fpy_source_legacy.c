@@ -192,6 +192,11 @@ static PyObject *thread_starter(PyObject *self, PyObject *args)
     if (!p->enabled || !p->threads_all)
         Py_RETURN_NONE;
     PyThreadState *tstate = PyThreadState_Get();
+    if (!fp_thread_find(&p->core, tstate->id)) {
+        fpy_thread_started(p, tstate->id);
+        if (!p->enabled || !p->threads_all)
+            Py_RETURN_NONE; /* disabled meanwhile */
+    }
     if (hook_thread(p, tstate) < 0)
         return NULL;
     if (PyFrame_Check(frame) && PyUnicode_CompareWithASCIIString(event, "call") == 0)
@@ -294,7 +299,7 @@ void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
 fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
 {
     PyThreadState *ts = PyThreadState_Get();
-    return is_our_hook(ts, p) ? ((fpy_hook_t *)ts->c_profileobj)->thread : NULL;
+    return is_our_hook(ts, p) ? HOOK_TARGET(ts->c_profileobj)->thread : NULL;
 }
 
 int fpy_source_module_init(PyObject *module)

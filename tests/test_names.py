@@ -291,7 +291,6 @@ def test_concurrent_coroutines_get_no_absurd_percent(tmp_path):
 
 def test_thread_start_bookkeeping_is_gone_after_disable():
     import threading
-    from fastprof import thread_names
     seen = []
     pr = fastprof.Profile(threads=True)
     with pr:
@@ -300,9 +299,53 @@ def test_thread_start_bookkeeping_is_gone_after_disable():
         t.join()
     assert threading._profile_hook is None
     if hasattr(sys, "monitoring"):
-        assert thread_names._TOOL_NAME not in [sys.monitoring.get_tool(i) for i in range(6)]
+        assert [sys.monitoring.get_tool(i) for i in (2, 3, 4)] == [None] * 3
     after = threading.Thread(target=lambda: seen.append(sys.getprofile()), name="after")
     after.start()
     after.join()
     assert seen == [None]
     assert "during" in [name for _tid, _i, name, _st in pr.thread_stats()]
+
+
+THREADING_AFTER_ENABLE = """
+import json, sys
+import fastprof
+assert "threading" not in sys.modules
+pr = fastprof.Profile(threads=True)
+pr.enable()
+import threading, _thread
+def work(n):
+    return sum(range(n))
+for i in range(5):
+    t = threading.Thread(target=work, args=(1000,), name="short-%d" % i)
+    t.start()
+    t.join()
+done = threading.Event()
+def raw():
+    work(10)
+    done.set()
+_thread.start_new_thread(raw, ())
+done.wait(10)
+pr.disable()
+pr.create_stats()
+print(json.dumps({"names": [name for _tid, _i, name, _st in pr.thread_stats()],
+                  "rows": sorted({k[2] for k in pr.stats})}))
+"""
+
+
+def test_threads_named_from_their_start_when_threading_comes_later(tmp_path):
+    # python -m fastprof enables the profiler before the program imports
+    # threading: names must still come from each thread's start
+    import json
+    out = python("-c", THREADING_AFTER_ENABLE, cwd=tmp_path).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    names_ = got["names"]
+    assert ["short-%d" % i for i in range(5)] == [n for n in names_ if n.startswith("short-")]
+    assert "MainThread" in names_
+    # the raw _thread has no Thread object: named as ended, never wrongly
+    # (3.9-3.11 follow only the threads threading starts, as cProfile's hook)
+    assert len(names_) == (7 if hasattr(sys, "monitoring") else 6)
+    assert len([n for n in names_ if n.endswith("(ended)")]) <= 1
+    # the naming itself is never recorded
+    assert not [r for r in got["rows"] if "thread_started" in r or "starting_thread_name" in r]
+    assert "work" in got["rows"]

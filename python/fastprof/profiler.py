@@ -219,8 +219,6 @@ class Profile(_fastprof.Profiler):
         self.error = None
         # pstats key -> qualified name, filled with self.stats (3.11+)
         self.qualnames = {}
-        # the names of the threads started while profiling (threads=True)
-        self._starts = _threads_mod().StartLog(self)
 
     @property
     def options(self):
@@ -241,12 +239,7 @@ class Profile(_fastprof.Profiler):
         self._names_at_enable = _live_thread_names()
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()
-        hook = self._starts.arm() if self._options["threads"] and not self.enabled else None
         super().enable()
-        if hook is not None:  # 3.9-3.11: wrap the C hook of new threads (no call: not recorded)
-            threading = sys.modules["threading"]
-            hook.starter = threading._profile_hook
-            threading._profile_hook = hook
 
     # disable() is the C method itself, as in cProfile (so the profile shows
     # the same "{method 'disable' ...}" row): it closes the frames still
@@ -255,9 +248,7 @@ class Profile(_fastprof.Profiler):
 
     def clear(self):
         """Drop all collected stats."""
-        # ours first: the C clear() must be the last thing recorded
-        self._thread_names.clear()
-        self._starts.clear()
+        # the thread records (and so their names) outlive a clear
         super().clear()
         self._ended_before_start = None
 
@@ -387,11 +378,17 @@ class Profile(_fastprof.Profiler):
             records = self.threads()
         except Exception:
             return
-        tn = _threads_mod()
-        self._starts.disarm()
-        tn.name_from_starts(records, self._thread_names, self._starts.starts)
-        tn.name_records(records, self._thread_names, self._names_at_enable,
-                        self._ended_before_start)
+        _threads_mod().name_records(records, self._thread_names, self._names_at_enable,
+                                    self._ended_before_start)
+
+    def _thread_started(self, tid):
+        """Called by the C profiler (threads=True) on a new thread's first
+        event, in that thread, before its record *tid* exists: its name is
+        written down while its Thread object is at hand.  Never recorded
+        (the interpreter reports no events inside an event callback)."""
+        name = _threads_mod().starting_thread_name()
+        if name is not None:
+            self._thread_names[tid] = name
 
     # -- files -------------------------------------------------------------
 

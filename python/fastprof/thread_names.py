@@ -12,7 +12,6 @@ group (``Thread-N (process_request_thread)``), and the views and
 """
 
 import sys
-from _weakref import ref as _ref
 
 # Imported by Profile.enable(), so before the program runs: nothing here may
 # import what the program has not (threading, weakref, typing register ABCs
@@ -114,174 +113,32 @@ def name_records(records, names, names_at_enable, ended_before_start):
             names[tid] = ended.pop()
 
 
-# -- names recorded when threads start --------------------------------------
+# -- names written down when threads start -----------------------------------
 #
 # A server's request threads end long before the stats are read, and their
-# Thread objects are gone with them.  So, while a profiler that follows all
-# threads is on, each new thread's (ident, native id, name) is written down
-# as it starts, by code the profiler never records (it runs as a profile or
-# monitoring callback, where the interpreter reports no events):
-#
-# - 3.12+: a sys.monitoring tool of our own with one local event, the return
-#   of ``Thread._set_native_id`` (``_set_ident`` if the platform has no
-#   native ids), which every new thread runs first thing in
-#   ``_bootstrap_inner``: the Thread is the caller frame's ``self``.
-# - 3.9-3.11: the C profiler already hooks new threads through
-#   ``threading.setprofile``; that hook is wrapped by one that writes the
-#   name down first (the thread is in ``threading._active`` by then).
-#
-# Nothing of the program changes: no Thread method is replaced, and a
-# program's own threading.setprofile hook (which the C profiler replaces
-# while profiling anyway) is left as it was found.
-
-_MONITORING = getattr(sys, "monitoring", None)
-_TOOL_NAME = "fastprof thread names"
-_logs = []                  # weak references to the armed StartLogs
-_tool = None                # our sys.monitoring tool id while installed
-# (ident, native_id, name) of each thread started while some log is armed;
-# each log remembers where its part begins.  The callbacks only append: on
-# 3.12+ their time is charged to Thread._set_native_id (a few µs a thread).
-_started = []
+# Thread objects are gone with them.  So the C profiler (threads=True) calls
+# Profile._thread_started on each new thread's first event, from the thread
+# itself, and the name is taken then from the Thread object at the bottom
+# of its stack (``Thread._bootstrap``'s ``self``).  That call runs inside
+# an event callback, where the interpreter reports no events: it is never
+# recorded, and it works whenever the program imported threading.
 
 
-def _start_code():
+def starting_thread_name():
+    """The name of the threading.Thread running this code, found as the
+    ``self`` of ``Thread._bootstrap`` at the bottom of the stack; None for
+    a thread threading did not start."""
     threading = _threading()
-    method = getattr(threading.Thread, "_set_native_id", None) or threading.Thread._set_ident
-    return method.__code__
-
-
-def _write_down(thread):
-    _started.append((thread.ident, getattr(thread, "native_id", None), thread.name))
-
-
-def _on_start_returned(code, offset, retval):
-    thread = sys._getframe(1).f_locals.get("self")
-    threading = _threading()
-    if threading is not None and isinstance(thread, threading.Thread):
-        _write_down(thread)
-
-
-def _install_monitoring():
-    global _tool
-    if _tool is not None:
-        return True
-    mon = _MONITORING
-    free = [t for t in (4, 3, 2) if mon.get_tool(t) is None]
-    if len(free) < 2:
-        return False  # leave the profiler itself an id (it takes one of 2-4)
-    for tool in (4, 3):  # the ids sys.monitoring leaves free (0-2, 5 are named)
-        if mon.get_tool(tool) is None:
-            try:
-                mon.use_tool_id(tool, _TOOL_NAME)
-            except ValueError:
-                continue
-            mon.register_callback(tool, mon.events.PY_RETURN, _on_start_returned)
-            mon.set_local_events(tool, _start_code(), mon.events.PY_RETURN)
-            _tool = tool
-            return True
-    return False  # every free tool id is taken: names come from threading only
-
-
-def _uninstall_monitoring():
-    global _tool
-    if _tool is None:
-        return
-    mon = _MONITORING
-    if mon.get_tool(_tool) == _TOOL_NAME:
-        mon.set_local_events(_tool, _start_code(), 0)
-        mon.register_callback(_tool, mon.events.PY_RETURN, None)
-        mon.free_tool_id(_tool)
-    _tool = None
-
-
-class _StarterHook:
-    """3.9-3.11: ``threading._profile_hook`` while profiling: writes the new
-    thread's name down, then hands over to the C profiler's hook."""
-
-    def __init__(self, log):
-        self.log = _ref(log)
-        self.starter = None  # the C profiler's hook, set by StartLog.started
-
-    def __call__(self, frame, event, arg):
-        log = self.log()
-        if log is None or not log.active() or self.starter is None:
-            sys.setprofile(None)  # profiling ended: leave this thread alone
-            threading = _threading()
-            if threading._profile_hook is self:
-                threading._profile_hook = None
-            return None
-        _write_down(_threading().current_thread())
-        return self.starter(frame, event, arg)
-
-
-class StartLog:
-    """The names of the threads started while one profiler is on, in start
-    order: ``starts`` holds ``(ident, native_id, name)``."""
-
-    def __init__(self, profiler):
-        self.profiler = _ref(profiler)
-        self.starts = []
-        self._first = 0  # this log's part of _started
-        self._hook = None
-
-    def clear(self):
-        """Forget the names written down so far."""
-        del self.starts[:]
-        self._first = len(_started)
-
-    def _armed(self):
-        return any(r() is self for r in _logs)
-
-    def active(self):
-        prof = self.profiler()
-        return prof is not None and bool(prof.enabled)
-
-    def arm(self):
-        """Before the C enable(): start writing names down.  Returns the
-        hook ``started`` must put in place (3.9-3.11), or None."""
-        if _threading() is None:
-            return None  # no thread can start before the program imports threading
-        if not self._armed():
-            self._first = len(_started)
-            _logs.append(_ref(self))
-        if _MONITORING is not None:
-            _install_monitoring()
-            return None
-        self._hook = _StarterHook(self)
-        return self._hook
-
-    def disarm(self):
-        """After disable(): stop (once no profiler needs it)."""
-        if self.active() or not self._armed():
-            return
-        self.starts.extend(_started[self._first:])
-        _logs[:] = [r for r in _logs if r() is not None and r() is not self]
-        if not _logs:
-            del _started[:]
-        if _MONITORING is not None and not _logs:
-            _uninstall_monitoring()
-        elif self._hook is not None and _threading()._profile_hook is self._hook:
-            _threading()._profile_hook = None
-        self._hook = None
-
-
-def name_from_starts(records, names, starts):
-    """Name the *records* ``(id, ident, native_id)`` that threads started
-    while profiling own, from *starts* (``StartLog.starts``).  The records of
-    one (ident, native id) are in creation order, as the starts are: the
-    last of them belong to the starts (earlier ones are older threads)."""
-    by_pair = {}
-    for ident, native, name in starts:
-        by_pair.setdefault((ident, native or 0), []).append(name)
-    mine = {}
-    for tid, ident, native in sorted(records):
-        mine.setdefault((ident, native or 0), []).append(tid)
-    for pair, tids in mine.items():
-        started = by_pair.get(pair)
-        if not started:
-            continue
-        for tid, name in zip(tids[-len(started):], started[-len(tids):]):
-            names.setdefault(tid, name)
+    if threading is None:
+        return None
+    bootstrap = getattr(getattr(threading.Thread, "_bootstrap", None), "__code__", None)
+    frame = sys._getframe(1)
+    while frame.f_back is not None:
+        frame = frame.f_back
+    if frame.f_code is not bootstrap:
+        return None
+    thread = frame.f_locals.get("self")
+    return thread.name if isinstance(thread, threading.Thread) else None
 
 
 # -- groups for the views ----------------------------------------------------
