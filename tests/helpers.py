@@ -38,6 +38,18 @@ def tool_missing(why):
     pytest.skip(why)
 
 
+def cli_env():
+    """Environment for a child running fastprof's command lines: this
+    process's fastprof first on PYTHONPATH, no startup file, UTF-8 output."""
+    import fastprof
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env.pop("PYTHONSTARTUP", None)
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
 def subprocess_env(**extra):
     """Environment for child interpreters: same impl, and the same fastprof
     first on PYTHONPATH (the one this process imports)."""

@@ -19,15 +19,8 @@ import pytest
 import fastprof
 from fastprof.profile_file import load_profile
 
-PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
-
-
-def env():
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join(p for p in (PKG_PARENT, e.get("PYTHONPATH")) if p)
-    e.pop("PYTHONSTARTUP", None)
-    e["PYTHONIOENCODING"] = "utf-8"
-    return e
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helpers import cli_env as env  # noqa: E402
 
 
 def run(*args, cwd):

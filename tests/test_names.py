@@ -15,16 +15,9 @@ import fastprof
 from fastprof import diff, merge, names
 from fastprof.profile_file import ProfileData, load_profile, write_profile
 
-PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helpers import cli_env as env  # noqa: E402
 HAS_QUALNAME = sys.version_info >= (3, 11)
-
-
-def env():
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join(p for p in (PKG_PARENT, e.get("PYTHONPATH")) if p)
-    e.pop("PYTHONSTARTUP", None)
-    e["PYTHONIOENCODING"] = "utf-8"
-    return e
 
 
 def python(*args, cwd, timeout=120):

@@ -148,19 +148,5 @@ def by_match_key(stats: Mapping[FuncKey, tuple]) -> Dict[FuncKey, tuple]:
     keyed by ``match_key``: what the views and diff show."""
     if not any(match_key(k) is not k for k in stats):
         return dict(stats)
-    out: Dict[FuncKey, list] = {}
-    for key, (cc, nc, tt, ct, callers) in stats.items():
-        mk = match_key(key)
-        cur = out.get(mk)
-        if cur is None:
-            cur = out[mk] = [0, 0, 0.0, 0.0, {}]
-        cur[0] += cc
-        cur[1] += nc
-        cur[2] += tt
-        cur[3] += ct
-        edges = cur[4]
-        for caller, edge in callers.items():
-            ck = match_key(caller)
-            prev = edges.get(ck)
-            edges[ck] = tuple(edge) if prev is None else tuple(a + b for a, b in zip(prev, edge))
-    return {k: (v[0], v[1], v[2], v[3], v[4]) for k, v in out.items()}
+    from .merge import merge_stats  # the views only
+    return merge_stats([stats], match_key)
