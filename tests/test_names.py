@@ -178,11 +178,12 @@ def test_qualnames_survive_merge_and_old_files_still_load(tmp_path):
 # -- item 7: threads at scale -------------------------------------------------
 
 SERVER = """
-import threading, urllib.request
+import threading, time, urllib.request
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
+        time.sleep(0.01)  # a backend: waiting dominates even on a slow (ASan) build
         body = b"ok"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
