@@ -209,7 +209,8 @@ void fpy_release_user(void *user, void *ctx)
 
 void fpy_drain_doomed(fpy_profiler_t *p)
 {
-    /* Take the batch first: a DECREF may re-enter and queue more. */
+    /* One at a time, popped before its DECREF: a DECREF may re-enter and
+     * queue more, which the loop then releases too. */
     while (p->n_doomed) {
         PyObject *o = p->doomed[--p->n_doomed];
         Py_DECREF(o);
