@@ -320,7 +320,8 @@ def test_real_clock_busy_wait(builtins):
         problems = []
         for name in SPINNERS:
             truth = log[name]
-            assert truth >= NOMINAL[name]
+            # now >= start + d, yet now - start may round to just under d
+            assert truth >= NOMINAL[name] - 1e-9
             cc, nc, tt, ct, _ = stats[name]
             assert (cc, nc) == (1, 1)
             # without builtins all of the loop is the spinner's own time; with
