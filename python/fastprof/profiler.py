@@ -16,21 +16,10 @@ from . import _fastprof
 # ABCs, which empties every ABC's isinstance cache). The rest is imported
 # where it is used; threading only if the program imported it.
 
-__all__ = ["Profile", "run", "runctx", "profile", "label"]
+__all__ = ["Profile", "run", "runctx", "profile"]
 
 CLOCKS = ("wall", "cpu")
 COROUTINE_MODES = ("call", "wall")
-
-
-def label(code):
-    """The pstats key of a profiled function: ``(file, line, name)``.
-
-    C functions come as a str from the C module; cProfile files them under
-    ``('~', 0, name)`` ('~' sorts them last) and so do we.
-    """
-    if isinstance(code, str):
-        return ('~', 0, code)
-    return (code.co_filename, code.co_firstlineno, code.co_name)
 
 
 def entries_to_stats(entries):
@@ -43,6 +32,7 @@ def entries_to_stats(entries):
     sums two profiles -- counts, times, and callers, on either side of an
     edge.
     """
+    from .names import label
     stats = {}
     for entry in entries:
         func = label(entry.code)
@@ -86,6 +76,7 @@ def callpaths_to_file(nodes):
     functions share a label are merged into one (counts and times summed),
     and so are their children, recursively, as in ``entries_to_stats``.
     """
+    from .names import label
     from .profile_file import CallPaths
     functions = []
     index = {}

@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
-from .exports._tree import build_tree
+from .calltree import build_tree
 from .names import by_match_key, func_label, is_builtin, readable_name, short_path, stdname
 from .profile_file import FuncKey, ProfileData
 from .thread_names import group_threads, merged_thread_stats, thread_pattern

@@ -19,8 +19,7 @@ from collections import defaultdict
 from typing import Dict, TextIO
 
 from ..profile_file import FuncKey, ProfileData
-from ..names import by_match_key, readable_name
-from ._tree import is_builtin
+from ..names import by_match_key, is_builtin, readable_name
 
 BUILTIN_FILE = "<built-in>"
 
