@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-import fastprof
 from fastprof import run_cli
 from fastprof.profile_file import load_profile
 

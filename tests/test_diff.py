@@ -7,7 +7,6 @@ runs of one program (``python -m fastprof -o``), unchanged and changed.
 """
 import os
 import re
-import subprocess
 import sys
 import textwrap
 
@@ -15,7 +14,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
-
 from fastprof import cli, diff  # noqa: E402
 from fastprof.profile_file import ProfileData, write_profile  # noqa: E402
 

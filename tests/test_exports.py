@@ -17,8 +17,8 @@ import textwrap
 import pytest
 
 import helpers
-from fastprof.exports import FORMATS, export, format_for_path, render
 from fastprof.calltree import build_tree, tree_from_callers
+from fastprof.exports import FORMATS, export, format_for_path, render
 from fastprof.profile_file import CallPaths, ProfileData, load_profile
 
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "speedscope",

@@ -41,7 +41,7 @@ def _positive_or_zero(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text)
+        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
     if n < 0:
         raise argparse.ArgumentTypeError("must be 0 (all) or more, not %d" % n)
     return n
@@ -53,7 +53,7 @@ def _regex(text: str) -> str:
     try:
         re.compile(text)
     except re.error as exc:
-        raise argparse.ArgumentTypeError("bad regular expression %r: %s" % (text, exc))
+        raise argparse.ArgumentTypeError("bad regular expression %r: %s" % (text, exc)) from None
     return text
 
 
@@ -63,7 +63,7 @@ def _sort(text: str) -> str:
     try:
         return parse_sort(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _type(check):
@@ -73,7 +73,7 @@ def _type(check):
         try:
             return check(text)
         except ValueError as exc:
-            raise _argparse().ArgumentTypeError(str(exc))
+            raise _argparse().ArgumentTypeError(str(exc)) from None
     parse.__name__ = check.__name__
     return parse
 
@@ -223,7 +223,7 @@ def cmd_view(args) -> int:
     try:
         stats, what = view.select_stats(data, args.thread)
     except ValueError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from None
     name = args.file + (" " + what if what else "")
     nthreads = view.threads_selected(data, args.thread)
     shown = by_match_key(stats)  # C functions named with an address: one row
@@ -269,7 +269,7 @@ def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
     try:
         cmdline.write_output(data, out, fmt, title=title, min_percent=min_percent)
     except OSError as exc:
-        raise UsageError("cannot write %s: %s" % (out, exc.strerror or exc))
+        raise UsageError("cannot write %s: %s" % (out, exc.strerror or exc)) from None
 
 
 def _note_estimated(data, fmt: str, out: str, command: str) -> None:

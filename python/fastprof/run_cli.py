@@ -262,7 +262,7 @@ def check_module(modname):
     try:
         runpy._get_module_details(modname)  # what runpy.run_module itself uses
     except ImportError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from None
     except AttributeError:  # pragma: no cover - a Python without it
         return
     except SyntaxError:

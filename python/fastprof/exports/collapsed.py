@@ -20,9 +20,9 @@ A cProfile file without call paths gets the tree estimated from its callers
 
 from typing import Iterator, TextIO, Tuple
 
-from ..profile_file import ProfileData
 from ..calltree import build_tree
 from ..names import func_label
+from ..profile_file import ProfileData
 
 
 def _frame(key, qualnames=None) -> str:

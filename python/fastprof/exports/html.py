@@ -28,9 +28,9 @@ import pkgutil
 import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
-from ..profile_file import FuncKey, ProfileData
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
 from ..names import is_builtin, readable_name, short_path
+from ..profile_file import FuncKey, ProfileData
 
 MAX_SOURCE_LINES = 300
 MAX_SOURCE_BYTES = 1024 * 1024

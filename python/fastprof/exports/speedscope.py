@@ -16,9 +16,9 @@ and the name says that too.
 import json
 from typing import List, TextIO, Tuple
 
-from ..profile_file import ProfileData
 from ..calltree import CallTree, build_tree
 from ..names import is_builtin, readable_name
+from ..profile_file import ProfileData
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
