@@ -22,8 +22,10 @@ ruff_bin() {
         echo "lint: installing ruff $RUFF_VERSION into $dir" >&2
         rm -rf "$dir"
         python3 -m venv "$dir"
+        # (the grep drops a warning some machines' pip config prints, as venv.sh does)
         "$dir/bin/python" -m pip install --quiet --no-input --progress-bar off \
-            "ruff==$RUFF_VERSION" < /dev/null >&2
+            "ruff==$RUFF_VERSION" < /dev/null 2>&1 \
+            | { grep -vF 'is ignored: it is neither a file nor a directory' || true; } >&2
     fi
     echo "$dir/bin/ruff"
 }
