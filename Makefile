@@ -35,11 +35,12 @@ DEV_LIB  := $(CURDIR)/build/py$(DEV_PY)/lib
 BENCH_SMOKE ?= benchmarks/run.py --smoke
 
 .PHONY: help deps venvs build build-asan dev test test-c test-py test-asan \
-        bench bench-smoke demo clean distclean wheels
+        bench bench-smoke demo clean distclean wheels lint
 
 help:
 	@echo "fastprof make targets:"
-	@echo "  make test         everything CI runs: deps venvs build test-c test-py test-asan bench-smoke"
+	@echo "  make test         everything CI runs: deps venvs build lint test-c test-py test-asan bench-smoke"
+	@echo "  make lint         ruff check (Python) and clang-format --dry-run (C); installs both if missing"
 	@echo "  make deps         install missing Debian packages (scripts/apt-packages.txt)"
 	@echo "  make venvs        .venv/pyX.Y for PY=\"$(PY)\" with requirements-test.txt"
 	@echo "  make build        build/pyX.Y/lib for each PY, build/pyX.Y-asan/lib for each ASAN_PY"
@@ -103,11 +104,16 @@ bench-smoke: build-$(DEV_PY)
 	   PYTHONPATH=$(DEV_LIB) $(DEV_VENV)/bin/python $(BENCH_SMOKE) < /dev/null; \
 	 else echo "bench-smoke: $(firstword $(BENCH_SMOKE)) does not exist yet: skipped"; fi
 
+# The style rules (pyproject.toml [tool.ruff], .clang-format); scripts/lint.sh
+# installs ruff (pinned, .venv/ruff-VERSION) and clang-format (Debian) if missing.
+lint:
+	@scripts/lint.sh
+
 # The full benchmark (benchmarks/README.md); not part of `make test`.
 bench: deps
 	@bash benchmarks/bench_all.sh
 
-# Deps, venvs, builds, C tests, pytest on every version, pytest under
+# Deps, venvs, builds, lint, C tests, pytest on every version, pytest under
 # ASan+UBSan, benchmark smoke; a summary at the end; non-zero if anything failed.
 test:
 	+@scripts/run-tests.sh

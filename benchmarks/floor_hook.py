@@ -44,7 +44,7 @@ def build():
         subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (OSError, subprocess.CalledProcessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
-        raise RuntimeError("cannot build %s: %s %s" % (SOURCE, exc, detail.decode(errors="replace")))
+        raise RuntimeError("cannot build %s: %s %s" % (SOURCE, exc, detail.decode(errors="replace"))) from exc
     os.replace(tmp, target)  # atomic: concurrent workers never load a half-written file
     return target
 

@@ -14,7 +14,7 @@ MAKE=${MAKE:-make}
 serial=(deps venvs build)
 fatal=(deps venvs)
 lane_a=(test-c test-asan)
-lane_b=(test-py bench-smoke)
+lane_b=(lint test-py bench-smoke)     # lint: seconds, and never stops the tests
 if [ "${FASTPROF_TEST_LANES:-2}" = 1 ]; then
     serial+=("${lane_a[@]}" "${lane_b[@]}")
     lane_a=(); lane_b=()

@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-import fastprof
 from fastprof import run_cli
 from fastprof.profile_file import load_profile
 
@@ -408,9 +407,10 @@ def _usage_error(r):
     (["-o", "no/such/dir/x.prof", "marker.py"], "does not exist"),
     (["-o", "sub", "marker.py"], "it is a directory"),
     (["-o", "marker.py/x.prof", "marker.py"], "is not a directory"),
-    (["--clock", "sun", "marker.py"], "invalid choice: 'sun'"),
-    (["--coroutines", "x", "marker.py"], "invalid choice: 'x'"),
-    (["--max-depth", "0", "marker.py"], "--max-depth must be at least 1"),
+    (["--clock", "sun", "marker.py"], "--clock must be 'wall' or 'cpu', not 'sun'"),
+    (["--coroutines", "x", "marker.py"], "--coroutines must be 'call' or 'wall', not 'x'"),
+    (["--max-depth", "0", "marker.py"], "--max-depth must be >= 1, not 0"),
+    (["--min-percent", "150", "marker.py"], "--min-percent must be between 0 and 100, not 150"),
     (["--max-depth", "ten", "marker.py"], "invalid integer value: 'ten'"),
     (["--bogus", "marker.py"], "no such option: --bogus"),
     (["-o"], "-o option requires 1 argument"),

@@ -3,7 +3,6 @@ the same outcome: ``python -m fastprof -o NAME script.py`` and ``fastprof
 convert/merge in.prof -o NAME`` write the same format, or fail with the
 same one-line error (cmdline.FORMAT_TABLE is the one list of formats)."""
 
-import json
 import marshal
 import os
 import subprocess
@@ -95,7 +94,7 @@ def _outcome(tmp_path, name, status, stdout, stderr, prefix):
 
 def _names():
     names = []
-    for fmt, suffixes, prefixes, _reader in cmdline.FORMAT_TABLE:
+    for _fmt, suffixes, prefixes, _reader in cmdline.FORMAT_TABLE:
         names += ["out" + s for s in suffixes] + [p + ".7" for p in prefixes]
     # names no format claims: pstats, as cProfile writes any name
     return names + ["out.fprof", "out.txt", "restats", "out.svg", "OUT.HTML"]

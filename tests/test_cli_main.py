@@ -16,7 +16,6 @@ import zipapp
 
 import pytest
 
-import fastprof
 from fastprof.profile_file import load_profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

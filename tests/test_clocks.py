@@ -243,7 +243,7 @@ def run_wall_check_in_child(**env):
             child_env[name] = value
     proc = helpers.run_python(["-c", _CHILD], env=child_env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads(lines[-1][len("RESULT "):])
 

@@ -7,7 +7,6 @@ runs of one program (``python -m fastprof -o``), unchanged and changed.
 """
 import os
 import re
-import subprocess
 import sys
 import textwrap
 
@@ -15,7 +14,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
-
 from fastprof import cli, diff  # noqa: E402
 from fastprof.profile_file import ProfileData, write_profile  # noqa: E402
 
@@ -194,3 +192,24 @@ def test_a_real_change_is_reported_first(tmp_path, capsys):
     assert rows_of(out)[0] == "small", out
     rc, out, _ = call(capsys, "diff", base, more_calls, "-s", "calls")
     assert rows_of(out)[0] == "small", out
+
+
+@pytest.mark.parametrize("args,msg", [(["--threshold", "-3"], "'-3' is not a percentage >= 0"),
+                                      (["--min-time", "fast"], "'fast' is not a time"),
+                                      (["-s", "speed"], "unknown metric 'speed'")])
+def test_diff_options_and_the_api_say_the_same(tmp_path, capsys, args, msg):
+    # one check per argument (diff.parse_threshold, parse_min_time,
+    # check_metric): the command line reports the API's own message
+    base = prof(tmp_path, "a.prof", BASE)
+    try:
+        rc = cli.main(["diff", base, base] + args)
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2 and msg in capsys.readouterr().err
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        if args[0] == "-s":
+            diff.ranked([], metric=args[1])
+        elif args[0] == "--threshold":
+            diff.make_noise(1.0, 1.0, threshold=args[1])
+        else:
+            diff.make_noise(1.0, 1.0, min_time=args[1])

@@ -238,7 +238,7 @@ def test_fork_while_profiling_threads():
     assert p["parent_before"][:2] == [1, 1] and p["parent_after"][:2] == [3, 3], p
     assert p["bg_loop"][:2] == [2, 2], p
     assert p["bg_step"][:2] == [counts[0][0] + counts[1][0]] * 2, (p, counts)
-    for tid, ident, _name, st in prof.thread_stats():
+    for _tid, ident, _name, st in prof.thread_stats():
         for i, t in enumerate(bg):
             if ident == t.ident:
                 assert rows(st, "bg_step")["bg_step"][:2] == [counts[i][0]] * 2

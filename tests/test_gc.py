@@ -9,7 +9,6 @@ counts of everything else.
 """
 import functools
 import gc
-import operator
 import os
 import pstats
 import subprocess
@@ -320,13 +319,13 @@ def test_custom_python_timer_with_collections_inside_it(gc_state):
     # frame on top then: allocate, or the list.append whose event was timed
     assert ORACLE.starts > 5 and n == ORACLE.starts
     assert set(callers) <= {key(allocate), ("~", 0, "<method 'append' of 'list' objects>")}
-    for cc, nc, tt, ct, callers in pr.stats.values():
+    for _cc, _nc, tt, ct, _callers in pr.stats.values():
         assert tt >= 0 and ct >= 0
 
 
 def test_out_of_memory_during_a_collection_is_raised_at_disable(gc_state):
-    from fastprof import _fastprof
     import fastprof
+    from fastprof import _fastprof
     pr = fastprof.Profile(builtins=False)
     pr.enable()
     _fastprof._mem_fail_after(0)
@@ -380,6 +379,7 @@ def test_counts_equal_cprofiles_but_for_the_gc_row(tmp_path, gc_state):
     collections happening (a low threshold and an explicit one)."""
     import cProfile
     import importlib.util
+
     import fastprof
     path = tmp_path / "gcprog.py"
     path.write_text(PROGRAM)

@@ -30,6 +30,7 @@ if os.path.join(ROOT, "python") not in sys.path:  # script use
     sys.path.append(os.path.join(ROOT, "python"))
 
 from fastprof.exports import export  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
 from fastprof.exports.html import render_html, report_data  # noqa: E402
@@ -632,8 +633,9 @@ def write_docs_screenshots(outdir):
     exe = find_chromium()
     if not exe:
         raise SystemExit("chromium is not installed (apt-get install chromium)")
-    import fastprof  # the real thing: exact call paths
     import importlib.util
+
+    import fastprof  # the real thing: exact call paths
     tmp = tempfile.mkdtemp(prefix="fastprof-shots-")
     try:
         src = os.path.join(tmp, "webapp.py")

@@ -20,9 +20,9 @@ import tracemalloc
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import helpers  # noqa: E402
-
 import cProfile  # noqa: E402
+
+import helpers  # noqa: E402
 
 CYCLES = 1000
 WARMUP = 100

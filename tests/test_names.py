@@ -17,6 +17,7 @@ from fastprof.profile_file import ProfileData, load_profile, write_profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import cli_env as env  # noqa: E402
+
 HAS_QUALNAME = sys.version_info >= (3, 11)
 
 

@@ -146,6 +146,8 @@ def test_sdist_carries_uthash_and_its_license(built):
     assert "License-Expression: MIT" in pkg_info and "License-File: LICENSE" in pkg_info
     assert "Project-URL: " in pkg_info
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in files)
+    for asset in ("report.html", "report.css", "report.js"):
+        assert "python/fastprof/report_assets/" + asset in files
 
 
 @slow
@@ -168,6 +170,9 @@ def test_wheel_is_manylinux_2_17(built):
         so = built["dir"] / "ext.so"
         so.write_bytes(z.read(sos[0]))
         assert "fastprof-0.1.0.dist-info/licenses/LICENSE" in z.namelist()
+        # the HTML report's page, read with pkgutil.get_data at export time
+        for asset in ("report.html", "report.css", "report.js"):
+            assert "fastprof/report_assets/" + asset in z.namelist(), z.namelist()
     if shutil.which("objdump") is None:
         pytest.skip("objdump (binutils) not installed")
     # every glibc symbol version the extension needs is at most 2.17

@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
 
 sys.path.insert(0, helpers.CORPUS_DIR)
-import recursion  # noqa: E402
 import closures_decorators  # noqa: E402
+import recursion  # noqa: E402
 
 # Functions of the profiled workload every reader must show.
 NAMES = ("fib", "flatten", "workload")

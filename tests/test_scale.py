@@ -3,8 +3,9 @@ the tables stay within 256 bytes per function plus 128 per caller->callee
 edge (plus 128 per call-path node when call paths are recorded), as
 Profile.memory() reports them (the C-heap side of the same budget is checked
 by tests/c/test_memory.c)."""
-import fastprof
 import pytest
+
+import fastprof
 
 N_FUNCTIONS = 200_000
 BYTES_PER_FUNCTION = 256

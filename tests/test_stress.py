@@ -45,7 +45,7 @@ def stress_seconds():
     try:
         seconds = float(value) if value else 3.0
     except ValueError:
-        raise RuntimeError("FASTPROF_STRESS_SECONDS must be a number of seconds, not %r" % value)
+        raise RuntimeError("FASTPROF_STRESS_SECONDS must be a number of seconds, not %r" % value) from None
     return max(0.5, seconds)
 
 
@@ -241,7 +241,7 @@ def _child_main(seconds, coroutines, seed):
                 elif op == "thread_stats":
                     prof.thread_stats()
                 else:
-                    prof.enabled
+                    prof.enabled  # noqa: B018 - the read (a C getter) is the operation under test
                 ops[op] = ops.get(op, 0) + 1
                 time.sleep(rng.random() * 0.0005)
         except BaseException:
@@ -339,7 +339,7 @@ def test_stress_random_control_calls(coroutines):
         proc = helpers.run_python(["-c", code], timeout=seconds + GRACE)
     except Exception as exc:  # subprocess.TimeoutExpired: a hang faulthandler missed
         pytest.fail("the stress child did not finish within %.0f s: %s" % (seconds + GRACE, exc))
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, (
         "the stress child failed (exit %d: a crash, a sanitizer report or a hang)\n"
         "--- stdout ---\n%s\n--- stderr ---\n%s"

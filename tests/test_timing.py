@@ -18,10 +18,10 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import helpers  # noqa: E402
-
 import cProfile  # noqa: E402
 import pstats  # noqa: E402
+
+import helpers  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # (a) the fake-timer profilee.  T is simulated time in ticks; only the profiled
@@ -146,7 +146,7 @@ TOTAL_TICKS = 76
 
 def test_expectations_add_up():
     assert sum(v[2] for v in EXPECTED.values()) == TOTAL_TICKS == EXPECTED["top"][3]
-    for name, (cc, nc, tt, ct, callers) in EXPECTED.items():
+    for _name, (_cc, nc, tt, _ct, callers) in EXPECTED.items():
         assert sum(c[0] for c in callers.values()) in (nc, 0)
         assert sum(c[2] for c in callers.values()) in (tt, 0)
 
@@ -315,7 +315,7 @@ SANITIZED = pytest.mark.skipif(os.environ.get("FASTPROF_SANITIZED") == "1",
 @SANITIZED
 @pytest.mark.parametrize("builtins", [False, True], ids=["nobuiltins", "builtins"])
 def test_real_clock_busy_wait(builtins):
-    for attempt in range(3):  # a loaded machine may stall us; the clock must still agree
+    for _attempt in range(3):  # a loaded machine may stall us; the clock must still agree
         stats, log, wall = profile_spin(builtins=builtins)
         problems = []
         for name in SPINNERS:

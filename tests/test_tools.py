@@ -231,6 +231,30 @@ def test_view_tree(tmp_path, capsys, impl):
     assert "  call path" in out
 
 
+@pytest.mark.parametrize("value", ["150", "-1"])
+def test_min_percent_has_one_check_and_one_message(tmp_path, capsys, value):
+    # fastprof view / convert, python -m fastprof and the API (view.tree_lines,
+    # exports) all run arguments.check_percent: the same words, with the
+    # option's or the keyword's name
+    from fastprof import exports, run_cli, view
+    prof = make_profile(tmp_path, "w.prof")
+    said = "must be between 0 and 100, not %s" % value
+    for args in (["view", prof, "--tree"], ["convert", prof, "-o", tmp_path / "x.html"]):
+        rc, out, err = call(capsys, *(args + ["--min-percent", value]))
+        assert rc == 2 and out == ""
+        assert err.strip() == "fastprof %s: error: --min-percent %s" % (args[0], said)
+    assert not (tmp_path / "x.html").exists()
+    assert run_cli.main(["--min-percent", value, str(tmp_path / "w.prof")]) == 2
+    assert capsys.readouterr().err.strip() == "python -m fastprof: error: --min-percent " + said
+    data = load_profile(prof)
+    with pytest.raises(ValueError, match="^min_percent " + said):
+        view.tree_lines(data, min_percent=float(value))
+    with pytest.raises(ValueError, match="^min_percent " + said):
+        exports.export(data, tmp_path / "y.html", min_percent=float(value))
+    with pytest.raises(ValueError, match="^min_percent " + said):
+        exports.render(data, "collapsed", min_percent=float(value))
+
+
 def test_view_tree_limit(tmp_path, capsys):
     prof = make_profile(tmp_path, "w.prof")
     rc, out, _ = call(capsys, "view", prof, "--tree", "--min-percent", "0", "-n", "3")

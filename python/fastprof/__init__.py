@@ -10,7 +10,17 @@
     python -m fastprof [-o out.prof] [-s cumtime] script.py [args...]
 """
 
-from .profiler import Profile, label, profile, run, runctx
+from .profiler import Profile, profile, run, runctx
 
 __all__ = ["Profile", "run", "runctx", "profile", "label"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # fastprof.label lives in fastprof.names (with the other naming helpers),
+    # which imports typing and re: loaded on first use, so that ``import
+    # fastprof`` imports nothing cProfile does not.
+    if name == "label":
+        from .names import label
+        return label
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

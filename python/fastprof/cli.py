@@ -41,7 +41,7 @@ def _positive_or_zero(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text)
+        raise argparse.ArgumentTypeError("not a number: %r" % text) from None
     if n < 0:
         raise argparse.ArgumentTypeError("must be 0 (all) or more, not %d" % n)
     return n
@@ -53,7 +53,7 @@ def _regex(text: str) -> str:
     try:
         re.compile(text)
     except re.error as exc:
-        raise argparse.ArgumentTypeError("bad regular expression %r: %s" % (text, exc))
+        raise argparse.ArgumentTypeError("bad regular expression %r: %s" % (text, exc)) from None
     return text
 
 
@@ -63,18 +63,35 @@ def _sort(text: str) -> str:
     try:
         return parse_sort(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _percent(text: str) -> float:
-    argparse = _argparse()
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a number: %r" % text)
-    if not 0 <= v <= 100:
-        raise argparse.ArgumentTypeError("must be between 0 and 100")
-    return v
+def _type(check):
+    """An argparse type from one of the checks the API runs too, so both say
+    the same thing: *check*'s ValueError message, after "argument OPTION:"."""
+    def parse(text: str):
+        try:
+            return check(text)
+        except ValueError as exc:
+            raise _argparse().ArgumentTypeError(str(exc)) from None
+    parse.__name__ = check.__name__
+    return parse
+
+
+def _diff_metric(text: str) -> str:
+    from .diff import check_metric
+    return check_metric(text)
+
+
+def _diff_threshold(text: str) -> float:
+    from .diff import parse_threshold
+    return parse_threshold(text)
+
+
+def _diff_min_time(text: str) -> str:
+    from .diff import parse_min_time
+    parse_min_time(text)
+    return text
 
 
 FORMATS_HELP = cmdline.formats_help()
@@ -113,7 +130,7 @@ def build_parser():
                    help="what the functions matching NAME (a regex) called, with the time of each")
     g.add_argument("--tree", action="store_true",
                    help="the call paths as an indented tree (estimated for cProfile files)")
-    p.add_argument("--min-percent", type=_percent, default=1.0, metavar="P",
+    p.add_argument("--min-percent", type=float, default=1.0, metavar="P",
                    help="--tree: fold paths below P%% of the total (default 1)")
     p.add_argument("--thread", metavar="ID",
                    help="only this thread (id or name) of a profile with per-thread stats")
@@ -124,14 +141,14 @@ def build_parser():
                     "cumtime or call count changed most, with absolute and relative change.")
     p.add_argument("base", metavar="BASE", help="the profile before")
     p.add_argument("new", metavar="NEW", help="the profile after")
-    p.add_argument("-s", "--sort", choices=("tottime", "cumtime", "calls"), default="tottime",
-                   help="rank by the change of this (default: tottime)")
+    p.add_argument("-s", "--sort", type=_type(_diff_metric), default="tottime", metavar="METRIC",
+                   help="rank by the change of this: tottime, cumtime or calls (default: tottime)")
     p.add_argument("-n", "--limit", type=_positive_or_zero, default=20, metavar="N",
                    help="show the first N functions (default 20; 0 = all)")
-    p.add_argument("--threshold", type=_diff_threshold, default=10.0, metavar="PERCENT",
+    p.add_argument("--threshold", type=_type(_diff_threshold), default=10.0, metavar="PERCENT",
                    help="a time that moved by at most PERCENT of its base value is noise "
                         "(default 10; 0: any change counts). Changed call counts always count")
-    p.add_argument("--min-time", type=_diff_min_time, default="1%", metavar="TIME",
+    p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
                    help="a time that moved by at most TIME is noise too: 2ms, 150us, 0.003 "
                         "(seconds) or 1%% of the larger total (default 1%%)")
 
@@ -157,7 +174,7 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="the file to write (pstats for a name no format claims; "
                         "'-' for stdout, with --to)")
-    p.add_argument("--min-percent", type=_percent, default=None, metavar="P",
+    p.add_argument("--min-percent", type=float, default=None, metavar="P",
                    help="html, speedscope, collapsed: fold call paths below P%% of the total "
                         "time into their callers (default 0.01; 0 keeps every path)")
 
@@ -186,16 +203,27 @@ def _say(lines):
     out.write("\n")
 
 
+def _check_min_percent(args) -> None:
+    """--min-percent, checked as python -m fastprof and the exports check it."""
+    from .arguments import check_percent
+    if args.min_percent is not None:
+        try:
+            check_percent("--min-percent", args.min_percent)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+
 def cmd_view(args) -> int:
     from . import view
     from .names import by_match_key
     from .profile_file import ProfileData
+    _check_min_percent(args)
     data = _load(args.file)
     micro = view.micro_sign(sys.stdout)
     try:
         stats, what = view.select_stats(data, args.thread)
     except ValueError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from None
     name = args.file + (" " + what if what else "")
     nthreads = view.threads_selected(data, args.thread)
     shown = by_match_key(stats)  # C functions named with an address: one row
@@ -227,26 +255,6 @@ def cmd_view(args) -> int:
     return 0
 
 
-def _diff_threshold(text: str) -> float:
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise _argparse().ArgumentTypeError("%r is not a percentage >= 0 (e.g. 10)" % text)
-    return value
-
-
-def _diff_min_time(text: str) -> str:
-    from .diff import parse_min_time
-    try:
-        parse_min_time(text)
-    except ValueError:
-        raise _argparse().ArgumentTypeError("%r is not a time (2ms, 150us, 0.003) or a percent of "
-                                         "the total (1%%)" % text)
-    return text
-
-
 def cmd_diff(args) -> int:
     from . import diff, view
     base = _load(args.base)
@@ -261,7 +269,7 @@ def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
     try:
         cmdline.write_output(data, out, fmt, title=title, min_percent=min_percent)
     except OSError as exc:
-        raise UsageError("cannot write %s: %s" % (out, exc.strerror or exc))
+        raise UsageError("cannot write %s: %s" % (out, exc.strerror or exc)) from None
 
 
 def _note_estimated(data, fmt: str, out: str, command: str) -> None:
@@ -272,6 +280,7 @@ def _note_estimated(data, fmt: str, out: str, command: str) -> None:
 
 
 def cmd_convert(args) -> int:
+    _check_min_percent(args)
     fmt = cmdline.output_format(args.output, args.to)
     cmdline.check_output_path(args.output, [args.file])
     data = _load(args.file)

@@ -40,26 +40,43 @@ class Noise:
         return "within \u00b1%g%% or under %s" % (100 * self.threshold, format_time(self.floor, micro))
 
 
+def parse_threshold(value) -> float:
+    """A noise threshold in percent of the base value: ``10``, ``"10"`` or
+    ``"10%"`` -> 10.0; ValueError unless a number >= 0."""
+    try:
+        number = float(value.rstrip("%") if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise ValueError("%r is not a percentage >= 0 (e.g. 10)" % (value,))
+    return number
+
+
 def parse_min_time(text: str) -> Tuple[str, float]:
     """``"2ms"``, ``"150us"``, ``"0.003"`` (seconds) or ``"1%"`` (of the total)
     -> ``("s", seconds)`` or ``("%", percent)``; ValueError if neither."""
-    t = text.strip().lower().replace("\u00b5", "u")
-    if t.endswith("%"):
-        value, kind = float(t[:-1]), "%"
-    else:
-        for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("", 1.0)):
-            if t.endswith(unit):
-                value, kind = float(t[:len(t) - len(unit)]) * scale, "s"
-                break
+    t = str(text).strip().lower().replace("\u00b5", "u")
+    try:
+        if t.endswith("%"):
+            value, kind = float(t[:-1]), "%"
+        else:
+            for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("", 1.0)):
+                if t.endswith(unit):
+                    value, kind = float(t[:len(t) - len(unit)]) * scale, "s"
+                    break
+    except ValueError:
+        value = -1.0
     if not value >= 0 or value == float("inf"):
-        raise ValueError("must be >= 0")
+        raise ValueError("%r is not a time (2ms, 150us, 0.003) or a percent of the total (1%%)"
+                         % (text,))
     return kind, value
 
 
 def make_noise(base_total: float, new_total: float, threshold: float = DEFAULT_THRESHOLD,
                min_time: str = DEFAULT_MIN_TIME) -> Noise:
-    """The Noise for two profiles: ``threshold`` in percent, ``min_time`` as
-    ``parse_min_time`` reads it (a percent is of the larger total)."""
+    """The Noise for two profiles: ``threshold`` in percent (``parse_threshold``),
+    ``min_time`` as ``parse_min_time`` reads it (a percent is of the larger total)."""
+    threshold = parse_threshold(threshold)
     kind, value = parse_min_time(min_time)
     floor = value if kind == "s" else value / 100.0 * max(base_total, new_total)
     return Noise(threshold / 100.0, floor)
@@ -152,12 +169,18 @@ def significance(c: Change, metric: str, noise: Noise) -> int:
     return 2 if counts or c.base_key != c.new_key else 3
 
 
+def check_metric(metric: str) -> str:
+    """*metric* if it is one of METRICS (what ``fastprof diff -s`` ranks by)."""
+    if metric not in METRICS:
+        raise ValueError("unknown metric %r; use one of: %s" % (metric, ", ".join(METRICS)))
+    return metric
+
+
 def ranked(changes: List[Change], metric: str = "tottime", noise: Optional[Noise] = None) -> List[Change]:
     """The changed functions, most significant first (``significance``),
     then by the absolute change of *metric*. Without *noise* any difference
     is a change."""
-    if metric not in METRICS:
-        raise ValueError("unknown metric %r; use one of: %s" % (metric, ", ".join(METRICS)))
+    check_metric(metric)
     noise = noise or Noise()
     tiers = {id(c): significance(c, metric, noise) for c in changes if c.changed}
     rows = [c for c in changes if tiers.get(id(c), 3) < 3]

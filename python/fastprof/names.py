@@ -1,6 +1,7 @@
 """How functions are named for people, beside their pstats keys.
 
-A pstats key ``(file, line, name)`` is what cProfile writes and what every
+A pstats key ``(file, line, name)`` (``label`` makes one from a code object
+or a C function's name) is what cProfile writes and what every
 reader matches on; this module never changes one.  It only says how a key is
 *shown* and which keys are *the same function* across runs:
 
@@ -29,6 +30,17 @@ FuncKey = Tuple[str, int, str]
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 QUALNAME_SEPARATOR = " | "
+
+
+def label(code) -> FuncKey:
+    """The pstats key of a profiled function: ``(file, line, name)``.
+
+    C functions come as a str from the C module; cProfile files them under
+    ``('~', 0, name)`` ('~' sorts them last) and so do we.
+    """
+    if isinstance(code, str):
+        return ("~", 0, code)
+    return (code.co_filename, code.co_firstlineno, code.co_name)
 
 
 def is_builtin(key: FuncKey) -> bool:

@@ -42,10 +42,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .names import FuncKey
+
 FORMAT_NAME = "fastprof"
 FORMAT_VERSION = 1
 
-FuncKey = Tuple[str, int, str]
 # (parent index or -1, function index, calls, tottime, cumtime)
 Node = Tuple[int, int, int, float, float]
 

@@ -10,28 +10,15 @@ unchanged.
 import sys
 
 from . import _fastprof
+from .arguments import CLOCKS, COROUTINE_MODES, check_bool, check_choice, check_max_depth
 
-# Nothing else is imported here: ``import fastprof`` must not change what
-# the program's own imports cost (threading, weakref, functools... register
-# ABCs, which empties every ABC's isinstance cache). The rest is imported
-# where it is used; threading only if the program imported it.
+# Nothing else is imported here (arguments imports nothing): ``import
+# fastprof`` must not change what the program's own imports cost (threading,
+# weakref, functools... register ABCs, which empties every ABC's isinstance
+# cache). The rest is imported where it is used; threading only if the
+# program imported it.
 
-__all__ = ["Profile", "run", "runctx", "profile", "label"]
-
-CLOCKS = ("wall", "cpu")
-COROUTINE_MODES = ("call", "wall")
-
-
-def label(code):
-    """The pstats key of a profiled function: ``(file, line, name)``.
-
-    C functions come as a str from the C module; cProfile files them under
-    ``('~', 0, name)`` ('~' sorts them last) and so do we.
-    """
-    if isinstance(code, str):
-        return ('~', 0, code)
-    return (code.co_filename, code.co_firstlineno, code.co_name)
-
+__all__ = ["Profile", "run", "runctx", "profile"]
 
 def entries_to_stats(entries):
     """Turn ``getstats()`` entries into a pstats dict.
@@ -43,6 +30,7 @@ def entries_to_stats(entries):
     sums two profiles -- counts, times, and callers, on either side of an
     edge.
     """
+    from .names import label
     stats = {}
     for entry in entries:
         func = label(entry.code)
@@ -86,6 +74,7 @@ def callpaths_to_file(nodes):
     functions share a label are merged into one (counts and times summed),
     and so are their children, recursively, as in ``entries_to_stats``.
     """
+    from .names import label
     from .profile_file import CallPaths
     functions = []
     index = {}
@@ -134,19 +123,6 @@ def _sort_args(sort):
     return (sort,)
 
 
-def _check_bool(name, value):
-    if not isinstance(value, (bool, int)):
-        raise TypeError("%s must be True or False, not %r" % (name, value))
-    return bool(value)
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError("%s must be %s, not %r" % (
-            name, " or ".join(repr(c) for c in choices), value))
-    return value
-
-
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
@@ -188,17 +164,14 @@ class Profile(_fastprof.Profiler):
             raise TypeError("timeunit must be a number, not %r" % (timeunit,))
         if not timeunit >= 0.0:
             raise ValueError("timeunit must be >= 0, not %r" % (timeunit,))
-        subcalls = _check_bool("subcalls", subcalls)
-        builtins = _check_bool("builtins", builtins)
-        threads = _check_bool("threads", threads)
-        callpaths = _check_bool("callpaths", callpaths)
-        gc = _check_bool("gc", gc)
-        _check_choice("clock", clock, CLOCKS)
-        _check_choice("coroutines", coroutines, COROUTINE_MODES)
-        if isinstance(max_depth, bool) or not isinstance(max_depth, int):
-            raise TypeError("max_depth must be an int, not %r" % (max_depth,))
-        if max_depth < 1:
-            raise ValueError("max_depth must be >= 1, not %r" % (max_depth,))
+        subcalls = check_bool("subcalls", subcalls)
+        builtins = check_bool("builtins", builtins)
+        threads = check_bool("threads", threads)
+        callpaths = check_bool("callpaths", callpaths)
+        gc = check_bool("gc", gc)
+        check_choice("clock", clock, CLOCKS)
+        check_choice("coroutines", coroutines, COROUTINE_MODES)
+        check_max_depth("max_depth", max_depth)
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
                          max_depth=max_depth, gc=gc)
@@ -352,8 +325,7 @@ class Profile(_fastprof.Profiler):
         return entries_to_stats(self.getstats(tid))
 
     def _thread_name(self, tid, ident):
-        name = self._thread_names.get(tid)
-        return name if name is not None else "Thread-%d (ended)" % ident
+        return _threads_mod().record_name(self._thread_names, tid, ident)
 
     def _thread_id(self, thread):
         """Accept an id from threads()/thread_stats() or a threading.Thread."""

@@ -24,7 +24,7 @@ import io
 import os
 import sys
 
-from fastprof import cmdline
+from fastprof import arguments, cmdline
 from fastprof.cmdline import UsageError
 
 # --threads is on by default on the command line: one switch to flip
@@ -37,9 +37,9 @@ DEFAULT_SORT = 2 if sys.version_info >= (3, 11) else -1
 PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
-         "[--clock {wall,cpu}] [--coroutines {call,wall}] [--callpaths] "
+         "[--clock {%s}] [--coroutines {%s}] [--callpaths] "
          "[--max-depth N] [--no-builtins] (-m module | script.py | app.pyz | directory) "
-         "[args ...]" % PROG)
+         "[args ...]" % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
 
 DESCRIPTION = """\
 Run a Python script or module under fastprof, then print its profile (a
@@ -121,9 +121,10 @@ def build_parser():
                  help="print one table per thread instead of one merged table; threads "
                       "named alike (Thread-1, Thread-2...) share one "
                       "(the threads are in the -o .prof file anyway)")
-    p.add_option("--clock", type="choice", choices=("wall", "cpu"), default="wall",
+    # --clock and --coroutines are checked in main(), by the checks Profile uses
+    p.add_option("--clock", default="wall", metavar="CLOCK",
                  help="wall: elapsed time (default); cpu: CPU time of each thread")
-    p.add_option("--coroutines", type="choice", choices=("call", "wall"), default="call",
+    p.add_option("--coroutines", default="call", metavar="MODE",
                  help="call: each resume of a generator/coroutine is a call, as in "
                       "cProfile (default); wall: one call from start to finish")
     p.add_option("--callpaths", action="store_true", default=False,
@@ -261,7 +262,7 @@ def check_module(modname):
     try:
         runpy._get_module_details(modname)  # what runpy.run_module itself uses
     except ImportError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from None
     except AttributeError:  # pragma: no cover - a Python without it
         return
     except SyntaxError:
@@ -459,6 +460,19 @@ def _print_output(prof, options):
     sys.stdout.flush()
 
 
+def _check_options(options):
+    """The option values Profile and the exports check too, by the same
+    functions (arguments.py): UsageError with their message."""
+    try:
+        arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
+        arguments.check_choice("--coroutines", options.coroutines, arguments.COROUTINE_MODES)
+        arguments.check_max_depth("--max-depth", options.max_depth)
+        if options.min_percent is not None:
+            arguments.check_percent("--min-percent", options.min_percent)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def main(argv=None):
     """Run the command line; return the exit status.
 
@@ -489,10 +503,7 @@ def main(argv=None):
                 parser.print_usage(sys.stderr)
             raise UsageError("no program to profile: give a script.py, -m module, "
                              "directory or .pyz after the options")
-        if options.max_depth < 1:
-            raise UsageError("--max-depth must be at least 1, not %d" % options.max_depth)
-        if options.min_percent is not None and not 0 <= options.min_percent <= 100:
-            raise UsageError("--min-percent must be between 0 and 100, not %g" % options.min_percent)
+        _check_options(options)
         if options.to is not None and options.outfile is None:
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
         kind = "module"

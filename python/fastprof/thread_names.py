@@ -113,6 +113,13 @@ def name_records(records, names, names_at_enable, ended_before_start):
             names[tid] = ended.pop()
 
 
+def record_name(names, tid, ident):
+    """The name of record *tid* (thread *ident*): the one *names* found, else
+    ``"Thread-<ident> (ended)"`` (a thread that ended before it could be seen)."""
+    name = names.get(tid)
+    return name if name is not None else "Thread-%d (ended)" % ident
+
+
 # -- names written down when threads start -----------------------------------
 #
 # A server's request threads end long before the stats are read, and their

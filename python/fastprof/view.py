@@ -10,8 +10,9 @@ import re
 import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
-from .exports._tree import build_tree
-from .names import by_match_key, func_label, is_builtin, readable_name, short_path, stdname
+from .arguments import check_percent
+from .calltree import build_tree
+from .names import func_label, is_builtin, readable_name, short_path, stdname
 from .profile_file import FuncKey, ProfileData
 from .thread_names import group_threads, merged_thread_stats, thread_pattern
 
@@ -305,6 +306,7 @@ def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5
     "... N more" line per parent (left out when even together they stay
     below it).
     """
+    min_percent = check_percent("min_percent", min_percent)
     tree = build_tree(data)
     totals_ = tree.totals()
     grand = totals(data.stats)[0] if data.stats else tree.total_time()

@@ -27,6 +27,7 @@ import io
 import os
 from typing import Optional
 
+from ..arguments import check_percent
 from ..cmdline import FORMATS, check_format, format_for_name, known_names
 from ..profile_file import ProfileData, write_profile
 
@@ -63,10 +64,7 @@ def check_min_percent(min_percent: Optional[float]) -> float:
     """*min_percent* as a number (None: the default); ValueError unless 0..100."""
     if min_percent is None:
         return DEFAULT_MIN_PERCENT
-    value = float(min_percent)
-    if not 0.0 <= value <= 100.0:
-        raise ValueError("min_percent must be between 0 and 100, not %r" % (min_percent,))
-    return value
+    return check_percent("min_percent", min_percent)
 
 
 def folding_note(fmt: str, min_percent: Optional[float]) -> str:

@@ -18,9 +18,8 @@ calls a) stays; KCachegrind shows it as a cycle.
 from collections import defaultdict
 from typing import Dict, TextIO
 
+from ..names import by_match_key, is_builtin, readable_name
 from ..profile_file import FuncKey, ProfileData
-from ..names import by_match_key, readable_name
-from ._tree import is_builtin
 
 BUILTIN_FILE = "<built-in>"
 

@@ -15,13 +15,14 @@ added to their caller's line (the format has no comments: the CLI says so
 on stderr), so the weights still add up to the total.
 
 A cProfile file without call paths gets the tree estimated from its callers
-(see ``_tree``); the CLI says so on stderr.
+(see ``fastprof.calltree``); the CLI says so on stderr.
 """
 
 from typing import Iterator, TextIO, Tuple
 
+from ..calltree import build_tree
+from ..names import func_label
 from ..profile_file import ProfileData
-from ._tree import build_tree, func_label
 
 
 def _frame(key, qualnames=None) -> str:

@@ -1,6 +1,6 @@
 """One self-contained HTML report: no network fetch, no CDN, works offline.
 
-The page (template, CSS and JavaScript in ``fastprof/html/``) is filled in
+The page (template, CSS and JavaScript in ``fastprof/report_assets/``) is filled in
 with the profile as one JSON blob:
 
 - the function table (calls, tottime, cumtime, per call, percent), sortable
@@ -28,9 +28,9 @@ import pkgutil
 import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
+from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
+from ..names import is_builtin, readable_name, short_path
 from ..profile_file import FuncKey, ProfileData
-from ..names import readable_name
-from ._tree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, is_builtin, short_path, tree_from_callers
 
 MAX_SOURCE_LINES = 300
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -38,10 +38,15 @@ MAX_SOURCE_BYTES = 1024 * 1024
 MIN_SOURCE_FRACTION = 1e-4
 
 
+# the page's template, CSS and JavaScript: package data (setup.py ships every
+# non-Python file under python/fastprof)
+ASSETS = "report_assets"
+
+
 def _asset(name: str) -> str:
-    raw = pkgutil.get_data("fastprof", "html/" + name)
+    raw = pkgutil.get_data("fastprof", ASSETS + "/" + name)
     if raw is None:  # pragma: no cover - a loader without get_data
-        raise FileNotFoundError("fastprof/html/" + name)
+        raise FileNotFoundError("fastprof/%s/%s" % (ASSETS, name))
     return raw.decode("utf-8")
 
 

@@ -8,7 +8,7 @@ of the calls (a deterministic profile keeps totals, not a timeline): read
 the "Left Heavy" and "Sandwich" views, not "Time Order", as time.
 
 A cProfile file without call paths gets the tree estimated from its callers
-(see ``_tree``); the profile name then says "(estimated call paths)".  Paths
+(see ``fastprof.calltree``); the profile name then says "(estimated call paths)".  Paths
 below *min_fraction* of the total are folded into their callers' self time,
 and the name says that too.
 """
@@ -16,9 +16,9 @@ and the name says that too.
 import json
 from typing import List, TextIO, Tuple
 
+from ..calltree import CallTree, build_tree
+from ..names import is_builtin, readable_name
 from ..profile_file import ProfileData
-from ..names import readable_name
-from ._tree import CallTree, build_tree, is_builtin
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 

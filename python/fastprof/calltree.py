@@ -1,4 +1,5 @@
-"""The calling-context tree every flame-graph-like export draws.
+"""The calling-context tree: what ``fastprof view --tree`` prints and every
+flame-graph-like export draws.
 
 With a fastprof file that recorded call paths (``callpaths=True``) the tree
 is exact: it is the trailer's node list.  A plain cProfile file only has the
@@ -28,11 +29,10 @@ parents keep their width and the total stays whole.
 """
 
 import heapq
-import os
-import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..profile_file import FuncKey, ProfileData
+from .names import FuncKey
+from .profile_file import ProfileData
 
 # An estimated tree stops growing at this many nodes (the widest branches are
 # expanded first) and does not expand branches narrower than this fraction of
@@ -461,9 +461,3 @@ def _reorder(tree: CallTree) -> CallTree:
 def _sort_key(key: FuncKey):
     return (str(key[0]), int(key[1]) if isinstance(key[1], int) else 0, str(key[2]))
 
-
-# ---------------------------------------------------------------- naming
-
-# The naming helpers live in fastprof.names (beside the keys they name);
-# re-exported here for the exporters that import them from this module.
-from ..names import func_label, is_builtin, short_path, stdname  # noqa: E402,F401

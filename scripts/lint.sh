@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The style rules, checked (what `make lint` runs, and `make test` before the tests):
+#   python  ruff check (pyproject.toml [tool.ruff]) on the whole tree
+#   c       clang-format --dry-run --Werror (.clang-format) on csrc/ and tests/c/
+# `scripts/lint.sh python` or `scripts/lint.sh c` runs one part; no argument runs both.
+# ruff is pinned and lives in its own venv, .venv/ruff-VERSION (made once, as
+# scripts/venv.sh makes the test venvs); clang-format is a Debian package
+# (scripts/apt-packages.txt, installed by scripts/install-apt-deps.sh).
+# Exits non-zero, naming the offending files, when a check fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+RUFF_VERSION=0.17.5
+PY_DIRS=(python tests benchmarks scripts examples setup.py)
+
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(python c)
+
+ruff_bin() {
+    local dir=.venv/ruff-$RUFF_VERSION
+    if ! "$dir/bin/ruff" --version >/dev/null 2>&1; then
+        echo "lint: installing ruff $RUFF_VERSION into $dir" >&2
+        rm -rf "$dir"
+        python3 -m venv "$dir"
+        # (the grep drops a warning some machines' pip config prints, as venv.sh does)
+        "$dir/bin/python" -m pip install --quiet --no-input --progress-bar off \
+            "ruff==$RUFF_VERSION" < /dev/null 2>&1 \
+            | { grep -vF 'is ignored: it is neither a file nor a directory' || true; } >&2
+    fi
+    echo "$dir/bin/ruff"
+}
+
+lint_python() {
+    local ruff
+    ruff=$(ruff_bin)
+    echo "lint: ruff check ${PY_DIRS[*]}"
+    "$ruff" check --no-cache --quiet "${PY_DIRS[@]}"
+}
+
+lint_c() {
+    if ! command -v clang-format >/dev/null 2>&1; then
+        scripts/install-apt-deps.sh >&2
+    fi
+    local files
+    mapfile -t files < <(ls csrc/*.[ch] tests/c/*.[ch] 2>/dev/null)
+    echo "lint: clang-format --dry-run --Werror on ${#files[@]} files in csrc/ tests/c/"
+    local bad=()
+    for f in "${files[@]}"; do
+        clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+    done
+    if [ ${#bad[@]} -gt 0 ]; then
+        echo "lint: not formatted as .clang-format says (clang-format -i FILE fixes them):" >&2
+        printf '  %s\n' "${bad[@]}" >&2
+        return 1
+    fi
+}
+
+status=0
+for part in "${parts[@]}"; do
+    case $part in
+        python) lint_python || status=1 ;;
+        c)      lint_c || status=1 ;;
+        *) echo "usage: scripts/lint.sh [python] [c]" >&2; exit 2 ;;
+    esac
+done
+[ $status -eq 0 ] && echo "lint: ok"
+exit $status
