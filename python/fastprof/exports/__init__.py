@@ -28,16 +28,15 @@ import os
 from typing import Optional
 
 from ..arguments import check_percent
-from ..cmdline import FORMATS, check_format, format_for_name, known_names
+from ..cmdline import FORMATS, TREE_FORMATS, check_format, format_for_name, known_names
 from ..profile_file import ProfileData, write_profile
 
 # The formats and the file names that choose them are cmdline.FORMAT_TABLE,
 # shared with both command lines.
 
-# Formats drawn from the call tree, and the default cut of their paths (percent
-# of the total time): 0.01% keeps black's 189,000 call paths to 3,800, every
-# path wider than a pixel of a 100x zoom of a 1400-pixel flame graph.
-TREE_FORMATS = ("speedscope", "collapsed", "html")
+# The default cut of the call-tree formats' paths (cmdline.TREE_FORMATS;
+# percent of the total time): 0.01% keeps black's 189,000 call paths to 3,800,
+# every path wider than a pixel of a 100x zoom of a 1400-pixel flame graph.
 DEFAULT_MIN_PERCENT = 0.01
 
 
