@@ -14,3 +14,10 @@ from .profiler import Profile, label, profile, run, runctx
 
 __all__ = ["Profile", "run", "runctx", "profile", "label"]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext fastprof``: the %fastprof and %%fastprof magics (IPython is
+    imported only now)."""
+    from .ipython_magic import load
+    load(ipython)

@@ -109,13 +109,13 @@ class FastprofSession:
         if self.profile is None:
             self.profile = self._new_profile()
         prof = self.profile
+        start = time.perf_counter()  # before enable(): no row of its own
         try:
             prof.enable()
         except Exception as exc:  # another tool holds the profiler slot
             self.problems.append("%s: not profiled: %s" % (item.nodeid, exc))
             yield
             return
-        start = time.perf_counter()
         try:
             yield
         finally:
