@@ -210,7 +210,8 @@ class FastprofMagic:
             # from the user's code on: this frame is not theirs
             tb = error.__traceback__
             error.__traceback__ = tb.tb_next if tb is not None else None
-            shell.showtraceback((type(error), error, error.__traceback__))
+            # (tb_offset=0: IPython 8 would skip one more frame by default)
+            shell.showtraceback((type(error), error, error.__traceback__), tb_offset=0)
         self.report(prof, options, inline)
         if isinstance(error, KeyboardInterrupt):
             raise error
