@@ -8,8 +8,6 @@ display formatter keeps only text/plain. cProfile, run here on the same
 function, gives the expected call counts.
 """
 import cProfile
-import json
-import os
 import pstats
 import re
 import textwrap

@@ -22,7 +22,6 @@ import pytest
 DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
-_DEFAULT = object()  # --fastprof with no FILE
 
 
 def pytest_addoption(parser):
