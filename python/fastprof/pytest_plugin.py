@@ -95,6 +95,7 @@ class FastprofSession:
         self.per_test_files = {}   # file name -> node id
         self.problems = []         # one line each, shown in the summary
         self.written = None
+        self.final = None          # what was written (or shown) at the end
 
     # -- the phases --------------------------------------------------------
 
@@ -182,7 +183,7 @@ class FastprofSession:
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
         tr.write_sep("=", "fastprof")
-        data = getattr(self, "final", None)
+        data = self.final
         if data is None:
             tr.write_line("no test ran: nothing was profiled")
         else:
