@@ -181,9 +181,8 @@ def test_wheel_is_manylinux_2_17(built):
     assert versions and max(versions) <= (2, 17), sorted(versions)
 
 
-@slow
-@not_sanitized
-def test_wheel_installs_offline_and_profiles(built, tmp_path):
+def wheel_venv(built, tmp_path):
+    """A fresh venv with the wheel installed offline: (venv dir, its python, env)."""
     base = subprocess.run([str(ROOT / "scripts/find-python.sh"), VERSION], capture_output=True, text=True,
                           check=True).stdout.strip()
     venv = tmp_path / "venv"
@@ -192,6 +191,13 @@ def test_wheel_installs_offline_and_profiles(built, tmp_path):
     py = venv / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "--no-index", "--no-deps", "--no-input", "-q",
                     str(built["wheel"])], check=True, env=env, timeout=300)
+    return venv, py, env
+
+
+@slow
+@not_sanitized
+def test_wheel_installs_offline_and_profiles(built, tmp_path):
+    venv, py, env = wheel_venv(built, tmp_path)
     script = tmp_path / "work.py"
     script.write_text("import sys\n"
                       "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
@@ -213,3 +219,39 @@ def test_wheel_installs_offline_and_profiles(built, tmp_path):
     r = subprocess.run([str(venv / "bin" / "fastprof"), "view", str(prof), "-n", "3"], capture_output=True,
                        text=True, env=env, timeout=300)
     assert r.returncode == 0 and "fib" in r.stdout, r.stdout + r.stderr
+
+
+@slow
+@not_sanitized
+def test_wheel_registers_the_pytest_plugin(built, tmp_path):
+    venv, py, env = wheel_venv(built, tmp_path)
+    # pytest for that venv, offline: the pytest running this test, found through
+    # a .pth file (after the venv's own site-packages, so fastprof is the wheel's)
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True, env=env).stdout.strip()
+    Path(site, "test-pytest.pth").write_text(str(Path(pytest.__file__).resolve().parent.parent) + "\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_fib.py").write_text(
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "def test_fib():\n    assert fib(15) == 610\n")
+
+    def pytest_in_venv(*args):
+        return subprocess.run([str(py), "-m", "pytest", "-p", "no:cacheprovider"] + list(args),
+                              cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+
+    r = pytest_in_venv("test_fib.py", "--fastprof")   # no -p: the pytest11 entry point loads it
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "profile written to %s" % (tmp_path / "fastprof.prof") in r.stdout
+    check = ("import fastprof, pstats\n"
+             "print(fastprof.__file__)\n"
+             "print([v[1] for k, v in pstats.Stats('fastprof.prof').stats.items() if k[2] == 'fib'][0])\n")
+    where, calls = subprocess.run([str(py), "-c", check], cwd=tmp_path, capture_output=True, text=True,
+                                  env=env, check=True).stdout.splitlines()
+    assert where.startswith(str(venv / "lib")), where
+    assert calls == "1973"
+    (tmp_path / "fastprof.prof").unlink()
+    r = pytest_in_venv("test_fib.py", "-p", "no:fastprof", "--fastprof")
+    assert r.returncode == 4 and "unrecognized arguments: --fastprof" in r.stderr, r.stdout + r.stderr
+    r = pytest_in_venv("test_fib.py", "-p", "no:fastprof")
+    assert r.returncode == 0 and "fastprof" not in r.stdout
+    assert not (tmp_path / "fastprof.prof").exists()

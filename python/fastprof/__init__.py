@@ -24,3 +24,10 @@ def __getattr__(name):
         from .names import label
         return label
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext fastprof``: the %fastprof and %%fastprof magics (IPython is
+    imported only now)."""
+    from .ipython_magic import load
+    load(ipython)

@@ -1,0 +1,270 @@
+"""The pytest plugin: ``pytest --fastprof[=FILE]`` and ``--fastprof-per-test DIR``.
+
+Registered through the ``pytest11`` entry point as ``fastprof`` (so
+``-p no:fastprof`` turns it off). pytest imports every plugin at start-up:
+this module imports nothing but os and pytest itself until one of its
+options is given (``import fastprof`` loads the C extension, nothing else).
+
+What is profiled: the three phases of each test -- setup (its fixtures),
+call (the test function) and teardown (fixture finalizers) -- and nothing
+between them (collection, reporting, other plugins' hook wrappers are
+not).  Profiling starts as the last hook wrapper around each phase and stops
+as the first thing after it, so only pytest's runner functions that run a
+phase (a few rows, microseconds) are in the profile besides the test's own
+code.  All threads that run Python code while a phase runs are profiled,
+as ``python -m fastprof`` does.
+"""
+
+import os
+
+import pytest
+
+DEFAULT_FILE = "fastprof.prof"
+SLOWEST_TESTS = 5
+TOP_FUNCTIONS = 10
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("fastprof", "fastprof profiler")
+    group.addoption(
+        "--fastprof", nargs="?", const=DEFAULT_FILE, default=None, metavar="FILE",
+        help="profile each test's setup, call and teardown with fastprof; write the "
+             "profile to FILE (default: %s in the rootdir), in the format its name "
+             "asks for (.prof, .html, .callgrind, .speedscope.json, .collapsed), and "
+             "show the slowest tests and functions at the end. Write --fastprof=FILE "
+             "(with '=') or put it after the test paths, so that a path is not taken "
+             "for FILE." % DEFAULT_FILE)
+    group.addoption(
+        "--fastprof-per-test", metavar="DIR", default=None,
+        help="also write one .prof file per test into DIR (created if needed), "
+             "named after the test's node id")
+
+
+def pytest_configure(config):
+    outfile = config.getoption("fastprof", None)
+    per_test = config.getoption("fastprof_per_test", None)
+    if outfile is None and per_test is None:
+        return
+    if outfile == DEFAULT_FILE:
+        outfile = os.path.join(str(config.rootpath), DEFAULT_FILE)
+    session = FastprofSession(config, outfile, per_test)
+    config.pluginmanager.register(session, "fastprof-session")
+
+
+def _looks_like_test_path(value):
+    """True if --fastprof's FILE is really a test path (``--fastprof tests/``)."""
+    return "::" in value or value.endswith(".py") or os.path.isdir(value)
+
+
+def safe_file_name(nodeid):
+    """A file name for a test's node id: letters, digits, '.', '-' and '_' only."""
+    import re
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("_.") or "test"
+    return name[:200]
+
+
+class FastprofSession:
+    """Profiles the test phases of one pytest session (registered only when
+    --fastprof or --fastprof-per-test is given)."""
+
+    def __init__(self, config, outfile, per_test_dir):
+        from fastprof import cmdline
+        self.config = config
+        self.fmt = None
+        try:
+            if outfile is not None:
+                if _looks_like_test_path(outfile):
+                    raise cmdline.UsageError(
+                        "--fastprof took %r for its FILE: write --fastprof=FILE, or put "
+                        "--fastprof after the test paths" % outfile)
+                outfile = os.path.abspath(outfile)  # a test may chdir
+                self.fmt = cmdline.output_format(outfile)
+                cmdline.check_output_path(outfile)
+            if per_test_dir is not None:
+                per_test_dir = os.path.abspath(per_test_dir)
+                os.makedirs(per_test_dir, exist_ok=True)
+                cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
+        except (cmdline.UsageError, OSError) as exc:
+            raise pytest.UsageError("fastprof: %s" % exc)
+        self.outfile = outfile
+        self.per_test_dir = per_test_dir
+        self.callpaths = self.fmt in cmdline.TREE_FORMATS
+        self.profile = None        # the session's profile (one per test with per_test_dir)
+        self.data = None           # per_test_dir: the tests' profiles summed (ProfileData)
+        self.times = {}            # node id -> profiled seconds (its three phases)
+        self.per_test_files = {}   # file name -> node id
+        self.problems = []         # one line each, shown in the summary
+        self.written = None
+        self.final = None          # what was written (or shown) at the end
+
+    # -- the phases --------------------------------------------------------
+
+    def _new_profile(self):
+        from fastprof.profiler import Profile
+        return Profile(threads=True, callpaths=self.callpaths)
+
+    def _profiled(self, item):
+        """Run the rest of a phase (the hook wrapper's yield) under the profile."""
+        import time
+        if self.profile is None:
+            self.profile = self._new_profile()
+        prof = self.profile
+        start = time.perf_counter()  # before enable(): no row of its own
+        try:
+            prof.enable()
+        except Exception as exc:  # another tool holds the profiler slot
+            self.problems.append("%s: not profiled: %s" % (item.nodeid, exc))
+            yield
+            return
+        try:
+            yield
+        finally:
+            try:
+                prof.disable()
+            except Exception as exc:
+                self.problems.append("%s: profiling stopped early: %s" % (item.nodeid, exc))
+            self.times[item.nodeid] = self.times.get(item.nodeid, 0.0) + (
+                time.perf_counter() - start)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._profiled(item)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_call(self, item):
+        yield from self._profiled(item)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item):
+        yield from self._profiled(item)
+        if self.per_test_dir is not None:
+            self._test_done(item.nodeid)
+
+    def _test_done(self, nodeid):
+        """--fastprof-per-test: write this test's profile, add it to the sum."""
+        prof, self.profile = self.profile, None
+        if prof is None:
+            return
+        data = _without_own_rows(prof.profile_data())
+        name = safe_file_name(nodeid)
+        base, n = name, 1
+        while name in self.per_test_files:
+            n += 1
+            name = "%s-%d" % (base, n)
+        self.per_test_files[name] = nodeid
+        from fastprof.profile_file import write_profile
+        try:
+            with open(os.path.join(self.per_test_dir, name + ".prof"), "wb") as f:
+                write_profile(f, data)
+        except OSError as exc:
+            self.problems.append("cannot write %s's profile: %s" % (nodeid, exc))
+        self.data = data if self.data is None else _add(self.data, data)
+
+    # -- the end -----------------------------------------------------------
+
+    def session_data(self):
+        if self.per_test_dir is not None:
+            return self.data
+        return None if self.profile is None else _without_own_rows(self.profile.profile_data())
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        # written here, however the run ends (failures, -x, Ctrl-C)
+        self.final = self.session_data()
+        if self.final is None or self.outfile is None:
+            return
+        from fastprof import cmdline
+        try:
+            cmdline.write_output(self.final, self.outfile, self.fmt)
+            self.written = self.outfile
+        except OSError as exc:
+            self.problems.append("cannot write %s: %s" % (self.outfile, exc.strerror or exc))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        tr.write_sep("=", "fastprof")
+        data = self.final
+        if data is None:
+            tr.write_line("no test ran: nothing was profiled")
+        else:
+            for line in summary_lines(data, self.times):
+                tr.write_line(line)
+        for line in self.problems:
+            tr.write_line("fastprof: " + line)
+        if self.written:
+            tr.write_line("profile written to %s (all tests; fastprof view %s)"
+                          % (self.written, self.written))
+        if self.per_test_dir is not None and self.per_test_files:
+            tr.write_line("%d per-test profiles written to %s"
+                          % (len(self.per_test_files), self.per_test_dir))
+
+
+def _own_keys(stats):
+    """The rows of this plugin's hook wrappers (resumed inside each profiled
+    phase) and of the disable() they call."""
+    here = os.path.splitext(os.path.abspath(__file__))[0]
+    own = {k for k in stats if os.path.splitext(os.path.abspath(k[0]))[0] == here}
+    for key, row in stats.items():
+        if key[0] == "~" and "disable" in key[2] and row[4] and set(row[4]) <= own:
+            own.add(key)
+    return own
+
+
+def _drop(stats, own):
+    return {k: v[:4] + ({c: e for c, e in v[4].items() if c not in own},)
+            for k, v in stats.items() if k not in own}
+
+
+def _without_own_rows(data):
+    """*data* without the plugin's own rows (nor edges from them, nor call
+    paths through them)."""
+    own = _own_keys(data.stats)
+    if not own:
+        return data
+    data.stats = _drop(data.stats, own)
+    for t in data.threads:
+        t["stats"] = _drop(t["stats"], own)
+    cp = data.callpaths
+    if cp is not None:
+        from fastprof.profile_file import CallPaths
+        keep, nodes = {}, []
+        for i, (parent, func, calls, tt, ct) in enumerate(cp.nodes):
+            if tuple(cp.functions[func]) in own or (parent >= 0 and parent not in keep):
+                continue
+            keep[i] = len(nodes)
+            nodes.append((keep[parent] if parent >= 0 else -1, func, calls, tt, ct))
+        data.callpaths = CallPaths(cp.functions, nodes)
+    return data
+
+
+def _add(a, b):
+    """ProfileData *a* + *b* (the threads of one name are one thread)."""
+    from fastprof.merge import merge_profiles, merge_stats
+    out = merge_profiles([a, b])
+    threads = {}
+    for t in a.threads + b.threads:
+        prev = threads.get(t["name"])
+        threads[t["name"]] = dict(t) if prev is None else dict(
+            prev, stats=merge_stats([prev["stats"], t["stats"]]))
+    out.threads = [dict(t, id=i) for i, t in enumerate(threads.values())]
+    return out
+
+
+def summary_lines(data, times):
+    """The terminal summary: slowest tests, then top functions by own time."""
+    from fastprof.names import func_label
+    from fastprof.view import format_percent, format_time, micro_sign, render_table
+    micro = micro_sign()
+    lines = ["profiled time %s in %d tests (setup, call and teardown)"
+             % (format_time(sum(times.values()), micro), len(times))]
+    slow = sorted(times.items(), key=lambda kv: -kv[1])[:SLOWEST_TESTS]
+    lines.append("slowest tests:")
+    lines += render_table(["time", "test"], [[format_time(t, micro), n] for n, t in slow], "rl")
+    total = sum(v[2] for v in data.stats.values())
+    top = sorted(data.stats.items(), key=lambda kv: -kv[1][2])[:TOP_FUNCTIONS]
+    lines.append("top functions by own time:")
+    lines += render_table(
+        ["own time", "%", "calls", "function"],
+        [[format_time(v[2], micro), format_percent(v[2], total), str(v[1]),
+          func_label(k, qualnames=data.qualnames)] for k, v in top], "rrrl")
+    return lines

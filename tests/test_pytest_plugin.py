@@ -1,0 +1,233 @@
+"""The pytest plugin (issue 14, item 4): ``pytest --fastprof[=FILE]`` and
+``--fastprof-per-test DIR``.
+
+This repo's test runs put the build on PYTHONPATH without installing it, so
+the ``pytest11`` entry point is not registered here: each run loads the
+plugin with ``-p fastprof.pytest_plugin``, in a child pytest over a small
+generated test file. The entry point itself is checked on the installed
+wheel (tests/test_packaging.py). cProfile, run here on the same functions,
+gives the expected call counts.
+"""
+import cProfile
+import os
+import pstats
+import textwrap
+
+import pytest
+
+from helpers import run_python, subprocess_env
+
+PLUGIN = ["-p", "fastprof.pytest_plugin"]
+
+# Each phase calls fib with its own n: setup fib(12), the tests fib(15),
+# fib(5), a thread's fib(11), teardown fib(10); collection (the module's
+# import) calls fib(3), which must not be in the profile.
+TESTS = textwrap.dedent("""\
+    import threading
+    import pytest
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    fib(3)
+
+    @pytest.fixture
+    def data():
+        fib(12)
+        yield 1
+        fib(10)
+
+    def test_uses_fixture(data):
+        assert fib(15) == 610
+
+    def test_fails():
+        assert fib(5) == 6
+
+    def test_thread():
+        t = threading.Thread(target=fib, args=(11,))
+        t.start()
+        t.join()
+
+    @pytest.fixture
+    def broken():
+        fib(7)
+        raise RuntimeError("fixture broke")
+
+    def test_setup_error(broken):
+        pass
+
+    @pytest.mark.parametrize("x", ["a b", "c/d"])
+    def test_param(x):
+        fib(4)
+""")
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def fib_calls(*ns):
+    """How many calls of fib cProfile counts for fib(n) for each n, summed."""
+    total = 0
+    for n in ns:
+        prof = cProfile.Profile()
+        prof.runcall(fib, n)
+        stats = pstats.Stats(prof).stats
+        total += [v[1] for k, v in stats.items() if k[2] == "fib"][0]
+    return total
+
+
+def make_tests(tmp_path, text=TESTS, name="test_work.py"):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / name).write_text(text)
+    return tmp_path / name
+
+
+def run_pytest(tmp_path, *args, cwd=None):
+    return run_python(["-m", "pytest", "-p", "no:cacheprovider"] + list(args),
+                      cwd=str(cwd or tmp_path), env=subprocess_env(PYTEST_ADDOPTS=""),
+                      timeout=300)
+
+
+def fib_row(path, filename="test_work.py"):
+    stats = pstats.Stats(str(path)).stats
+    rows = [v for k, v in stats.items()
+            if k[2] == "fib" and os.path.basename(k[0]) == filename]
+    assert len(rows) == 1, sorted(stats)
+    return rows[0], stats
+
+
+def test_profiles_setup_call_teardown_and_threads(tmp_path):
+    make_tests(tmp_path)
+    out = tmp_path / "out.prof"
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % out, "test_work.py")
+    assert r.returncode == 1, r.stdout + r.stderr          # one failure, one error
+    assert "1 failed, 4 passed, 1 error" in r.stdout, r.stdout
+    (cc, nc, tt, ct, callers), stats = fib_row(out)
+    # fixture setup + teardown, the tests, the thread, the broken fixture, the
+    # two parametrized tests; not the fib(3) of the module's import
+    assert nc == fib_calls(12, 15, 10, 5, 11, 7, 4, 4), nc
+    assert tt > 0 and ct >= tt
+    names = {(os.path.basename(k[0]), k[2]) for k in stats}
+    assert ("test_work.py", "<module>") not in names          # collection is not profiled
+    assert ("test_work.py", "test_uses_fixture") in names
+    assert not [k for k in stats if os.path.basename(k[0]) == "pytest_plugin.py"]
+    assert not [k for k in stats if "disable" in k[2]]        # nor the plugin's own calls
+    assert not [k for k in stats if k[2] == "<built-in method time.perf_counter>"]
+
+
+def test_terminal_summary(tmp_path):
+    make_tests(tmp_path)
+    out = tmp_path / "out.prof"
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % out)
+    text = r.stdout
+    summary = text[text.index("= fastprof ="):]
+    assert "profiled time" in summary and "in 6 tests" in summary
+    slowest = summary[summary.index("slowest tests:"):summary.index("top functions")]
+    assert "test_work.py::test_uses_fixture" in slowest
+    assert len([line for line in slowest.splitlines() if "test_work.py::" in line]) == 5
+    top = summary[summary.index("top functions by own time:"):]
+    assert "fib (test_work.py:4)" in top
+    calls = fib_calls(12, 15, 10, 5, 11, 7, 4, 4)
+    row = [line for line in top.splitlines() if "fib (test_work.py:4)" in line][0]
+    assert row.split()[-3] == str(calls), row
+    assert "profile written to %s" % out in summary
+
+
+def test_default_file_goes_to_the_rootdir(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    # --fastprof after the paths: nothing for it to swallow
+    r = run_pytest(tmp_path, *PLUGIN, str(tmp_path / "test_work.py"), "--fastprof", cwd=sub)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "fastprof.prof").is_file()
+    assert not (sub / "fastprof.prof").exists()
+    assert "profile written to %s" % (tmp_path / "fastprof.prof") in r.stdout
+
+
+def test_stop_at_first_failure_still_writes(tmp_path):
+    make_tests(tmp_path)
+    out = tmp_path / "x.prof"
+    r = run_pytest(tmp_path, *PLUGIN, "-x", "--fastprof=%s" % out)
+    assert r.returncode == 1 and "1 failed, 1 passed" in r.stdout, r.stdout
+    (_cc, nc, _tt, _ct, _callers), _stats = fib_row(out)
+    assert nc == fib_calls(12, 15, 10, 5)                     # the two tests that ran
+
+
+@pytest.mark.parametrize("name,check", [
+    ("out.html", lambda text: "<html" in text.lower()),
+    ("out.callgrind", lambda text: "\nfn=" in text and "events:" in text),
+    ("out.collapsed", lambda text: "test_uses_fixture (test_work.py:15);fib (test_work.py:4)" in text),
+])
+def test_format_follows_the_name(tmp_path, name, check):
+    make_tests(tmp_path)
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % name)
+    path = tmp_path / name
+    assert path.is_file(), r.stdout + r.stderr
+    assert check(path.read_text()), path.read_text()[:500]
+
+
+def test_one_profile_per_test(tmp_path):
+    make_tests(tmp_path)
+    per = tmp_path / "per"                 # made by the plugin
+    out = tmp_path / "all.prof"
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof-per-test", str(per), "--fastprof=%s" % out)
+    assert r.returncode == 1, r.stdout + r.stderr
+    files = sorted(p.name for p in per.iterdir())
+    assert files == sorted([
+        "test_work.py_test_uses_fixture.prof", "test_work.py_test_fails.prof",
+        "test_work.py_test_thread.prof", "test_work.py_test_setup_error.prof",
+        "test_work.py_test_param_a_b.prof", "test_work.py_test_param_c_d.prof"]), files
+    expected = {"test_uses_fixture": (12, 15, 10), "test_fails": (5,), "test_thread": (11,),
+                "test_setup_error": (7,), "test_param_a_b": (4,), "test_param_c_d": (4,)}
+    for test, ns in expected.items():
+        (_cc, nc, _tt, _ct, _c), _s = fib_row(per / ("test_work.py_%s.prof" % test))
+        assert nc == fib_calls(*ns), test
+    (_cc, nc, _tt, _ct, _c), _s = fib_row(out)             # the sum of them all
+    assert nc == fib_calls(12, 15, 10, 5, 11, 7, 4, 4)
+    assert "6 per-test profiles written to %s" % per in r.stdout
+
+
+def test_works_without_the_cache_plugin(tmp_path):
+    # every run here has -p no:cacheprovider; this one has nothing else
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=a.prof")
+    assert r.returncode == 0 and (tmp_path / "a.prof").is_file(), r.stdout + r.stderr
+    assert not (tmp_path / ".pytest_cache").exists()
+
+
+def test_imports_nothing_without_its_options(tmp_path):
+    make_tests(tmp_path, textwrap.dedent("""\
+        import sys
+
+        def test_nothing_imported(pytestconfig):
+            assert "fastprof.pytest_plugin" in sys.modules      # loaded, as every plugin
+            heavy = [m for m in ("fastprof.cmdline", "fastprof.exports", "fastprof.merge",
+                                 "fastprof.profile_file", "fastprof.view", "fastprof.names",
+                                 "fastprof.thread_names")
+                     if m in sys.modules]
+            assert heavy == []
+            assert pytestconfig.pluginmanager.get_plugin("fastprof-session") is None
+        """))
+    r = run_pytest(tmp_path, *PLUGIN)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "= fastprof =" not in r.stdout
+
+
+def test_a_test_path_taken_for_the_file_is_refused(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof", "test_work.py")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert ("--fastprof took 'test_work.py' for its FILE: write --fastprof=FILE, or put "
+            "--fastprof after the test paths") in r.stderr
+    assert not (tmp_path / "test_work.py.prof").exists()
+
+
+def test_unwritable_output_is_a_usage_error(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % (tmp_path / "no" / "out.prof"))
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "fastprof: cannot write %s: directory %s does not exist" % (
+        tmp_path / "no" / "out.prof", tmp_path / "no") in r.stderr
+    assert "1 passed" not in r.stdout                         # before any test ran
