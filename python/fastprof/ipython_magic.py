@@ -179,7 +179,7 @@ class FastprofMagic:
             else:
                 source = statement
         except UsageError as exc:
-            raise IPythonUsageError("%%%s: %s" % (MAGIC, exc))
+            raise IPythonUsageError("%%%s: %s" % (MAGIC, exc)) from None
         self.run(source, options)
         return None
 
@@ -225,6 +225,7 @@ class FastprofMagic:
         run_cli._print_output(prof, options)
         if inline:
             from IPython.display import display
+
             from . import exports
             title = "%%%s profile" % MAGIC
             document = exports.render(prof.profile_data(), "html", title=title,

@@ -85,7 +85,7 @@ class FastprofSession:
                 os.makedirs(per_test_dir, exist_ok=True)
                 cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
         except (cmdline.UsageError, OSError) as exc:
-            raise pytest.UsageError("fastprof: %s" % exc)
+            raise pytest.UsageError("fastprof: %s" % exc) from None
         self.outfile = outfile
         self.per_test_dir = per_test_dir
         self.callpaths = self.fmt in cmdline.TREE_FORMATS
