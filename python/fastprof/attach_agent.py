@@ -58,7 +58,7 @@ def _fastprof_attach(directory, fastprof_parent, abi, options):
         import importlib.util
         if importlib.util.find_spec("fastprof") is None:
             import importlib.machinery
-            here = [list(sys.version_info[:3]), sys.implementation.cache_tag,
+            here = [list(sys.version_info[:2]), sys.implementation.cache_tag,
                     importlib.machinery.EXTENSION_SUFFIXES[0]]
             if here != abi:
                 note("error", "fastprof is not installed in process %%d's environment and its "
@@ -74,9 +74,9 @@ def _fastprof_attach(directory, fastprof_parent, abi, options):
         if added is not None:
             sys.path.remove(added)
             sys.path_importer_cache.pop(added, None)
-            for name in set(sys.modules) - modules_before:
-                if name == "fastprof" or name.startswith("fastprof."):
-                    del sys.modules[name]
+        for name in set(sys.modules) - modules_before:
+            if name == "fastprof" or name.startswith("fastprof."):
+                del sys.modules[name]
         return
     attach_agent.start(directory, options, added, modules_before)
 
@@ -87,9 +87,10 @@ _fastprof_attach(%(directory)r, %(fastprof_parent)r, %(abi)r, %(options)r)
 
 def abi_tag():
     """What must match for this fastprof's C module to load in another
-    process: the Python version, its bytecode tag and extension suffix."""
+    process: the Python version, its bytecode tag and extension suffix
+    (which tells free-threaded and debug builds apart)."""
     import importlib.machinery
-    return [list(sys.version_info[:3]), sys.implementation.cache_tag,
+    return [list(sys.version_info[:2]), sys.implementation.cache_tag,
             importlib.machinery.EXTENSION_SUFFIXES[0]]
 
 
@@ -158,10 +159,8 @@ def start(directory, options, added_path=None, modules_before=()):
 
 
 def _forget(added_path, modules_before):
-    """Unload the fastprof modules the bootstrap made importable: the
-    target could not import fastprof before, and must not after."""
-    if added_path is None:
-        return
+    """Unload the fastprof modules this attach imported, so the target is
+    left as it was (if it could not import fastprof before, it cannot after)."""
     for name in set(sys.modules) - set(modules_before):
         if name == "fastprof" or name.startswith("fastprof."):
             del sys.modules[name]
