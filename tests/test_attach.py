@@ -324,6 +324,66 @@ def test_bad_pids(tmp_path):
         sleeper.wait()
 
 
+def installed_python(version):
+    """An interpreter of *version* on this machine (pyenv, or the 3.14+ cache
+    of scripts/install-python.sh), or None."""
+    candidates = [os.path.expanduser("~/.pyenv/versions/%s" % v) for v in
+                  sorted(os.listdir(os.path.expanduser("~/.pyenv/versions")))
+                  if v.startswith(version + ".")] if os.path.isdir(
+                      os.path.expanduser("~/.pyenv/versions")) else []
+    cache = os.environ.get("FASTPROF_PYTHONS_DIR", os.path.expanduser("~/.cache/fastprof/pythons"))
+    candidates.append(os.path.join(cache, version, "usr"))
+    for root in candidates:
+        exe = os.path.join(root, "bin", "python" + version)
+        if os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+@needs_remote_exec
+@pytest.mark.parametrize("version", ["3.12", "other 3.14+"])
+def test_a_target_on_another_python(tmp_path, version):
+    ours = "%d.%d" % sys.version_info[:2]
+    if version != "3.12":
+        version = "3.15" if ours == "3.14" else "3.14"
+    exe = installed_python(version)
+    if exe is None:
+        pytest.skip("no Python %s on this machine" % version)
+    proc = subprocess.Popen([exe, "-c", "import time; time.sleep(30)"], env=target_env(False))
+    try:
+        time.sleep(0.3)
+        if version == "3.12":
+            one_error_line(attach(proc.pid), "process %d is not a Python %s process" % (proc.pid, ours))
+        else:
+            one_error_line(attach(proc.pid), "process %d runs Python %s, this is %s" % (
+                proc.pid, version, ours), "python%s -m fastprof.cli attach %d" % (version, proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_bootstrap_refuses_a_copy_of_fastprof_for_another_abi(tmp_path):
+    """A target that cannot import fastprof gets the attacher's copy only if
+    its Python would load that copy's C module: else one line, and nothing
+    added to sys.path."""
+    from fastprof import attach_agent
+    directory = tmp_path / "private"
+    directory.mkdir(mode=0o700)
+    script = directory / "inject.py"
+    script.write_text(attach_agent.BOOTSTRAP % {
+        "directory": str(directory), "fastprof_parent": os.path.dirname(FASTPROF_DIR.rstrip(os.sep)),
+        "abi": [[3, 99], "cpython-399", ".cpython-399-x86_64-linux-gnu.so"], "options": {}})
+    check = "exec(open(%r).read()); import sys; print(%r in sys.path, 'fastprof' in sys.modules)" % (
+        str(script), os.path.dirname(FASTPROF_DIR.rstrip(os.sep)))
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                       env=target_env(False), cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stderr == "", r
+    assert r.stdout.split() == ["False", "False"]
+    error = (directory / "error").read_text()
+    assert "fastprof is not installed in process" in error and "differs from the attaching one" in error
+    assert (directory / "claim").exists()
+
+
 @needs_remote_exec
 @pytest.mark.parametrize("how", ["env", "-X"])
 def test_remote_debugging_disabled_in_the_target(tmp_path, how):

@@ -156,8 +156,12 @@ def _remote_exec_error(pid, exc):
                 "-X disable_remote_debug, or a Python built without it): restart it without "
                 "that setting to attach" % pid)
     if "Can't send commands from" in text:
-        return ("process %d runs another Python version (%s): run fastprof attach with the "
-                "target's python (pythonX.Y -m fastprof.cli attach %d)" % (pid, text, pid))
+        import re
+        m = re.search(r"to a Python (\d+\.\d+)", text)
+        theirs = m.group(1) if m else "X.Y"
+        return ("process %d runs Python %s, this is %d.%d: attach with its version "
+                "(python%s -m fastprof.cli attach %d; fastprof must be installed for it)"
+                % ((pid, theirs) + sys.version_info[:2] + (theirs, pid)))
     if "PyRuntime" in text or "debug offsets" in text or "not a Python" in text.lower():
         return ("process %d is not a Python %d.%d process (no Python %d.%d runtime found in it); "
                 "an older Python cannot be attached: start the program under python -m fastprof"
