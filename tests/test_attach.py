@@ -169,6 +169,11 @@ def test_no_threads_and_a_format_by_extension(tmp_path):
         assert status == 0, stderr
         assert html.read_text().lstrip().lower().startswith("<!doctype html")
         assert "square_sum" in html.read_text()
+        # without -o: the table, as python -m fastprof prints it
+        status, stdout, stderr = attach(t.pid, "--duration", "0.5", "-s", "tottime")
+        assert status == 0, stderr
+        assert "Ordered by: internal time" in stdout and "square_sum" in stdout
+        assert "profiled process %d" % t.pid in stderr and "wrote" not in stderr
     finally:
         result = t.finish(0)
     assert result[0] == 0, result

@@ -186,6 +186,7 @@ class _Session:
         self.finished = False
         self.lock = _thread.allocate_lock()
         self.started_at = None
+        self.pid = os.getpid()
 
     def begin(self):
         """On the main thread: start the helper, register the exit hooks,
@@ -253,6 +254,8 @@ class _Session:
                 reason = "error: %s: %s" % (type(exc).__name__, exc)
             atexit.unregister(self.prof.disable)
             atexit.unregister(self.at_exit)
+            if os.getpid() != self.pid:
+                return  # a fork child exiting: the profile is the parent's to write
             duration = (time.monotonic() - self.started_at) if self.started_at else 0.0
             try:
                 if reason.startswith("error"):
