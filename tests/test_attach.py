@@ -27,10 +27,6 @@ needs_remote_exec = pytest.mark.skipif(
     not hasattr(sys, "remote_exec"),
     reason="fastprof attach needs Python 3.14+ (sys.remote_exec, PEP 768)")
 
-if os.environ.get("FASTPROF_SANITIZED") == "1":
-    # ASan's preload in the target, and its slowness, change what is timed here
-    pytestmark = pytest.mark.skip(reason="not under the ASan+UBSan build")
-
 
 def target_env(own_fastprof):
     """The target's environment: with or without fastprof importable."""
