@@ -252,6 +252,56 @@ def test_blocked_main_thread_gives_up_and_nothing_starts_later(tmp_path):
     assert list(tmp.iterdir()) == [] and not out.exists()
 
 
+def start_attach(pid, *args, tmpdir=None):
+    """``fastprof attach PID args`` in the background (stderr piped)."""
+    env = cli_env()
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
+    return subprocess.Popen([sys.executable, "-m", "fastprof.cli", "attach", str(pid)] + list(args),
+                            env=env, stderr=subprocess.PIPE, text=True)
+
+
+@needs_remote_exec
+def test_ctrl_c_while_waiting_withdraws_the_request(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path, block_main=4)
+    try:
+        proc = start_attach(t.pid, "-o", str(tmp_path / "never.prof"), tmpdir=tmp)
+        assert "waiting for process %d" % t.pid in proc.stderr.readline()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 2
+        assert stderr.strip() == ("fastprof attach: error: interrupted before profiling started; "
+                                  "the request is withdrawn")
+        wait_for(lambda: list(tmp.iterdir()) == [], timeout=15)  # the target woke, cleaned up
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and result[2] == "" and "profiler slot: None" in result[1], result
+    assert not (tmp_path / "never.prof").exists()
+
+
+@needs_remote_exec
+def test_attacher_killed_the_target_stops_by_itself(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path)
+    try:
+        proc = start_attach(t.pid, "-o", str(tmp_path / "lost.prof"), tmpdir=tmp)
+        assert "profiling process %d until Ctrl-C" % t.pid in proc.stderr.readline()
+        proc.kill()
+        proc.communicate()
+        # the helper sees its attacher gone: profiler off, directory removed
+        wait_for(lambda: list(tmp.iterdir()) == [], timeout=15)
+        time.sleep(0.2)
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and result[2] == "" and "profiler slot: None" in result[1], result
+    assert "fastprof modules: []" in result[1]
+
+
 CPROFILE_TARGET = """\
 import cProfile, os, sys, time
 prof = cProfile.Profile()

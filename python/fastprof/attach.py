@@ -250,7 +250,6 @@ def _wait_done(directory, pid, duration, say):
     """Profile for *duration* seconds (None: until Ctrl-C), then stop; return
     the done marker's summary dict."""
     t0 = time.monotonic()
-    stop_at = None
     try:
         while not _exists(directory, "done"):
             if _exists(directory, "error"):
