@@ -165,6 +165,17 @@ def test_no_threads_and_a_format_by_extension(tmp_path):
         assert status == 0, stderr
         assert html.read_text().lstrip().lower().startswith("<!doctype html")
         assert "square_sum" in html.read_text()
+        # call paths: every profiled thread's tree, merged, the helper's left out
+        paths = tmp_path / "paths.prof"
+        status, _, stderr = attach(t.pid, "--duration", "0.5", "--callpaths", "-o", str(paths))
+        assert status == 0, stderr
+        data = check_profile(paths)
+        cp = data.callpaths
+        chain = {cp.functions[f][2]: cp.functions[cp.nodes[p][1]][2] if p >= 0 else None
+                 for p, f, *_ in cp.nodes}
+        assert chain["square_sum"] == "worker_step", chain
+        assert not any(f[0].startswith(FASTPROF_DIR) for f in cp.functions)
+        assert min(n[2] for n in cp.nodes) >= 0 and min(min(n[3], n[4]) for n in cp.nodes) >= 0
         # without -o: the table, as python -m fastprof prints it
         status, stdout, stderr = attach(t.pid, "--duration", "0.5", "-s", "tottime")
         assert status == 0, stderr
