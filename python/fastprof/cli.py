@@ -7,6 +7,7 @@
     fastprof merge a.prof b.prof -o all.prof   # sum of several runs
     fastprof convert out.prof -o out.html      # report, flame graph, callgrind...
     fastprof run [options] script.py [args]    # = python -m fastprof
+    fastprof attach PID -o live.prof           # a running 3.14+ process, until Ctrl-C
 
 Every input may be a cProfile file or a fastprof file.  Errors about input
 and output files are one line on stderr and exit status 2.  Output formats,
@@ -178,6 +179,9 @@ def build_parser():
                    help="html, speedscope, collapsed: fold call paths below P%% of the total "
                         "time into their callers (default 0.01; 0 keeps every path)")
 
+    from .attach import add_parser as add_attach_parser
+    add_attach_parser(sub, argparse.RawDescriptionHelpFormatter)
+
     sub.add_parser(
         "run", add_help=False,
         help="run a script or module under fastprof (same as python -m fastprof; "
@@ -315,7 +319,13 @@ def cmd_merge(args) -> int:
     return 0
 
 
-COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": cmd_convert}
+def cmd_attach(args) -> int:
+    from . import attach
+    return attach.run(args)
+
+
+COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": cmd_convert,
+            "attach": cmd_attach}
 
 
 def _run(argv) -> int:

@@ -57,13 +57,14 @@ examples:
   python -m fastprof -o out.prof app.pyz
   python -m pstats out.prof            # browse a written profile
   fastprof view out.prof               # or look at it with fastprof's tools
+  fastprof attach PID -o live.prof     # profile a running 3.14+ process
 
 The program's exit status is passed through (sys.exit(3) exits 3, an
 uncaught exception exits 1 after its traceback); the profile is printed or
 written in every case. Usage errors exit 2 before the program runs."""
 
 # the fastprof command's subcommands, mistyped as python -m fastprof's script
-_TOOL_COMMANDS = ("view", "diff", "merge", "convert")
+_TOOL_COMMANDS = ("view", "diff", "merge", "convert", "attach")
 
 
 def sort_keys():

@@ -1,0 +1,397 @@
+"""``fastprof attach PID``: profile a running Python 3.14+ process.
+
+The way in is the interpreter's own, ``sys.remote_exec`` (PEP 768): it
+needs the rights a debugger needs (same user, ptrace allowed) and opens no
+socket or port.  The script it runs in the target (attach_agent.BOOTSTRAP)
+starts fastprof there on all threads and a helper thread that stops it and
+writes the profile; the two sides talk only through files in a private
+directory (``tempfile.mkdtemp``: mode 0700, an unpredictable name).  See
+attach_agent for the files.
+
+The target runs the script when its main thread next checks for pending
+work: a main thread blocked in C delays the start.  After ``--timeout``
+the request is withdrawn (the ``claim`` file); the script still runs when
+the main thread wakes, sees that, removes the directory and does nothing.
+"""
+
+import os
+import sys
+import time
+
+from . import cmdline
+from .cmdline import UsageError
+
+PROG = "fastprof attach"
+
+# seconds before saying we wait for the target's main thread
+WAIT_NOTICE = 1.5
+# seconds to wait for the profile once stopped (a big one takes a while)
+COLLECT_TIMEOUT = 120.0
+POLL = 0.05
+
+
+class AttachError(Exception):
+    """Attaching failed: one line on stderr, exit status 2."""
+
+
+def add_parser(sub, formatter_class):
+    """The ``attach`` subcommand's parser, on argparse subparsers *sub*."""
+    p = sub.add_parser(
+        "attach", help="profile a running Python 3.14+ process for a while (sys.remote_exec)",
+        description="Start fastprof inside running process PID (Python 3.14+, through the "
+                    "interpreter's own remote execution, PEP 768: the rights of a debugger, "
+                    "no socket), profile all its threads for --duration seconds or until "
+                    "Ctrl-C, then stop, write the profile and detach. The process runs on "
+                    "unchanged and can be attached again.",
+        epilog=cmdline.formats_help() + "\nexamples:\n"
+               "  fastprof attach 12345 --duration 10 -o service.prof\n"
+               "  fastprof attach 12345 -o service.html        # until Ctrl-C\n"
+               "  python3.15 -m fastprof.cli attach 12345 -o out.prof   # a 3.15 target\n",
+        formatter_class=formatter_class)
+    p.add_argument("pid", metavar="PID", help="the process to profile")
+    p.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                   help="profile for SECONDS, then detach (default: until Ctrl-C)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the profile to FILE, format by its name (see below); "
+                        "without it the table is printed")
+    p.add_argument("--to", metavar="FORMAT",
+                   help="with -o, write this format whatever the name: one of %s"
+                        % ", ".join(cmdline.FORMATS))
+    p.add_argument("-s", "--sort", default="cumulative", metavar="SORT",
+                   help="without -o: sort order of the printed table, cProfile's keys "
+                        "(default: cumulative)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="give up (and withdraw the request) if the target's main thread "
+                        "has not run Python code within SECONDS (default 30)")
+    p.add_argument("--threads", dest="threads", action="store_true", default=True,
+                   help="profile every thread of the process (default)")
+    p.add_argument("--no-threads", dest="threads", action="store_false",
+                   help="profile only its main thread")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall: elapsed time (default); cpu: CPU time of each thread")
+    p.add_argument("--coroutines", choices=("call", "wall"), default="call",
+                   help="call: each resume of a generator/coroutine is a call (default); "
+                        "wall: one call from start to finish")
+    p.add_argument("--callpaths", action="store_true",
+                   help="also record the calling-context tree (implied by -o .html, "
+                        ".speedscope.json, .collapsed/.folded)")
+    p.add_argument("--max-depth", type=int, default=128, metavar="N",
+                   help="with --callpaths, cut call paths deeper than N (default 128)")
+    p.add_argument("--no-builtins", dest="builtins", action="store_false",
+                   help="do not profile C functions (len, list.append, ...)")
+    p.add_argument("--gc", dest="gc", action="store_true", default=True,
+                   help="record garbage collections as calls of <gc> (default)")
+    p.add_argument("--no-gc", dest="gc", action="store_false",
+                   help="leave collection pauses in the allocating function's time")
+    p.add_argument("--min-percent", type=float, default=None, metavar="P",
+                   help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
+                        "of the total time into their callers (default 0.01)")
+    return p
+
+
+# -- checks before attaching -------------------------------------------------
+
+def check_interpreter():
+    if not hasattr(sys, "remote_exec"):
+        raise AttachError(
+            "needs Python 3.14 or later (sys.remote_exec, PEP 768); this is %d.%d: run it "
+            "with the target's python (pythonX.Y -m fastprof.cli attach PID), or start the "
+            "program under python -m fastprof" % sys.version_info[:2])
+
+
+def parse_pid(text):
+    try:
+        pid = int(text)
+    except ValueError:
+        raise AttachError("bad PID %r: not a number" % text)
+    if pid <= 0:
+        raise AttachError("bad PID %d: must be positive" % pid)
+    if pid == os.getpid():
+        raise AttachError("PID %d is this command itself" % pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        raise AttachError("no such process: %d" % pid)
+    except PermissionError:
+        raise AttachError("permission denied: process %d belongs to another user "
+                          "(attach as that user)" % pid)
+    return pid
+
+
+def _proc_text(pid, name):
+    try:
+        with open("/proc/%d/%s" % (pid, name), "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return None
+
+
+def check_remote_debug_allowed(pid):
+    """AttachError if the target turned remote debugging off.  The
+    interpreter checks too, but not every build honours -X
+    disable_remote_debug: the target's wish is read here and kept."""
+    env = _proc_text(pid, "environ") or []
+    for item in env:
+        if item.startswith(b"PYTHON_DISABLE_REMOTE_DEBUG=") and item.partition(b"=")[2]:
+            raise AttachError("remote debugging is disabled in process %d "
+                              "(PYTHON_DISABLE_REMOTE_DEBUG is set in its environment): restart "
+                              "it without it to attach" % pid)
+    argv = _proc_text(pid, "cmdline") or []
+    for i, arg in enumerate(argv):
+        if arg in (b"-Xdisable_remote_debug", b"-X") and (
+                arg != b"-X" or argv[i + 1:i + 2] == [b"disable_remote_debug"]):
+            raise AttachError("remote debugging is disabled in process %d (started with "
+                              "-X disable_remote_debug): restart it without it to attach" % pid)
+
+
+def _remote_exec_error(pid, exc):
+    """One line for what sys.remote_exec raised."""
+    text = str(exc)
+    if isinstance(exc, PermissionError) or "Operation not permitted" in text:
+        return ("permission denied attaching to process %d: it must run as your user and "
+                "the system must allow ptrace (kernel.yama.ptrace_scope 0 or 1, or "
+                "CAP_SYS_PTRACE in a container)" % pid)
+    if "not enabled in the remote process" in text:
+        return ("remote debugging is disabled in process %d (PYTHON_DISABLE_REMOTE_DEBUG, "
+                "-X disable_remote_debug, or a Python built without it): restart it without "
+                "that setting to attach" % pid)
+    if "Can't send commands from" in text:
+        import re
+        m = re.search(r"to a Python (\d+\.\d+)", text)
+        theirs = m.group(1) if m else "X.Y"
+        return ("process %d runs Python %s, this is %d.%d: attach with its version "
+                "(python%s -m fastprof.cli attach %d; fastprof must be installed for it)"
+                % ((pid, theirs) + sys.version_info[:2] + (theirs, pid)))
+    if "PyRuntime" in text or "debug offsets" in text or "not a Python" in text.lower():
+        return ("process %d is not a Python %d.%d process (no Python %d.%d runtime found in it); "
+                "an older Python cannot be attached: start the program under python -m fastprof"
+                % ((pid,) + sys.version_info[:2] * 2))
+    if isinstance(exc, ProcessLookupError):
+        return "no such process: %d" % pid
+    return "cannot attach to process %d: %s" % (pid, text or type(exc).__name__)
+
+
+# -- the session ---------------------------------------------------------------
+
+def _exists(directory, name):
+    return os.path.exists(os.path.join(directory, name))
+
+
+def _read(directory, name):
+    try:
+        with open(os.path.join(directory, name)) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _withdraw(directory):
+    """Withdraw the request: True if done (the target will do nothing), False
+    if the target's script claimed it first (profiling is starting)."""
+    try:
+        fd = os.open(os.path.join(directory, "claim"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _problem(directory, pid):
+    """The error or busy marker's line, if either was written."""
+    if _exists(directory, "busy"):
+        return ("process %d is already being profiled (%s holds sys.monitoring's profiler "
+                "slot): not attaching; stop that profiler first" % (pid, _read(directory, "busy")))
+    if _exists(directory, "error"):
+        return _read(directory, "error").strip()
+    return None
+
+
+def _wait_started(directory, pid, timeout, say):
+    """Wait until profiling runs in the target; AttachError if it does not."""
+    t0 = time.monotonic()
+    noticed = False
+    while True:
+        problem = _problem(directory, pid)
+        if problem:
+            raise AttachError(problem)
+        if _exists(directory, "started"):
+            return
+        claimed = _exists(directory, "claim")
+        if not _alive(pid):
+            raise AttachError("process %d exited before profiling started" % pid)
+        waited = time.monotonic() - t0
+        if not claimed and not noticed and waited >= WAIT_NOTICE:
+            say("waiting for process %d's main thread to run Python code (it may be blocked "
+                "in a C call: select, a lock, a long computation); giving up after %gs"
+                % (pid, timeout))
+            noticed = True
+        if waited >= timeout:
+            if not claimed and _withdraw(directory):
+                raise AttachError(
+                    "gave up after %gs: process %d's main thread did not run Python code; the "
+                    "request is withdrawn (nothing will start when it wakes)" % (timeout, pid))
+            if waited >= timeout + COLLECT_TIMEOUT:
+                raise AttachError("process %d took the request but profiling did not start"
+                                  % pid)
+        time.sleep(POLL)
+
+
+def _wait_done(directory, pid, duration, say):
+    """Profile for *duration* seconds (None: until Ctrl-C), then stop; return
+    the done marker's summary dict."""
+    t0 = time.monotonic()
+    try:
+        while not _exists(directory, "done"):
+            if _exists(directory, "error"):
+                raise AttachError(_read(directory, "error").strip())
+            if not _alive(pid):
+                break
+            if duration is not None and time.monotonic() - t0 >= duration + 5.0:
+                break  # the helper stops itself at its duration; this is a backstop
+            time.sleep(POLL)
+    except KeyboardInterrupt:
+        say("stopping (Ctrl-C): collecting the profile from process %d" % pid)
+    # the helper may still run: ask it to stop, then wait for its profile
+    if not _exists(directory, "done"):
+        _write_stop(directory)
+        stop_at = time.monotonic()
+        while not _exists(directory, "done"):
+            if _exists(directory, "error"):
+                raise AttachError(_read(directory, "error").strip())
+            if not _alive(pid):
+                if _exists(directory, "done"):
+                    break
+                raise AttachError("process %d exited during the profile; nothing was written"
+                                  % pid)
+            if time.monotonic() - stop_at > COLLECT_TIMEOUT:
+                raise AttachError("process %d did not write its profile within %gs"
+                                  % (pid, COLLECT_TIMEOUT))
+            try:
+                time.sleep(POLL)
+            except KeyboardInterrupt:
+                raise AttachError("interrupted while process %d wrote its profile" % pid)
+    import ast
+    return ast.literal_eval(_read(directory, "done"))
+
+
+def _write_stop(directory):
+    try:
+        fd = os.open(os.path.join(directory, "stop"), os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _remove(directory):
+    import shutil
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def attach(pid, options, duration, timeout, say):
+    """Profile process *pid*; return (ProfileData, summary dict).  AttachError
+    on failure.  *options*: Profile's keyword arguments."""
+    import tempfile
+    from . import attach_agent
+    directory = tempfile.mkdtemp(prefix="fastprof-attach-")  # 0700, unpredictable name
+    keep = False
+    try:
+        script = os.path.join(directory, "inject.py")
+        agent_options = dict(options, duration=duration, attacher_pid=os.getpid())
+        attach_agent.note(directory, "inject.py", attach_agent.bootstrap_text(directory, agent_options))
+        try:
+            sys.remote_exec(pid, script)
+        except Exception as exc:
+            raise AttachError(_remote_exec_error(pid, exc))
+        try:
+            _wait_started(directory, pid, timeout, say)
+        except KeyboardInterrupt:
+            if _withdraw(directory):
+                keep = True  # the target reads inject.py when it wakes, then removes all
+                raise AttachError("interrupted before profiling started; the request is "
+                                  "withdrawn")
+            # the target took the request already: let it start, then stop at once
+            _wait_started(directory, pid, timeout, say)
+            _write_stop(directory)
+        except AttachError:
+            # withdrawn while the target still holds the request: it reads
+            # the script when its main thread wakes, then removes the directory
+            keep = _exists(directory, "claim") and not _exists(directory, "started") \
+                and _alive(pid) and not _problem(directory, pid)
+            raise
+        say("profiling process %d%s" % (pid, " for %gs" % duration if duration is not None
+                                       else " until Ctrl-C"))
+        summary = _wait_done(directory, pid, duration, say)
+        from .profile_file import load_profile
+        data = load_profile(os.path.join(directory, "profile.prof"))
+        return data, summary
+    finally:
+        if not keep:
+            _remove(directory)
+
+
+def _summary_line(pid, data, summary, output):
+    calls = sum(int(v[1]) for v in data.stats.values())
+    how = {"exit": " (the process exited)", "stopped": "", "duration": ""}.get(
+        summary.get("reason"), "")
+    return ("profiled process %d for %.2fs%s: %d thread%s, %d functions, %s calls%s"
+            % (pid, summary.get("duration", 0.0), how, summary.get("threads", 1),
+               "" if summary.get("threads", 1) == 1 else "s", len(data.stats),
+               "{:,}".format(calls), "; wrote %s" % output if output else ""))
+
+
+def run(args):
+    """``fastprof attach`` with parsed *args*; return the exit status."""
+    def say(text):
+        print("%s: %s" % (PROG, text), file=sys.stderr, flush=True)
+
+    try:
+        check_interpreter()
+        pid = parse_pid(args.pid)
+        if args.duration is not None and not args.duration > 0:
+            raise UsageError("--duration must be more than 0, not %g" % args.duration)
+        if not args.timeout > 0:
+            raise UsageError("--timeout must be more than 0, not %g" % args.timeout)
+        if args.max_depth < 1:
+            raise UsageError("--max-depth must be at least 1, not %d" % args.max_depth)
+        if args.min_percent is not None and not 0 <= args.min_percent <= 100:
+            raise UsageError("--min-percent must be between 0 and 100, not %g" % args.min_percent)
+        if args.to is not None and args.output is None:
+            raise UsageError("--to needs -o FILE")
+        fmt = None
+        sort = None
+        if args.output is not None:
+            fmt = cmdline.output_format(args.output, args.to)
+            cmdline.check_output_path(args.output)
+        else:
+            sort = cmdline.parse_cprofile_sort(args.sort)
+        check_remote_debug_allowed(pid)
+        options = {"threads": args.threads, "clock": args.clock, "coroutines": args.coroutines,
+                   "callpaths": args.callpaths or fmt in cmdline.TREE_FORMATS,
+                   "max_depth": args.max_depth, "builtins": args.builtins, "gc": args.gc}
+        data, summary = attach(pid, options, args.duration, args.timeout, say)
+    except (AttachError, UsageError) as exc:
+        cmdline.report(PROG, exc)
+        return 2
+    if args.output is not None:
+        try:
+            cmdline.write_output(data, args.output, fmt, title="process %d" % pid,
+                                 min_percent=args.min_percent)
+        except OSError as exc:
+            cmdline.report(PROG, "cannot write %s: %s" % (args.output, exc.strerror or exc))
+            return 2
+    else:
+        from .profiler import _pstats_of, _sort_args
+        _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+        sys.stdout.flush()
+    say(_summary_line(pid, data, summary, args.output))
+    return 0

@@ -1,0 +1,506 @@
+"""``fastprof attach PID``: profiling a running process (sys.remote_exec, 3.14+).
+
+Real targets (tests/data/attach_target.py: three worker threads doing known
+work until told to stop) are attached, detached and attached again; each
+profile is read back, and the target's output and exit status are compared
+with a run nobody attached to.
+"""
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import TESTS_DIR, cli_env
+
+import fastprof
+from fastprof.profile_file import load_profile
+
+TARGET = os.path.join(TESTS_DIR, "data", "attach_target.py")
+# where the attacher's fastprof lives (the target may import it from there)
+FASTPROF_DIR = os.path.dirname(os.path.abspath(fastprof.__file__)) + os.sep
+
+needs_remote_exec = pytest.mark.skipif(
+    not hasattr(sys, "remote_exec"),
+    reason="fastprof attach needs Python 3.14+ (sys.remote_exec, PEP 768)")
+
+
+def target_env(own_fastprof):
+    """The target's environment: with or without fastprof importable."""
+    env = cli_env() if own_fastprof else dict(os.environ)
+    if not own_fastprof:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+class Target:
+    """attach_target.py running in the background."""
+
+    def __init__(self, tmp_path, own_fastprof=False, block_main=None, env=None, args=()):
+        self.control = tmp_path / ("control-%d" % time.monotonic_ns())
+        self.control.mkdir()
+        cmd = [sys.executable] + list(args) + [TARGET, str(self.control)]
+        if block_main is not None:
+            cmd += ["--block-main", str(block_main)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env if env is not None else target_env(own_fastprof),
+                                     cwd=str(tmp_path), text=True)
+        self.pid = self.proc.pid
+        wait_for(lambda: (self.control / "ready").exists() or self.proc.poll() is not None)
+        assert self.proc.poll() is None, self.proc.communicate()
+
+    def finish(self, status):
+        (self.control / "stop.tmp").write_text(str(status))
+        os.replace(str(self.control / "stop.tmp"), str(self.control / "stop"))
+        out, err = self.proc.communicate(timeout=60)
+        return self.proc.returncode, out, err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def wait_for(cond, timeout=30.0):
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.02)
+
+
+def attach(pid, *args, tmpdir=None, timeout=120):
+    """Run ``fastprof attach PID args``; return (status, stdout, stderr)."""
+    env = cli_env()
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
+    r = subprocess.run([sys.executable, "-m", "fastprof.cli", "attach", str(pid)] + list(args),
+                       capture_output=True, text=True, env=env, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.fixture
+def baseline(tmp_path_factory):
+    """The target's output and status with nobody attached."""
+    t = Target(tmp_path_factory.mktemp("baseline"))
+    return t.finish(3)
+
+
+def check_profile(path, threads=True):
+    data = load_profile(str(path))
+    names = {key[2]: value for key, value in data.stats.items()}
+    # the workers' known work is there, with counts
+    for func in ("worker_step", "square_sum"):
+        assert func in names, sorted(names)
+        assert names[func][1] > 0
+    # nothing of fastprof's helper (its thread is left out entirely)
+    for key in data.stats:
+        assert not key[0].startswith(FASTPROF_DIR), key
+        assert os.path.basename(key[0]) != "inject.py", key
+        assert "disable" not in key[2] and "enable" not in key[2], key
+    # nothing negative, in the table or on any caller edge
+    for key, (cc, nc, tt, ct, callers) in data.stats.items():
+        assert min(cc, nc) >= 0 and min(tt, ct) >= 0 and ct >= tt - 1e-9, (key, cc, nc, tt, ct)
+        for edge in callers.values():
+            assert min(edge) >= 0, (key, edge)
+    if threads:
+        thread_names = sorted(t["name"] for t in data.threads)
+        assert thread_names == ["MainThread", "worker-0", "worker-1", "worker-2"], thread_names
+        for t in data.threads:
+            if t["name"].startswith("worker"):
+                calls = {k[2]: v[1] for k, v in t["stats"].items()}
+                assert calls["square_sum"] > 0
+                # a worker already inside worker_step at the start counts its square_sum only
+                assert 0 <= calls["square_sum"] - calls["worker_step"] <= 1, calls
+    return data
+
+
+@needs_remote_exec
+@pytest.mark.parametrize("own_fastprof", [False, True],
+                         ids=["fastprof-from-attacher", "fastprof-in-target-env"])
+def test_attach_twice_and_the_target_is_unchanged(tmp_path, baseline, own_fastprof):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path, own_fastprof=own_fastprof)
+    try:
+        for i in (1, 2):
+            out = tmp_path / ("attach%d.prof" % i)
+            status, stdout, stderr = attach(t.pid, "--duration", "1", "-o", str(out), tmpdir=tmp)
+            assert status == 0, stderr
+            data = check_profile(out)
+            summary = stderr.strip().splitlines()[-1]
+            assert summary.startswith("fastprof attach: profiled process %d for 1." % t.pid), summary
+            assert ": 4 threads, %d functions" % len(data.stats) in summary, summary
+            assert "wrote %s" % out in summary
+            assert list(tmp.iterdir()) == []  # the private directory is gone
+        # detached: the process runs on as before, profiled by nobody
+        assert t.proc.poll() is None
+        result = t.finish(3)
+    finally:
+        t.kill()
+    assert result == baseline
+    assert result[0] == 3
+    assert "profiler slot: None" in result[1]
+    assert "fastprof modules: []" in result[1] and "sys.path unchanged: True" in result[1]
+    assert "work done: True exact: True" in result[1]
+
+
+@needs_remote_exec
+def test_no_threads_and_a_format_by_extension(tmp_path):
+    t = Target(tmp_path)
+    try:
+        out = tmp_path / "main.prof"
+        status, _, stderr = attach(t.pid, "--duration", "0.5", "--no-threads", "-o", str(out))
+        assert status == 0, stderr
+        data = load_profile(str(out))
+        names = {key[2] for key in data.stats}
+        # the main thread only: it polls for its stop file, it never runs the workers
+        assert "exists" in names and "worker_step" not in names, sorted(names)
+        assert ": 1 thread, " in stderr
+        html = tmp_path / "live.html"
+        status, _, stderr = attach(t.pid, "--duration", "0.5", "-o", str(html))
+        assert status == 0, stderr
+        assert html.read_text().lstrip().lower().startswith("<!doctype html")
+        assert "square_sum" in html.read_text()
+        # call paths: every profiled thread's tree, merged, the helper's left out
+        paths = tmp_path / "paths.prof"
+        status, _, stderr = attach(t.pid, "--duration", "0.5", "--callpaths", "-o", str(paths))
+        assert status == 0, stderr
+        data = check_profile(paths)
+        cp = data.callpaths
+        chain = {cp.functions[f][2]: cp.functions[cp.nodes[p][1]][2] if p >= 0 else None
+                 for p, f, *_ in cp.nodes}
+        assert chain["square_sum"] == "worker_step", chain
+        assert not any(f[0].startswith(FASTPROF_DIR) for f in cp.functions)
+        assert min(n[2] for n in cp.nodes) >= 0 and min(min(n[3], n[4]) for n in cp.nodes) >= 0
+        # without -o: the table, as python -m fastprof prints it
+        status, stdout, stderr = attach(t.pid, "--duration", "0.5", "-s", "tottime")
+        assert status == 0, stderr
+        assert "Ordered by: internal time" in stdout and "square_sum" in stdout
+        assert "profiled process %d" % t.pid in stderr and "wrote" not in stderr
+    finally:
+        result = t.finish(0)
+    assert result[0] == 0, result
+
+
+@needs_remote_exec
+def test_ctrl_c_stops_and_writes(tmp_path):
+    t = Target(tmp_path)
+    try:
+        out = tmp_path / "ctrlc.prof"
+        proc = subprocess.Popen([sys.executable, "-m", "fastprof.cli", "attach", str(t.pid),
+                                 "-o", str(out)], env=cli_env(), stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, stderr
+        assert "until Ctrl-C" in stderr and "stopping (Ctrl-C)" in stderr
+        check_profile(out)
+    finally:
+        result = t.finish(0)
+    assert result[0] == 0 and "profiler slot: None" in result[1], result
+
+
+@needs_remote_exec
+def test_target_exits_during_the_profile(tmp_path, baseline):
+    t = Target(tmp_path)
+    out = tmp_path / "exit.prof"
+    proc = subprocess.Popen([sys.executable, "-m", "fastprof.cli", "attach", str(t.pid),
+                             "--duration", "30", "-o", str(out)], env=cli_env(),
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: "profiling process" in (proc.stderr.readline() or "x"))
+        time.sleep(0.5)
+        result = t.finish(3)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        t.kill()
+    # what was collected up to the exit is kept
+    assert proc.returncode == 0, stderr
+    assert "(the process exited)" in stderr
+    check_profile(out)
+    # its status and results are its own (it printed its state while still profiled)
+    assert result[0] == baseline[0] and result[2] == baseline[2] == ""
+    assert result[1].splitlines()[0] == baseline[1].splitlines()[0]
+
+
+@needs_remote_exec
+def test_blocked_main_thread_gives_up_and_nothing_starts_later(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path, block_main=5)
+    try:
+        out = tmp_path / "never.prof"
+        t0 = time.monotonic()
+        status, _, stderr = attach(t.pid, "--duration", "1", "--timeout", "2", "-o", str(out),
+                                   tmpdir=tmp)
+        assert 2 <= time.monotonic() - t0 < 4.5
+        assert status == 2, stderr
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 2, lines
+        assert lines[0].startswith("fastprof attach: waiting for process %d's main thread" % t.pid)
+        assert lines[1].startswith("fastprof attach: error: gave up after 2s")
+        assert "withdrawn" in lines[1]
+        assert not out.exists()
+        # the request waits in a private directory the target will read: owner-only
+        (private,) = tmp.iterdir()
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700
+        for f in private.iterdir():
+            assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+        # the main thread wakes, runs the withdrawn request: it only cleans up
+        wait_for(lambda: not private.exists(), timeout=15)
+        time.sleep(0.5)
+        result = t.finish(4)
+    finally:
+        t.kill()
+    assert result[0] == 4, result
+    assert "profiler slot: None" in result[1], result
+    assert "fastprof modules: []" in result[1] and "sys.path unchanged: True" in result[1]
+    assert result[2] == ""  # nothing printed by the interpreter about the script
+    assert list(tmp.iterdir()) == [] and not out.exists()
+
+
+def start_attach(pid, *args, tmpdir=None):
+    """``fastprof attach PID args`` in the background (stderr piped)."""
+    env = cli_env()
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
+    return subprocess.Popen([sys.executable, "-m", "fastprof.cli", "attach", str(pid)] + list(args),
+                            env=env, stderr=subprocess.PIPE, text=True)
+
+
+@needs_remote_exec
+def test_ctrl_c_while_waiting_withdraws_the_request(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path, block_main=4)
+    try:
+        proc = start_attach(t.pid, "-o", str(tmp_path / "never.prof"), tmpdir=tmp)
+        assert "waiting for process %d" % t.pid in proc.stderr.readline()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 2
+        assert stderr.strip() == ("fastprof attach: error: interrupted before profiling started; "
+                                  "the request is withdrawn")
+        wait_for(lambda: list(tmp.iterdir()) == [], timeout=15)  # the target woke, cleaned up
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and result[2] == "" and "profiler slot: None" in result[1], result
+    assert not (tmp_path / "never.prof").exists()
+
+
+@needs_remote_exec
+def test_attacher_killed_the_target_stops_by_itself(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path)
+    try:
+        proc = start_attach(t.pid, "-o", str(tmp_path / "lost.prof"), tmpdir=tmp)
+        assert "profiling process %d until Ctrl-C" % t.pid in proc.stderr.readline()
+        proc.kill()
+        proc.communicate()
+        # the helper sees its attacher gone: profiler off, directory removed
+        wait_for(lambda: list(tmp.iterdir()) == [], timeout=15)
+        time.sleep(0.2)
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and result[2] == "" and "profiler slot: None" in result[1], result
+    assert "fastprof modules: []" in result[1]
+
+
+CPROFILE_TARGET = """\
+import cProfile, os, sys, time
+prof = cProfile.Profile()
+prof.enable()
+open(sys.argv[1], "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+prof.disable()
+print("slot after:", sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+print("cProfile kept its stats:", any(k[2] == "exists" for k in __import__("pstats").Stats(prof).stats))
+"""
+
+
+@needs_remote_exec
+def test_refuses_a_target_already_profiled(tmp_path):
+    script = tmp_path / "under_cprofile.py"
+    script.write_text(CPROFILE_TARGET)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, str(script), str(ready), str(go)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=target_env(False))
+    try:
+        wait_for(ready.exists)
+        status, _, stderr = attach(proc.pid, "--duration", "1", tmpdir=tmp)
+        assert status == 2
+        assert stderr.strip() == (
+            "fastprof attach: error: process %d is already being profiled (cProfile holds "
+            "sys.monitoring's profiler slot): not attaching; stop that profiler first" % proc.pid)
+        go.touch()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert err == "" and "slot after: None" in out and "cProfile kept its stats: True" in out
+    assert list(tmp.iterdir()) == []
+
+
+def one_error_line(result, *parts):
+    """*result* of attach(): exit status 2 and one line on stderr, with *parts*."""
+    status, stdout, stderr = result
+    assert status == 2 and stdout == "", result
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("fastprof attach: error: "), lines[0]
+    for part in parts:
+        assert part in lines[0], lines[0]
+    return lines[0]
+
+
+def dead_pid():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@needs_remote_exec
+def test_bad_pids(tmp_path):
+    one_error_line(attach("abc"), "bad PID 'abc'")
+    one_error_line(attach("0"), "bad PID 0")
+    pid = dead_pid()
+    one_error_line(attach(pid), "no such process: %d" % pid)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        one_error_line(attach(sleeper.pid, "--duration", "1"),
+                       "process %d is not a Python %d.%d process" % ((sleeper.pid,) + sys.version_info[:2]))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def installed_python(version):
+    """An interpreter of *version* on this machine (pyenv, or the 3.14+ cache
+    of scripts/install-python.sh), or None."""
+    candidates = [os.path.expanduser("~/.pyenv/versions/%s" % v) for v in
+                  sorted(os.listdir(os.path.expanduser("~/.pyenv/versions")))
+                  if v.startswith(version + ".")] if os.path.isdir(
+                      os.path.expanduser("~/.pyenv/versions")) else []
+    cache = os.environ.get("FASTPROF_PYTHONS_DIR", os.path.expanduser("~/.cache/fastprof/pythons"))
+    candidates.append(os.path.join(cache, version, "usr"))
+    for root in candidates:
+        exe = os.path.join(root, "bin", "python" + version)
+        if os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+@needs_remote_exec
+@pytest.mark.parametrize("version", ["3.12", "other 3.14+"])
+def test_a_target_on_another_python(tmp_path, version):
+    ours = "%d.%d" % sys.version_info[:2]
+    if version != "3.12":
+        version = "3.15" if ours == "3.14" else "3.14"
+    exe = installed_python(version)
+    if exe is None:
+        pytest.skip("no Python %s on this machine" % version)
+    proc = subprocess.Popen([exe, "-c", "import time; time.sleep(30)"], env=target_env(False))
+    try:
+        time.sleep(0.3)
+        if version == "3.12":
+            one_error_line(attach(proc.pid), "process %d is not a Python %s process" % (proc.pid, ours))
+        else:
+            one_error_line(attach(proc.pid), "process %d runs Python %s, this is %s" % (
+                proc.pid, version, ours), "python%s -m fastprof.cli attach %d" % (version, proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_bootstrap_refuses_a_copy_of_fastprof_for_another_abi(tmp_path):
+    """A target that cannot import fastprof gets the attacher's copy only if
+    its Python would load that copy's C module: else one line, and nothing
+    added to sys.path."""
+    from fastprof import attach_agent
+    directory = tmp_path / "private"
+    directory.mkdir(mode=0o700)
+    script = directory / "inject.py"
+    script.write_text(attach_agent.BOOTSTRAP % {
+        "directory": str(directory), "fastprof_parent": os.path.dirname(FASTPROF_DIR.rstrip(os.sep)),
+        "abi": [[3, 99], "cpython-399", ".cpython-399-x86_64-linux-gnu.so"], "options": {}})
+    check = "exec(open(%r).read()); import sys; print(%r in sys.path, 'fastprof' in sys.modules)" % (
+        str(script), os.path.dirname(FASTPROF_DIR.rstrip(os.sep)))
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                       env=target_env(False), cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stderr == "", r
+    assert r.stdout.split() == ["False", "False"]
+    error = (directory / "error").read_text()
+    assert "fastprof is not installed in process" in error and "differs from the attaching one" in error
+    assert (directory / "claim").exists()
+
+
+@needs_remote_exec
+@pytest.mark.parametrize("how", ["env", "-X"])
+def test_remote_debugging_disabled_in_the_target(tmp_path, how):
+    env = target_env(False)
+    args = ()
+    if how == "env":
+        env["PYTHON_DISABLE_REMOTE_DEBUG"] = "1"
+    else:
+        args = ("-X", "disable_remote_debug")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path, env=env, args=args)
+    try:
+        line = one_error_line(attach(t.pid, "--duration", "1", tmpdir=tmp),
+                              "remote debugging is disabled in process %d" % t.pid)
+        assert ("PYTHON_DISABLE_REMOTE_DEBUG" if how == "env" else "-X disable_remote_debug") in line
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and "profiler slot: None" in result[1]
+    assert list(tmp.iterdir()) == []
+
+
+@needs_remote_exec
+def test_unwritable_output_is_refused_before_attaching(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path)
+    try:
+        one_error_line(attach(t.pid, "-o", str(tmp_path / "no" / "such" / "dir.prof"), tmpdir=tmp),
+                       "cannot write", "does not exist")
+        one_error_line(attach(t.pid, "-o", str(tmp_path), tmpdir=tmp), "it is a directory")
+        assert list(tmp.iterdir()) == []  # refused before anything was sent
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and "profiler slot: None" in result[1]
+
+
+@pytest.mark.skipif(hasattr(sys, "remote_exec"), reason="the error of an interpreter before 3.14")
+def test_older_attaching_interpreter_says_so():
+    one_error_line(attach(os.getpid()), "needs Python 3.14 or later",
+                   "this is %d.%d" % sys.version_info[:2])
+
+
+def test_help_lists_attach():
+    env = cli_env()
+    out = subprocess.run([sys.executable, "-m", "fastprof.cli", "--help"], capture_output=True,
+                         text=True, env=env).stdout
+    assert "attach" in out and "running Python 3.14+ process" in out
+    out = subprocess.run([sys.executable, "-m", "fastprof", "--help"], capture_output=True,
+                         text=True, env=env).stdout
+    assert "fastprof attach PID" in out
+    r = subprocess.run([sys.executable, "-m", "fastprof.cli", "attach", "--help"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0
+    for option in ("--duration", "--timeout", "--no-threads", "-o", "--clock", "--callpaths"):
+        assert option in r.stdout
