@@ -14,10 +14,9 @@ import time
 
 import pytest
 
-from helpers import TESTS_DIR, cli_env
-
 import fastprof
 from fastprof.profile_file import load_profile
+from helpers import TESTS_DIR, cli_env
 
 TARGET = os.path.join(TESTS_DIR, "data", "attach_target.py")
 # where the attacher's fastprof lives (the target may import it from there)

@@ -103,7 +103,7 @@ def parse_pid(text):
     try:
         pid = int(text)
     except ValueError:
-        raise AttachError("bad PID %r: not a number" % text)
+        raise AttachError("bad PID %r: not a number" % text) from None
     if pid <= 0:
         raise AttachError("bad PID %d: must be positive" % pid)
     if pid == os.getpid():
@@ -111,10 +111,10 @@ def parse_pid(text):
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        raise AttachError("no such process: %d" % pid)
+        raise AttachError("no such process: %d" % pid) from None
     except PermissionError:
         raise AttachError("permission denied: process %d belongs to another user "
-                          "(attach as that user)" % pid)
+                          "(attach as that user)" % pid) from None
     return pid
 
 
@@ -279,7 +279,7 @@ def _wait_done(directory, pid, duration, say):
             try:
                 time.sleep(POLL)
             except KeyboardInterrupt:
-                raise AttachError("interrupted while process %d wrote its profile" % pid)
+                raise AttachError("interrupted while process %d wrote its profile" % pid) from None
     import ast
     return ast.literal_eval(_read(directory, "done"))
 
@@ -301,6 +301,7 @@ def attach(pid, options, duration, timeout, say):
     """Profile process *pid*; return (ProfileData, summary dict).  AttachError
     on failure.  *options*: Profile's keyword arguments."""
     import tempfile
+
     from . import attach_agent
     directory = tempfile.mkdtemp(prefix="fastprof-attach-")  # 0700, unpredictable name
     keep = False
@@ -311,14 +312,14 @@ def attach(pid, options, duration, timeout, say):
         try:
             sys.remote_exec(pid, script)
         except Exception as exc:
-            raise AttachError(_remote_exec_error(pid, exc))
+            raise AttachError(_remote_exec_error(pid, exc)) from None
         try:
             _wait_started(directory, pid, timeout, say)
         except KeyboardInterrupt:
             if _withdraw(directory):
                 keep = True  # the target reads inject.py when it wakes, then removes all
                 raise AttachError("interrupted before profiling started; the request is "
-                                  "withdrawn")
+                                  "withdrawn") from None
             # the target took the request already: let it start, then stop at once
             _wait_started(directory, pid, timeout, say)
             _write_stop(directory)

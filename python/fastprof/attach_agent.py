@@ -173,6 +173,7 @@ class _Session:
 
     def __init__(self, directory, options, added_path, modules_before):
         import _thread
+
         from fastprof.profiler import Profile
         self.directory = directory
         self.options = dict(options)
