@@ -146,7 +146,10 @@ def test_subinterpreter_gets_its_own_working_module(tmp_path):
     if out["skip"]:
         pytest.skip("no way to start a subinterpreter on this build (_testcapi missing)")
     sub = json.loads(out_file.read_text())
-    assert sub["fib"] == 465 and sub["gc"] >= 1 and sub["entry_type"] == "profiler_entry"
+    assert sub["fib"] == 465 and sub["entry_type"] == "profiler_entry"
+    # 3.9's gc module is single-phase: a subinterpreter's gc.callbacks is the
+    # main interpreter's list, which its own collector never reads
+    assert sub["gc"] >= 1 or sys.version_info < (3, 10)
     assert sub["profiler_type_id"] != out["profiler_type_id"]      # its own type objects
     assert out["before"]["fib"] == out["after"]["fib"] == 465        # the main module is untouched
     assert out["own_gil"] == (sys.version_info >= (3, 12))

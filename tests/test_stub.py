@@ -9,6 +9,7 @@ supported Python without extra dependencies.
 import ast
 import inspect
 import os
+import sys
 import types
 
 import pytest
@@ -109,7 +110,10 @@ def test_profiler_members_agree():
     assert set(stub) - {"__init__"} == runtime
     for name, fn in stub.items():
         if name == "__init__":
-            # the class's own text signature: Profile(timer=None, ...)
+            # the class's own text signature: Profile(timer=None, ...).
+            # 3.9's PyType_FromSpec drops a type's text signature from its doc.
+            if sys.version_info < (3, 10):
+                continue
             assert stub_params(fn, drop_self=True) == runtime_params(_fastprof.Profiler)
         elif is_property(fn):
             assert isinstance(vars(_fastprof.Profiler)[name], types.GetSetDescriptorType), name
