@@ -13,7 +13,8 @@ uthash-dev). The sdist carries the header it was made with, and its license,
 under third_party/uthash/: they are written at sdist time, never committed.
 
 The package is every directory under python/fastprof/ that holds .py files,
-plus every other file there (templates, CSS, ...) as package data, except
+plus every other file there (templates, CSS, the _fastprof.pyi type stub and
+py.typed, ...) as package data, except
 build products (*.so, __pycache__): a build dir's fastprof/ mirrors
 python/fastprof/ and never picks up an in-place build's .so (`make dev`).
 """
