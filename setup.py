@@ -14,7 +14,8 @@ under third_party/uthash/: they are written at sdist time, never committed.
 
 The package is every directory under python/fastprof/ that holds .py files,
 plus every other file there (the HTML report's template, CSS and JavaScript in
-python/fastprof/report_assets/) as package data, except
+python/fastprof/report_assets/, the _fastprof.pyi type stub and py.typed) as
+package data, except
 build products (*.so, __pycache__): a build dir's fastprof/ mirrors
 python/fastprof/ and never picks up an in-place build's .so (`make dev`).
 """

@@ -7,7 +7,10 @@
 #include <cpuid.h>
 #endif
 
-static double tsc_hz_cached; /* 0 until calibrated; callers hold the GIL */
+/* 0 until calibrated. Process-wide (the counter's rate is the machine's);
+ * read and written atomically, since interpreters with their own GIL may
+ * calibrate at once (both then store about the same value). */
+static double tsc_hz_cached;
 
 int fp_tsc_usable(void)
 {
@@ -64,7 +67,8 @@ double fp_tsc_hz(void)
 {
     if (!fp_tsc_usable())
         return 0; /* even if calibrated before FASTPROF_NO_TSC was set */
-    double hz = tsc_hz_cached;
+    double hz;
+    __atomic_load(&tsc_hz_cached, &hz, __ATOMIC_RELAXED);
     if (hz > 0)
         return hz;
 #if defined(__aarch64__)
@@ -74,7 +78,7 @@ double fp_tsc_hz(void)
 #else
     hz = fp_tsc_calibrate(5000000);
 #endif
-    tsc_hz_cached = hz;
+    __atomic_store(&tsc_hz_cached, &hz, __ATOMIC_RELAXED);
     return hz;
 }
 

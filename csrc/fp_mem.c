@@ -3,15 +3,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static long allocations_left = -1; /* < 0: never fail */
+/* < 0: never fail. Testing only, and process-wide (the core has no other
+ * context to keep it in); atomic, so interpreters with their own GIL
+ * allocating at once do not race on it. */
+static long allocations_left = -1;
 
 static int should_fail(void)
 {
-    if (allocations_left < 0)
+    long left = __atomic_load_n(&allocations_left, __ATOMIC_RELAXED);
+    if (left < 0)
         return 0;
-    if (allocations_left == 0)
+    if (left == 0)
         return 1;
-    allocations_left--;
+    __atomic_fetch_sub(&allocations_left, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -39,5 +43,5 @@ void fp_free(void *ptr)
 
 void fp_mem_fail_after(long n)
 {
-    allocations_left = n;
+    __atomic_store_n(&allocations_left, n, __ATOMIC_RELAXED);
 }

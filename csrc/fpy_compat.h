@@ -132,4 +132,43 @@ static inline void fpy_tracing_leave(PyThreadState *ts)
 #endif
 }
 
+/* ---- module state (fpy_module.c) ---- */
+
+/* Heap types made from specs behave as the static types did: attributes
+ * cannot be set and the internal ones cannot be instantiated from Python.
+ * 3.10 added both flags; 3.9 has neither (its internal types can then be
+ * instantiated, and their instances do nothing). */
+#if PY_VERSION_HEX >= 0x030A0000
+#define FPY_TPFLAGS_IMMUTABLE Py_TPFLAGS_IMMUTABLETYPE
+#define FPY_TPFLAGS_IMMUTABLE_NO_NEW (Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION)
+#else
+#define FPY_TPFLAGS_IMMUTABLE 0
+#define FPY_TPFLAGS_IMMUTABLE_NO_NEW 0
+#endif
+
+/* PyType_GetModuleByDef, public since 3.11, backported under its upstream
+ * name from public 3.9 calls: the module of the first class in `type`'s
+ * MRO made by PyType_FromModuleAndSpec with a module of definition `def`
+ * (borrowed), or NULL with TypeError. It finds the module from a Python
+ * subclass too (fastprof.Profile), which PyType_GetModule alone does not. */
+#if PY_VERSION_HEX < 0x030B0000
+static inline PyObject *PyType_GetModuleByDef(PyTypeObject *type, struct PyModuleDef *def)
+{
+    PyObject *mro = type->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE))
+            continue;
+        PyObject *module = PyType_GetModule(base);
+        if (!module)
+            PyErr_Clear(); /* a heap type not made with a module */
+        else if (PyModule_GetDef(module) == def)
+            return module;
+    }
+    PyErr_Format(PyExc_TypeError, "PyType_GetModuleByDef: no superclass of '%s' has the given module",
+                 type->tp_name);
+    return NULL;
+}
+#endif
+
 #endif

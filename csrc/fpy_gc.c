@@ -10,12 +10,11 @@
  * profiler is enough. */
 #include "fpy_profiler.h"
 
-/* gc.callbacks: the list the collector reads (a module attribute rebound
- * later would not be read by the collector, so it is taken once). */
-static PyObject *gc_callbacks;
-/* the entries' user object: the name cProfile-style tools show */
-static PyObject *gc_name;
-/* The key of <gc> entries: an address no code object or PyMethodDef has. */
+/* gc.callbacks (the list the collector reads: a module attribute rebound
+ * later would not be read by the collector, so it is taken once) and the
+ * entries' user object, the name cProfile-style tools show, are in the
+ * module state (gc_callbacks, gc_name): each interpreter has its own.
+ * The key of <gc> entries: an address no code object or PyMethodDef has. */
 static const char gc_key;
 
 /* The clock at an edge of a collection. A custom timer runs with events
@@ -36,6 +35,9 @@ static fp_entry_t *gc_entry(fpy_profiler_t *p, fp_thread_t *t)
     fp_entry_t *e = fp_entry_find(t, &gc_key);
     if (e)
         return e;
+    PyObject *gc_name = p->state->gc_name;
+    if (!gc_name)
+        return NULL; /* the module is being torn down: a dropped call */
     e = fp_entry_add(t, &gc_key, Py_NewRef(gc_name));
     if (!e) {
         Py_DECREF(gc_name); /* an interned string: no code runs */
@@ -105,6 +107,11 @@ int fpy_gc_start(fpy_profiler_t *p)
     p->gc_thread = NULL;
     if (!p->gc)
         return 0;
+    PyObject *gc_callbacks = p->state->gc_callbacks;
+    if (!gc_callbacks) {
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
+        return -1;
+    }
     if (!p->gc_callback && !(p->gc_callback = PyCFunction_New(&gc_callback_def, (PyObject *)p)))
         return -1;
     if (PyList_Append(gc_callbacks, p->gc_callback) < 0) {
@@ -117,7 +124,8 @@ int fpy_gc_start(fpy_profiler_t *p)
 void fpy_gc_stop(fpy_profiler_t *p)
 {
     p->gc_thread = NULL;
-    if (!p->gc_callback)
+    PyObject *gc_callbacks = p->state->gc_callbacks;
+    if (!p->gc_callback || !gc_callbacks)
         return;
     /* Ours only, by identity; a user may have reordered or cleared the
      * list. Removing an item while the collector walks the list is safe:
@@ -134,20 +142,20 @@ void fpy_gc_stop(fpy_profiler_t *p)
     Py_CLEAR(p->gc_callback);
 }
 
-int fpy_gc_module_init(PyObject *module)
+int fpy_gc_module_init(PyObject *module, fpy_module_state *st)
 {
     (void)module;
     PyObject *gc = PyImport_ImportModule("gc");
     if (!gc)
         return -1;
-    gc_callbacks = PyObject_GetAttrString(gc, "callbacks");
+    st->gc_callbacks = PyObject_GetAttrString(gc, "callbacks");
     Py_DECREF(gc);
-    if (!gc_callbacks)
+    if (!st->gc_callbacks)
         return -1;
-    if (!PyList_Check(gc_callbacks)) {
+    if (!PyList_Check(st->gc_callbacks)) {
         PyErr_SetString(PyExc_TypeError, "gc.callbacks is not a list");
         return -1;
     }
-    gc_name = PyUnicode_InternFromString("<gc>");
-    return gc_name ? 0 : -1;
+    st->gc_name = PyUnicode_InternFromString("<gc>");
+    return st->gc_name ? 0 : -1;
 }

@@ -1,9 +1,38 @@
 /* The `_fastprof` module and its `Profiler` type: lifecycle, enable /
- * disable / clear, and reporting of errors met on the hot path. */
+ * disable / clear, and reporting of errors met on the hot path.
+ *
+ * The module uses multi-phase initialisation (PEP 489) and keeps what it
+ * owns in its module state (fpy_module_state), as CPython's own _lsprof
+ * does: importing it twice (a re-import, another interpreter) gives two
+ * independent modules, with their own types, strings and live-profiler
+ * lists. Each profiler finds its module's state once, when it is created,
+ * and keeps a pointer to it: the event path never looks it up.
+ *
+ * What stays process-wide, and why:
+ *  - fpy_thread_cache.c: the pthread key that tells when an OS thread
+ *    exits, and the count of such exits. OS threads and pthread keys
+ *    belong to the process; the counter is atomic.
+ *  - fpy_record.c: `naming_thread`, thread-local: it marks what this OS
+ *    thread is doing, whatever the interpreter.
+ *  - fp_clock.c: the TSC rate once calibrated (the machine's), atomic.
+ *  - fp_mem.c: the fault-injection counter (_mem_fail_after, testing
+ *    only), atomic.
+ *  - constant tables (event names, tool ids to try, method tables, type
+ *    specs): never written.
+ * sys.monitoring tool ids, gc.callbacks, the thread states walked on
+ * 3.9-3.11 and os.register_at_fork's handlers are per interpreter in
+ * CPython itself, so one module instance per interpreter uses them
+ * without sharing.
+ *
+ * Slots: Py_mod_multiple_interpreters is PER_INTERPRETER_GIL_SUPPORTED
+ * (3.12+), since the above is all that is shared and it is safe without a
+ * common GIL. Py_mod_gil is GIL_USED (3.13+): the event path assumes the
+ * GIL serialises events (a profiler's tables are updated from every
+ * thread without locks), so a free-threaded build must keep the GIL on
+ * while fastprof is imported. */
 #include "fpy_profiler.h"
 
-/* Every live profiler, so a fork child can fix them all up. */
-static fpy_profiler_t *live_profilers;
+static struct PyModuleDef module_def;
 
 static int parse_choice(const char *what, const char *value, const char *a, const char *b)
 {
@@ -73,9 +102,16 @@ static PyObject *profiler_new(PyTypeObject *type, PyObject *args, PyObject *kwds
 {
     (void)args;
     (void)kwds;
+    /* `type` may be a Python subclass (fastprof.Profile): the module is
+     * that of the class in its MRO that this module made */
+    PyObject *module = PyType_GetModuleByDef(type, &module_def);
+    if (!module)
+        return NULL;
     fpy_profiler_t *p = (fpy_profiler_t *)type->tp_alloc(type, 0);
     if (!p)
         return NULL;
+    p->module = Py_NewRef(module);
+    p->state = PyModule_GetState(module);
     fp_profiler_init(&p->core, FP_SUBCALLS, 128, fpy_release_user, p);
     fp_clock_init_wall(&p->clock, 1);
     p->builtins = 1;
@@ -84,10 +120,10 @@ static PyObject *profiler_new(PyTypeObject *type, PyObject *args, PyObject *kwds
 #else
     p->hook.prof = p;
 #endif
-    p->next_live = live_profilers;
-    if (live_profilers)
-        live_profilers->prev_live = p;
-    live_profilers = p;
+    p->next_live = p->state->live_profilers;
+    if (p->next_live)
+        p->next_live->prev_live = p;
+    p->state->live_profilers = p;
     return (PyObject *)p;
 }
 
@@ -259,6 +295,8 @@ static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure
 
 static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(p)); /* a heap type: each instance holds it */
+    Py_VISIT(p->module);
     Py_VISIT(p->timer);
     Py_VISIT(p->error);
     Py_VISIT(p->gc_callback);
@@ -284,13 +322,17 @@ static int profiler_tp_clear(fpy_profiler_t *p)
     return 0;
 }
 
+/* tp_clear leaves `module` alone: `state` must stay valid until dealloc
+ * (the list below, the source's event flags), and dropping the module
+ * there is not needed to break a cycle (its own m_clear does that). */
 static void profiler_dealloc(fpy_profiler_t *p)
 {
+    PyTypeObject *type = Py_TYPE(p);
     PyObject_GC_UnTrack(p);
     if (p->prev_live)
         p->prev_live->next_live = p->next_live;
     else
-        live_profilers = p->next_live;
+        p->state->live_profilers = p->next_live;
     if (p->next_live)
         p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
@@ -310,25 +352,34 @@ static void profiler_dealloc(fpy_profiler_t *p)
     Py_CLEAR(p->thread_starter);
     Py_CLEAR(p->hooks);
 #endif
-    Py_TYPE(p)->tp_free((PyObject *)p);
+    PyObject *module = p->module;
+    type->tp_free((PyObject *)p);
+    Py_DECREF(type);
+    Py_DECREF(module); /* last: the state lives in it */
 }
 
+/* The docstrings open with text signatures ("name($self, ...)\n--\n\n"),
+ * so inspect.signature() reads them; tests/test_stub.py compares them with
+ * _fastprof.pyi. */
 static PyMethodDef profiler_methods[] = {
-    {"enable", (PyCFunction)profiler_enable, METH_NOARGS, "Start collecting profiling information."},
+    {"enable", (PyCFunction)profiler_enable, METH_NOARGS,
+     "enable($self, /)\n--\n\nStart collecting profiling information."},
     {"disable", (PyCFunction)(void (*)(void))profiler_disable, METH_VARARGS | METH_KEYWORDS,
-     "disable(*, this_thread=False)\n\nStop collecting profiling information; frames still open are "
-     "closed. this_thread=True (with threads=True): stop only the calling thread, the others "
+     "disable($self, /, *, this_thread=False)\n--\n\nStop collecting profiling information; frames still "
+     "open are closed. this_thread=True (with threads=True): stop only the calling thread, the others "
      "go on until disable()."},
-    {"clear", (PyCFunction)profiler_clear, METH_NOARGS, "Drop all profiling information collected so far."},
+    {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
+     "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
-     "getstats(thread=None) -> list of profiler_entry, as _lsprof.Profiler.getstats()."},
+     "getstats($self, /, thread=None)\n--\n\nA list of profiler_entry, as _lsprof.Profiler.getstats()."},
     {"callpaths", (PyCFunction)(void (*)(void))profiler_callpaths, METH_VARARGS | METH_KEYWORDS,
-     "callpaths(thread=None) -> list of (parent, code, calls, inlinetime, totaltime)."},
+     "callpaths($self, /, thread=None)\n--\n\nA list of (parent, code, calls, inlinetime, totaltime)."},
     {"threads", (PyCFunction)profiler_threads, METH_NOARGS,
-     "threads() -> list of (id, ident, native_id) of the profiled threads."},
-    {"memory", (PyCFunction)profiler_memory, METH_NOARGS, "Bytes used by the stats tables."},
+     "threads($self, /)\n--\n\nA list of (id, ident, native_id) of the profiled threads."},
+    {"memory", (PyCFunction)profiler_memory, METH_NOARGS,
+     "memory($self, /)\n--\n\nBytes used by the stats tables."},
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
-     "clock_info() -> {'clock': name, 'ticks_per_second': float}."},
+     "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -337,25 +388,31 @@ static PyGetSetDef profiler_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyType_Slot profiler_slots[] = {
+    {Py_tp_doc, "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
+                "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False)\n--\n\n"
+                "The C profiler behind fastprof.Profile."},
+    {Py_tp_new, (void *)profiler_new},
+    {Py_tp_init, (void *)profiler_init},
+    {Py_tp_dealloc, (void *)profiler_dealloc},
+    {Py_tp_traverse, (void *)profiler_traverse},
+    {Py_tp_clear, (void *)profiler_tp_clear},
+    {Py_tp_methods, profiler_methods},
+    {Py_tp_getset, profiler_getset},
+    {0, NULL},
+};
+
 /* The type's name is what a profile's disable() row says: "{method
  * 'disable' of 'fastprof.Profile' objects}", the class the user called it
  * on, as wide as cProfile's "{method 'disable' of '_lsprof.Profiler'
  * objects}", so pstats tables come out as wide as cProfile's (CPython's
- * test_cprofile compares them to the character). */
-PyTypeObject fpy_profiler_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof.Profile",
-    .tp_doc = "Profiler(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False,\n"
-              "         clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False)\n\n"
-              "The C profiler behind fastprof.Profile.",
-    .tp_basicsize = sizeof(fpy_profiler_t),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_new = profiler_new,
-    .tp_init = (initproc)profiler_init,
-    .tp_dealloc = (destructor)profiler_dealloc,
-    .tp_traverse = (traverseproc)profiler_traverse,
-    .tp_clear = (inquiry)profiler_tp_clear,
-    .tp_methods = profiler_methods,
-    .tp_getset = profiler_getset,
+ * test_cprofile compares them to the character). A heap type per module
+ * instance (module state profiler_type). */
+static PyType_Spec profiler_spec = {
+    .name = "fastprof.Profile",
+    .basicsize = sizeof(fpy_profiler_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC | FPY_TPFLAGS_IMMUTABLE,
+    .slots = profiler_slots,
 };
 
 static PyObject *mem_fail_after(PyObject *module, PyObject *arg)
@@ -370,13 +427,14 @@ static PyObject *mem_fail_after(PyObject *module, PyObject *arg)
 
 /* In a fork child only the forking thread survives: the open frames of the
  * other threads would otherwise be closed at the next disable() with the
- * child's clock, inflating their times. Their finished calls are kept. */
+ * child's clock, inflating their times. Their finished calls are kept.
+ * Each module instance registers its own handler, for its own profilers. */
 static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    (void)module;
+    fpy_module_state *st = PyModule_GetState(module);
     uint64_t me = PyThreadState_Get()->id;
     fpy_profiler_t *p;
-    for (p = live_profilers; p; p = p->next_live) {
+    for (p = st->live_profilers; p; p = p->next_live) {
         fp_thread_t *t;
         for (t = p->core.threads; t; t = t->hh.next) {
             if (t->id != me)
@@ -388,14 +446,12 @@ static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored)
 }
 
 static PyMethodDef module_methods[] = {
-    {"_after_fork_child", after_fork_child, METH_NOARGS, "Called in a fork child (os.register_at_fork)."},
+    {"_after_fork_child", after_fork_child, METH_NOARGS,
+     "_after_fork_child($module, /)\n--\n\nCalled in a fork child (os.register_at_fork)."},
     {"_mem_fail_after", mem_fail_after, METH_O,
+     "_mem_fail_after($module, n, /)\n--\n\n"
      "Testing only: let the next n core allocations succeed and fail the rest (n < 0: never fail)."},
     {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "fastprof._fastprof", "The C core of fastprof.", -1, module_methods,
 };
 
 /* os.register_at_fork(after_in_child=_after_fork_child) */
@@ -416,23 +472,88 @@ static int register_fork_handler(PyObject *m)
     return r ? 0 : -1;
 }
 
+static int module_exec(PyObject *m)
+{
+    fpy_module_state *st = PyModule_GetState(m);
+    if (fpy_thread_cache_module_init() < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: cannot make its thread-exit key");
+        return -1;
+    }
+    st->profiler_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &profiler_spec, NULL);
+    if (!st->profiler_type)
+        return -1;
+    if (fpy_source_module_init(m, st) < 0 || fpy_gc_module_init(m, st) < 0 || fpy_stats_module_init(m, st) < 0)
+        return -1;
+    if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)st->profiler_type)) < 0) {
+        Py_DECREF(st->profiler_type);
+        return -1;
+    }
+    if (PyModule_AddIntConstant(m, "USES_MONITORING", FPY_USE_MONITORING) < 0)
+        return -1;
+    return register_fork_handler(m);
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    fpy_module_state *st = PyModule_GetState(m);
+    if (!st)
+        return 0;
+    Py_VISIT(st->profiler_type);
+    Py_VISIT(st->entry_type);
+    Py_VISIT(st->subentry_type);
+    Py_VISIT(st->source_type);
+    Py_VISIT(st->gc_callbacks);
+    Py_VISIT(st->gc_name);
+    return 0;
+}
+
+/* Live profilers hold the module (and so this state) until they are
+ * freed: their list needs no clearing. A profiler still alive after this
+ * clear raises an error where it would need an object cleared here
+ * (fpy_gc.c, fpy_stats.c, the sources). */
+static int module_clear(PyObject *m)
+{
+    fpy_module_state *st = PyModule_GetState(m);
+    if (!st)
+        return 0;
+    Py_CLEAR(st->profiler_type);
+    Py_CLEAR(st->entry_type);
+    Py_CLEAR(st->subentry_type);
+    Py_CLEAR(st->source_type);
+    Py_CLEAR(st->gc_callbacks);
+    Py_CLEAR(st->gc_name);
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear((PyObject *)m);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, (void *)module_exec},
+#ifdef Py_mod_multiple_interpreters /* 3.12+; see the top of this file */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+#ifdef Py_mod_gil /* 3.13+ */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "fastprof._fastprof",
+    .m_doc = "The C core of fastprof.",
+    .m_size = sizeof(fpy_module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
 PyMODINIT_FUNC PyInit__fastprof(void)
 {
-    PyObject *m = PyModule_Create(&module_def);
-    if (!m)
-        return NULL;
-    if (PyType_Ready(&fpy_profiler_type) < 0 || fpy_source_module_init(m) < 0 ||
-        fpy_thread_cache_module_init() < 0 || fpy_gc_module_init(m) < 0 ||
-        fpy_stats_module_init(m) < 0)
-        goto error;
-    if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)&fpy_profiler_type)) < 0)
-        goto error;
-    if (PyModule_AddIntConstant(m, "USES_MONITORING", FPY_USE_MONITORING) < 0)
-        goto error;
-    if (register_fork_handler(m) < 0)
-        goto error;
-    return m;
-error:
-    Py_DECREF(m);
-    return NULL;
+    return PyModuleDef_Init(&module_def);
 }

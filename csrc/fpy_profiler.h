@@ -22,6 +22,29 @@ typedef struct fpy_hook_target {
 } fpy_hook_target_t;
 #endif
 
+/* The number of sys.monitoring events the 3.12+ source registers
+ * (fpy_source_monitoring.c's event_table). */
+#define FPY_MONITORING_EVENTS 9
+
+/* What one instance of the `_fastprof` module owns (fpy_module.c): one per
+ * interpreter that imports it, and one more per re-import. Everything that
+ * is a Python object lives here, never in a C global, so interpreters
+ * never share one. What stays process-wide, and why, is listed at the top
+ * of fpy_module.c. */
+typedef struct fpy_module_state {
+    PyTypeObject *profiler_type; /* _fastprof.Profiler */
+    PyTypeObject *entry_type;    /* profiler_entry (getstats) */
+    PyTypeObject *subentry_type; /* profiler_subentry */
+    /* the event source's per-thread object: the monitoring callback
+     * (3.12+) or the hook object of threads other than the enabling one */
+    PyTypeObject *source_type;
+    PyObject *gc_callbacks; /* gc.callbacks, the list the collector reads */
+    PyObject *gc_name;      /* "<gc>", interned: the user object of <gc> rows */
+    long monitoring_events[FPY_MONITORING_EVENTS]; /* sys.monitoring.events flags */
+    /* every live profiler of this module, for the after-fork handler */
+    struct fpy_profiler *live_profilers;
+} fpy_module_state;
+
 typedef struct fpy_profiler {
     PyObject_HEAD
 #if !FPY_USE_MONITORING
@@ -59,8 +82,13 @@ typedef struct fpy_profiler {
     int gc_untimed;          /* started inside a clock read: zero time */
     int busy;                /* inside a custom timer or naming a C function:
                                 a collection then is counted, not timed */
-    /* every live profiler, for the after-fork handler */
+    /* every live profiler of its module, for the after-fork handler */
     struct fpy_profiler *next_live, *prev_live;
+    /* The module that made the profiler's class (a strong reference, kept
+     * until dealloc so that `state` outlives the profiler) and its state,
+     * found once at creation: nothing on the event path looks it up. */
+    PyObject *module;
+    fpy_module_state *state;
 #if FPY_USE_MONITORING
     int tool_id; /* -1 when not registered */
     PyObject *gen_watch; /* {frame identity: weakref to its generator} */
@@ -77,7 +105,6 @@ typedef struct fpy_profiler {
 #endif
 } fpy_profiler_t;
 
-extern PyTypeObject fpy_profiler_type;
 
 /* ---- fpy_record.c: turning interpreter events into core calls ---- */
 
@@ -118,6 +145,8 @@ int fpy_naming_thread(void);
 /* OS threads seen by a profiler that have exited since the module loaded. */
 extern uint64_t fpy_os_threads_ended;
 
+/* Makes the process-wide thread-exit key, once per process (any module
+ * instance or interpreter may call it). */
 int fpy_thread_cache_module_init(void);
 
 /* Forgets the cached thread (enable, clear, fork child). */
@@ -250,8 +279,9 @@ void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts);
  * (a collection is recorded where the source would record a call). */
 fp_thread_t *fpy_source_thread(fpy_profiler_t *p);
 
-/* Module-level objects the source needs; called once at import. */
-int fpy_source_module_init(PyObject *module);
+/* Fills the source's part of the module state (its type, event flags);
+ * called by each module instance's exec. */
+int fpy_source_module_init(PyObject *module, fpy_module_state *st);
 
 /* ---- fpy_gc.c: garbage collections as the pseudo-function <gc> ---- */
 
@@ -262,13 +292,13 @@ int fpy_gc_start(fpy_profiler_t *p);
 /* Takes it out again (never fails; never runs Python code). */
 void fpy_gc_stop(fpy_profiler_t *p);
 
-int fpy_gc_module_init(PyObject *module);
+int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */
 
 /* getstats(thread=None) and callpaths(thread=None); see docs/binding-api.md. */
 PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread);
 PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread);
-int fpy_stats_module_init(PyObject *module);
+int fpy_stats_module_init(PyObject *module, fpy_module_state *st);
 
 #endif

@@ -22,13 +22,16 @@ typedef struct {
 
 static void hook_dealloc(fpy_hook_t *self)
 {
+    PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->target.prof);
     PyObject_GC_Del(self);
+    Py_DECREF(type); /* a heap type: each instance holds it */
 }
 
 static int hook_traverse(fpy_hook_t *self, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->target.prof);
     return 0;
 }
@@ -39,13 +42,19 @@ static int hook_clear(fpy_hook_t *self)
     return 0;
 }
 
-static PyTypeObject hook_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof._fastprof._Hook",
-    .tp_basicsize = sizeof(fpy_hook_t),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_dealloc = (destructor)hook_dealloc,
-    .tp_traverse = (traverseproc)hook_traverse,
-    .tp_clear = (inquiry)hook_clear,
+/* A heap type per module instance (module state source_type). */
+static PyType_Slot hook_slots[] = {
+    {Py_tp_dealloc, (void *)hook_dealloc},
+    {Py_tp_traverse, (void *)hook_traverse},
+    {Py_tp_clear, (void *)hook_clear},
+    {0, NULL},
+};
+
+static PyType_Spec hook_spec = {
+    .name = "fastprof._fastprof._Hook",
+    .basicsize = sizeof(fpy_hook_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | FPY_TPFLAGS_IMMUTABLE_NO_NEW,
+    .slots = hook_slots,
 };
 
 static void hook_new_threads_if_threading(fpy_profiler_t *p);
@@ -102,8 +111,10 @@ static PyObject *hook_for(fpy_profiler_t *p, uint64_t tid)
     if (!key)
         return NULL;
     PyObject *hook = PyDict_GetItemWithError(p->hooks, key);
+    if (!hook && !PyErr_Occurred() && !p->state->source_type)
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
     if (!hook && !PyErr_Occurred()) {
-        fpy_hook_t *h = PyObject_GC_New(fpy_hook_t, &hook_type);
+        fpy_hook_t *h = PyObject_GC_New(fpy_hook_t, p->state->source_type);
         if (h) {
             h->target.prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
             h->target.thread = NULL;
@@ -302,10 +313,10 @@ fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
     return is_our_hook(ts, p) ? HOOK_TARGET(ts->c_profileobj)->thread : NULL;
 }
 
-int fpy_source_module_init(PyObject *module)
+int fpy_source_module_init(PyObject *module, fpy_module_state *st)
 {
-    (void)module;
-    return PyType_Ready(&hook_type);
+    st->source_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &hook_spec, NULL);
+    return st->source_type ? 0 : -1;
 }
 
 #endif

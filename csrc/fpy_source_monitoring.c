@@ -180,13 +180,16 @@ static const vectorcallfunc callback_fns[] = {on_start, on_resume, on_return, on
 
 static void callback_dealloc(fpy_callback_t *self)
 {
+    PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->prof);
     PyObject_GC_Del(self);
+    Py_DECREF(type); /* a heap type: each instance holds it */
 }
 
 static int callback_traverse(fpy_callback_t *self, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->prof);
     return 0;
 }
@@ -197,20 +200,33 @@ static int callback_clear(fpy_callback_t *self)
     return 0;
 }
 
-static PyTypeObject callback_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastprof._fastprof._Callback",
-    .tp_basicsize = sizeof(fpy_callback_t),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(fpy_callback_t, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_dealloc = (destructor)callback_dealloc,
-    .tp_traverse = (traverseproc)callback_traverse,
-    .tp_clear = (inquiry)callback_clear,
+/* A heap type per module instance (module state source_type); the
+ * interpreter calls its instances through their vectorcall slot. */
+static PyMemberDef callback_members[] = {
+    {"__vectorcalloffset__", Py_T_PYSSIZET, offsetof(fpy_callback_t, vectorcall), Py_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
 };
 
-static PyObject *new_callback(fpy_profiler_t *p, vectorcallfunc fn)
+static PyType_Slot callback_slots[] = {
+    {Py_tp_call, (void *)PyVectorcall_Call},
+    {Py_tp_dealloc, (void *)callback_dealloc},
+    {Py_tp_traverse, (void *)callback_traverse},
+    {Py_tp_clear, (void *)callback_clear},
+    {Py_tp_members, callback_members},
+    {0, NULL},
+};
+
+static PyType_Spec callback_spec = {
+    .name = "fastprof._fastprof._Callback",
+    .basicsize = sizeof(fpy_callback_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = callback_slots,
+};
+
+static PyObject *new_callback(fpy_profiler_t *p, PyTypeObject *type, vectorcallfunc fn)
 {
-    fpy_callback_t *cb = PyObject_GC_New(fpy_callback_t, &callback_type);
+    fpy_callback_t *cb = PyObject_GC_New(fpy_callback_t, type);
     if (!cb)
         return NULL;
     cb->vectorcall = fn;
@@ -234,9 +250,10 @@ static const struct {
 };
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
+_Static_assert(N_EVENTS == FPY_MONITORING_EVENTS, "fpy_module_state.monitoring_events has room for each event");
 
-/* sys.monitoring.events.<event_table[i].event>, read once at import. */
-static long event_flags[N_EVENTS];
+/* sys.monitoring.events.<event_table[i].event> are read once per module
+ * instance into its state's monitoring_events. */
 
 /* sys.monitoring (new reference), or NULL with an exception set. */
 static PyObject *monitoring_module(void)
@@ -268,6 +285,11 @@ static int claim_tool_id(PyObject *mon)
 
 int fpy_source_start(fpy_profiler_t *p)
 {
+    PyTypeObject *callback_type = p->state->source_type;
+    if (!callback_type) {
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
+        return -1;
+    }
     PyObject *mon = monitoring_module();
     if (!mon)
         return -1;
@@ -283,8 +305,8 @@ int fpy_source_start(fpy_profiler_t *p)
     for (int i = 0; i < N_EVENTS; i++) {
         if (event_table[i].builtins_only && !p->builtins)
             continue;
-        long flag = event_flags[i];
-        PyObject *fn = new_callback(p, callback_fns[event_table[i].callback]);
+        long flag = p->state->monitoring_events[i];
+        PyObject *fn = new_callback(p, callback_type, callback_fns[event_table[i].callback]);
         if (!fn)
             goto error;
         PyObject *r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, flag, fn);
@@ -318,7 +340,7 @@ void fpy_source_stop(fpy_profiler_t *p)
         PyObject *r = fpy_call_method(mon, "set_events", "(ii)", p->tool_id, 0);
         Py_XDECREF(r);
         for (int i = 0; i < N_EVENTS; i++) {
-            r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, event_flags[i], Py_None);
+            r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, p->state->monitoring_events[i], Py_None);
             Py_XDECREF(r);
         }
         r = fpy_call_method(mon, "free_tool_id", "(i)", p->tool_id);
@@ -343,9 +365,8 @@ fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
     return fpy_thread_for(p);
 }
 
-int fpy_source_module_init(PyObject *module)
+int fpy_source_module_init(PyObject *module, fpy_module_state *st)
 {
-    (void)module;
     PyObject *mon = monitoring_module();
     PyObject *events = mon ? fpy_getattr(mon, "events") : NULL;
     Py_XDECREF(mon);
@@ -353,15 +374,16 @@ int fpy_source_module_init(PyObject *module)
         return -1;
     for (int i = 0; i < N_EVENTS; i++) {
         PyObject *flag = fpy_getattr(events, event_table[i].event);
-        event_flags[i] = flag ? PyLong_AsLong(flag) : -1;
+        st->monitoring_events[i] = flag ? PyLong_AsLong(flag) : -1;
         Py_XDECREF(flag);
-        if (event_flags[i] < 0) {
+        if (st->monitoring_events[i] < 0) {
             Py_DECREF(events);
             return -1;
         }
     }
     Py_DECREF(events);
-    return PyType_Ready(&callback_type);
+    st->source_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &callback_spec, NULL);
+    return st->source_type ? 0 : -1;
 }
 
 #endif

@@ -7,8 +7,6 @@
  * the entries' user objects, so they are INCREF'd while it is in use. */
 #include "fpy_profiler.h"
 
-static PyTypeObject *entry_type, *subentry_type;
-
 static PyStructSequence_Field entry_fields[] = {
     {"code", "code object or built-in function name"},
     {"callcount", "how many times this was called"},
@@ -32,16 +30,22 @@ static PyStructSequence_Desc entry_desc = {"fastprof._fastprof.profiler_entry", 
 static PyStructSequence_Desc subentry_desc = {"fastprof._fastprof.profiler_subentry", NULL,
                                               subentry_fields, 5};
 
-int fpy_stats_module_init(PyObject *module)
+/* The record types are made per module instance (module state): a type
+ * is a Python object, which interpreters must not share. */
+int fpy_stats_module_init(PyObject *module, fpy_module_state *st)
 {
-    entry_type = PyStructSequence_NewType(&entry_desc);
-    subentry_type = PyStructSequence_NewType(&subentry_desc);
-    if (!entry_type || !subentry_type)
+    st->entry_type = PyStructSequence_NewType(&entry_desc);
+    st->subentry_type = PyStructSequence_NewType(&subentry_desc);
+    if (!st->entry_type || !st->subentry_type)
         return -1;
-    if (PyModule_AddObject(module, "profiler_entry", Py_NewRef((PyObject *)entry_type)) < 0)
+    if (PyModule_AddObject(module, "profiler_entry", Py_NewRef((PyObject *)st->entry_type)) < 0) {
+        Py_DECREF(st->entry_type);
         return -1;
-    if (PyModule_AddObject(module, "profiler_subentry", Py_NewRef((PyObject *)subentry_type)) < 0)
+    }
+    if (PyModule_AddObject(module, "profiler_subentry", Py_NewRef((PyObject *)st->subentry_type)) < 0) {
+        Py_DECREF(st->subentry_type);
         return -1;
+    }
     return 0;
 }
 
@@ -115,6 +119,11 @@ static PyObject *make_record(PyTypeObject *type, PyObject *code, uint64_t calls,
 
 PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread)
 {
+    PyTypeObject *entry_type = p->state->entry_type, *subentry_type = p->state->subentry_type;
+    if (!entry_type || !subentry_type) {
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
+        return NULL;
+    }
     fp_thread_t *m = snapshot(p, thread);
     if (!m)
         return NULL;

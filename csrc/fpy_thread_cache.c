@@ -15,10 +15,18 @@
 
 #include <pthread.h>
 
+/* Process-wide on purpose, unlike the module state (fpy_module.c): OS
+ * threads and pthread keys belong to the process, not to an interpreter or
+ * a module instance. The key is made once per process (a key per import
+ * would leak one of the few PTHREAD_KEYS_MAX); the counter is atomic, so
+ * interpreters with their own GIL share it safely. An exit seen by any
+ * profiler invalidates every profiler's cache: a cost, never a wrong
+ * answer. */
 uint64_t fpy_os_threads_ended;
 
 static pthread_key_t seen_key;
-static int seen_key_ok;
+static int seen_key_ok; /* written once, under seen_key_once */
+static pthread_once_t seen_key_once = PTHREAD_ONCE_INIT;
 
 static void on_seen_thread_exit(void *value)
 {
@@ -26,11 +34,15 @@ static void on_seen_thread_exit(void *value)
     __atomic_fetch_add(&fpy_os_threads_ended, 1, __ATOMIC_RELAXED);
 }
 
-int fpy_thread_cache_module_init(void)
+static void make_seen_key(void)
 {
     /* Without the key, exits cannot be told: the cache stays off. */
     seen_key_ok = pthread_key_create(&seen_key, on_seen_thread_exit) == 0;
-    return 0;
+}
+
+int fpy_thread_cache_module_init(void)
+{
+    return pthread_once(&seen_key_once, make_seen_key) == 0 ? 0 : -1;
 }
 
 void fpy_thread_cache_reset(fpy_profiler_t *p)

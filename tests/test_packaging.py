@@ -161,6 +161,17 @@ def test_wheel_is_built_from_the_sdist_without_werror(built):
 
 @slow
 @not_sanitized
+def test_wheel_and_sdist_carry_the_type_stub(built):
+    # python/fastprof/_fastprof.pyi and py.typed: package data (PEP 561)
+    with zipfile.ZipFile(built["wheel"]) as z:
+        assert {"fastprof/_fastprof.pyi", "fastprof/py.typed"} <= set(z.namelist())
+    with tarfile.open(built["sdist"]) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"python/fastprof/_fastprof.pyi", "python/fastprof/py.typed"} <= names
+
+
+@slow
+@not_sanitized
 def test_wheel_is_manylinux_2_17(built):
     name = built["wheel"].name
     assert "manylinux_2_17_%s" % os.uname().machine in name and "manylinux2014" in name, name
