@@ -133,12 +133,12 @@ PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread)
         e->reclevel = i++;
     fp_edge_t *g;
     for (g = m->edges; g; g = g->hh.next) {
-        int64_t caller = ((fp_entry_t *)g->key.a)->reclevel;
-        const fp_entry_t *callee = g->key.b;
+        int64_t caller = (g->key.caller)->reclevel;
+        const fp_entry_t *callee = g->key.callee;
         if (!calls[caller] && !(calls[caller] = PyList_New(0)))
             goto error;
         PyObject *sub = make_record(subentry_type, callee->user, g->callcount, g->reccallcount,
-                                    g->tt * factor, g->it * factor);
+                                    g->cumtime * factor, g->owntime * factor);
         if (!sub || PyList_Append(calls[caller], sub) < 0) {
             Py_XDECREF(sub);
             goto error;
@@ -149,7 +149,7 @@ PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread)
         if (e->callcount == 0)
             continue; /* as _lsprof: never completed */
         PyObject *rec = make_record(entry_type, e->user, e->callcount, e->reccallcount,
-                                    e->tt * factor, e->it * factor);
+                                    e->cumtime * factor, e->owntime * factor);
         if (!rec)
             goto error;
         PyObject *sub = calls[e->reclevel] ? Py_NewRef(calls[e->reclevel]) : Py_NewRef(Py_None);
@@ -184,11 +184,11 @@ PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread)
         goto done;
     fp_node_t *n;
     for (n = m->nodes; n; n = n->hh.next) {
-        const fp_node_t *parent = n->key.a;
-        const fp_entry_t *e = n->key.b;
+        const fp_node_t *parent = n->key.parent;
+        const fp_entry_t *e = n->key.entry;
         PyObject *item = Py_BuildValue("(nOKdd)", parent ? (Py_ssize_t)parent->index : (Py_ssize_t)-1,
                                        (PyObject *)e->user, (unsigned long long)n->callcount,
-                                       n->it * factor, n->tt * factor);
+                                       n->owntime * factor, n->cumtime * factor);
         if (!item || PyList_Append(result, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(result);
