@@ -10,10 +10,6 @@
 
 #include "fp_profiler.h"
 
-/* Inlined even where the compiler would not: the event callbacks must stay
- * leaf functions. (Not GCC's `hot`, which only moves code.) */
-#define FP_FORCE_INLINE static inline __attribute__((always_inline))
-
 /* Puts `f` on top of the stack (which has room) and counts it as active. */
 FP_FORCE_INLINE void fp_activate(fp_thread_t *t, const fp_frame_t *f)
 {

@@ -191,6 +191,11 @@ void fp_thread_free(fp_thread_t *t, fp_release_fn release, void *ctx);
 /* A fresh, empty thread record not owned by any profiler; NULL on OOM. */
 fp_thread_t *fp_thread_new(uint64_t id);
 
+/* Inlined even where the compiler would rather not: the event callbacks
+ * must stay leaf functions. (Not GCC's `hot` attribute, which only moves
+ * code.) */
+#define FP_FORCE_INLINE static inline __attribute__((always_inline))
+
 /* ---- tables (fp_table.c) ---- */
 
 /* The entry for `key` in thread `t`, or NULL. */
@@ -234,8 +239,7 @@ static inline fp_edge_t **fp_edge_slot(fp_thread_t *t, const fp_entry_t *caller,
 /* The edge caller->callee if a cache holds it, else NULL (no table probe).
  * Loops call the same callee from the same caller over and over, so the
  * callee's last edge is tried first, then the thread's edge cache. */
-static inline __attribute__((always_inline)) fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller,
-                                                                       fp_entry_t *callee)
+FP_FORCE_INLINE fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
 {
     fp_edge_t *edge = callee->last_edge;
     if (edge && edge->key.caller == caller)
