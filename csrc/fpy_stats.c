@@ -77,7 +77,7 @@ static fp_thread_t *snapshot(fpy_profiler_t *p, PyObject *thread)
         return (fp_thread_t *)PyErr_NoMemory();
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next) {
-        if ((all || t->id == id) && fp_thread_merge(m, t) != 0) {
+        if ((all || t->id == id) && fp_thread_merge(m, t) != FP_OK) {
             fp_thread_free(m, NULL, NULL);
             return (fp_thread_t *)PyErr_NoMemory();
         }
