@@ -186,14 +186,19 @@ void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
 void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                               const void *frame, int suspending);
 
-/* A call of C callable `callable` is entered / left; `key` is its
- * fpy_cfunc_key (never NULL: the source skips other callables, as cProfile
- * does, before it looks up the thread). `self_arg` is the first argument
- * on 3.12+ (to name method descriptors), NULL before. The frame's identity
- * is `callable`, so its return can be matched without the key. */
+/* A call of C callable `callable` is entered; `key` is its fpy_cfunc_key
+ * (never NULL: the source skips other callables, as cProfile does, before
+ * it looks up the thread). `self_arg` is the first argument on 3.12+ (to
+ * name method descriptors), NULL before. The frame's identity is
+ * `callable`, so its return can be matched without the key. */
 void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                              PyObject *callable, PyObject *self_arg);
-void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key);
+
+/* A call of C callable `callable` is left. The key is computed here, off
+ * the fast path (fpy_cfunc_key with `self_arg` and `missing`); a callable
+ * without one was not recorded and its return is ignored. */
+void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable, PyObject *self_arg,
+                             PyObject *missing);
 
 /* Whether the profiler still wants events of the generation `gen`. */
 static inline int fpy_live(const fpy_profiler_t *p, uint64_t gen)

@@ -176,8 +176,12 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
 }
 
-FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key)
+FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
+                                         PyObject *self_arg, PyObject *missing)
 {
+    const void *key = fpy_cfunc_key(callable, self_arg, missing);
+    if (!key)
+        return;
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))

@@ -59,9 +59,7 @@ FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObj
 {
     if (fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read()))
         return;
-    const void *key = fpy_cfunc_key(callable, self_arg, missing);
-    if (key)
-        fpy_record_c_leave_slow(p, t, key);
+    fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }
 
 #endif

@@ -164,13 +164,14 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
     fpy_profiler_t *p = PROFILER_OF(cb);
     if (!p || PyVectorcall_NARGS(nargsf) < 4)
         Py_RETURN_NONE;
-    fp_thread_t *t = fpy_thread_for(p);
     /* A method descriptor called without a self it binds to is not
      * recorded (fpy_cfunc_key): its return must not close a recorded call
      * of the same descriptor further out, so it is not recorded either. */
-    int unrecorded = Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
-                     !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->missing);
-    if (t && !unrecorded)
+    if (Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
+        !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->missing))
+        Py_RETURN_NONE;
+    fp_thread_t *t = fpy_thread_for(p);
+    if (t)
         fpy_record_c_leave(p, t, args[2], args[3], p->missing);
     Py_RETURN_NONE;
 }
