@@ -108,7 +108,7 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
 }
 
 FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                                     const void *frame, int first)
+                                          const void *frame, int first)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -122,7 +122,7 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
 }
 
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                                    const void *frame, int suspending)
+                                          const void *frame, int suspending)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -135,7 +135,7 @@ FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
 }
 
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
-                                   PyObject *callable, PyObject *self_arg)
+                                         PyObject *callable, PyObject *self_arg)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
