@@ -1,8 +1,9 @@
 /* The accounting of calls and times on a thread's shadow stack, with
  * cProfile's definitions:
  *   callcount     every call;  reccallcount  calls while already active;
- *   it (tottime)  time in the function's own code;
- *   tt (cumtime)  time including callees, for outermost activations only.
+ *   owntime (pstats' tottime)  time in the function's own code;
+ *   cumtime                    time including callees, for outermost
+ *                              activations only.
  * Edges (caller->callee) and call-path nodes are counted the same way. */
 #include "fp_account_fast.h"
 
@@ -10,7 +11,7 @@
  * for the return of a frame entered before profiling started. */
 #define FP_LEAVE_SEARCH 32
 
-static __attribute__((noinline)) int grow_stack(fp_profiler_t *p, fp_thread_t *t)
+static __attribute__((noinline)) fp_status grow_stack(fp_profiler_t *p, fp_thread_t *t)
 {
     size_t cap = t->capacity ? t->capacity * 2 : 64;
     fp_frame_t *stack = fp_realloc(t->stack, cap * sizeof *stack);
@@ -20,38 +21,39 @@ static __attribute__((noinline)) int grow_stack(fp_profiler_t *p, fp_thread_t *t
     }
     t->stack = stack;
     t->capacity = cap;
-    return 0;
+    return FP_OK;
 }
 
-FP_HOT int push_frame(fp_profiler_t *p, fp_thread_t *t)
+/* Makes room for one more frame on the stack (pushes nothing). */
+FP_FORCE_INLINE fp_status ensure_stack_room(fp_profiler_t *p, fp_thread_t *t)
 {
-    return t->depth < t->capacity ? 0 : grow_stack(p, t);
+    return t->depth < t->capacity ? FP_OK : grow_stack(p, t);
 }
 
 static fp_node_t *child_node(fp_profiler_t *p, fp_thread_t *t, fp_node_t *parent, fp_entry_t *e)
 {
-    if (parent && parent->key.b == e)
+    if (parent && parent->key.entry == e)
         return parent; /* direct recursion folds into one node */
     if (parent && parent->depth >= p->max_depth)
-        parent = (fp_node_t *)parent->key.a; /* past the bound: siblings, not deeper */
+        parent = parent->key.parent; /* past the bound: siblings, not deeper */
     fp_node_t *node = fp_node_get(t, parent, e);
     if (!node)
         p->nomem = 1;
     return node;
 }
 
-int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+void fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
     t->last_now = now;
-    if (!e || t->lost || push_frame(p, t) != 0) {
+    if (!e || t->lost || ensure_stack_room(p, t) != FP_OK) {
         /* Once a push is dropped, everything nested in it is dropped too:
          * its return must not pop the caller's frame. */
         if (!e)
             p->nomem = 1; /* the binding could not get an entry */
         t->lost++;
-        return FP_ENOMEM;
+        return;
     }
-    fp_frame_t f = {e, NULL, NULL, ident, 0, now, now, 0, 0};
+    fp_frame_t f = {.entry = e, .ident = ident, .t0 = now, .seg = now};
     fp_frame_t *caller = t->depth ? &t->stack[t->depth - 1] : NULL;
     if (caller && (p->flags & FP_SUBCALLS)) {
         f.edge = fp_edge_get(t, caller->entry, e);
@@ -61,7 +63,6 @@ int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
     if (p->flags & FP_CALLPATHS)
         f.node = child_node(p, t, caller ? caller->node : NULL, e);
     fp_activate(t, &f);
-    return 0;
 }
 
 /* Index of the frame of `key` within the top FP_LEAVE_SEARCH frames, or -1. */
@@ -82,42 +83,39 @@ static void close_above(fp_thread_t *t, long index, fp_time_t now)
         fp_book(fp_deactivate(t, now), now);
 }
 
-int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
+void fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
 {
     (void)p;
     t->last_now = now;
     if (t->lost) {
         t->lost--;
-        return 0;
+        return;
     }
     if (t->depth == 0 || t->stack[t->depth - 1].entry->key != key) {
         long i = find_frame(t, key); /* a missed return, or never entered */
         if (i < 0)
-            return 0;
+            return;
         close_above(t, i, now);
     }
     fp_book(fp_deactivate(t, now), now);
-    return 0;
 }
 
-int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
+void fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
 {
     t->last_now = now;
     if (t->lost) {
         t->lost--;
-        return 0;
+        return;
     }
     long i = find_frame(t, key);
     if (i < 0)
-        return 0;
+        return;
     close_above(t, i, now);
     fp_parked_t *park = fp_malloc(sizeof *park);
     if (park) {
         park->ident = ident;
         park->dead = 0;
-        fp_hash_oom = 0;
-        HASH_ADD(hh, t->parked, ident, sizeof park->ident, park);
-        if (fp_hash_oom) {
+        if (!FP_HASH_ADD(t->parked, ident, sizeof park->ident, park)) {
             fp_free(park);
             park = NULL;
         }
@@ -126,23 +124,24 @@ int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *id
     if (!park) {
         p->nomem = 1;
         fp_book(f, now); /* cannot park it: count the run so far as one call */
-        return FP_ENOMEM;
+        return;
     }
     park->frame = *f;
     park->frame.seg = now; /* while parked, `seg` is when it stopped */
-    return 0;
 }
 
-int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+void fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
     fp_parked_t *park;
     t->last_now = now;
     HASH_FIND(hh, t->parked, &ident, sizeof ident, park);
-    if (!park)
-        return fp_enter(p, t, e, ident, now);
-    if (t->lost || push_frame(p, t) != 0) {
+    if (!park) {
+        fp_enter(p, t, e, ident, now);
+        return;
+    }
+    if (t->lost || ensure_stack_room(p, t) != FP_OK) {
         t->lost++;
-        return FP_ENOMEM;
+        return;
     }
     HASH_DEL(t->parked, park);
     fp_frame_t f = park->frame;
@@ -150,7 +149,6 @@ int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
     f.susp += now - f.seg;
     f.seg = now;
     fp_activate(t, &f);
-    return 0;
 }
 
 /* Books a parked frame as returning at `at` and frees the record. */
@@ -181,12 +179,12 @@ void fp_mark_dead(fp_thread_t *t, const void *ident)
         park->dead = 1;
 }
 
-int fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+void fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
     fp_parked_t *stale = fp_parked_find(t, ident);
-    if (stale && !t->lost && push_frame(p, t) == 0)
+    if (stale && !t->lost && ensure_stack_room(p, t) == FP_OK)
         close_parked(t, stale, stale->frame.seg);
-    return fp_enter(p, t, e, ident, now);
+    fp_enter(p, t, e, ident, now);
 }
 
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)

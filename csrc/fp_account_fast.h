@@ -10,10 +10,8 @@
 
 #include "fp_profiler.h"
 
-#define FP_HOT static inline __attribute__((always_inline))
-
 /* Puts `f` on top of the stack (which has room) and counts it as active. */
-FP_HOT void fp_activate(fp_thread_t *t, const fp_frame_t *f)
+FP_FORCE_INLINE void fp_activate(fp_thread_t *t, const fp_frame_t *f)
 {
     t->stack[t->depth++] = *f;
     f->entry->reclevel++;
@@ -25,7 +23,7 @@ FP_HOT void fp_activate(fp_thread_t *t, const fp_frame_t *f)
 
 /* Takes the top frame off the stack, charging the running segment to the
  * caller; returns a pointer to it (valid until the next push). */
-FP_HOT fp_frame_t *fp_deactivate(fp_thread_t *t, fp_time_t now)
+FP_FORCE_INLINE fp_frame_t *fp_deactivate(fp_thread_t *t, fp_time_t now)
 {
     fp_frame_t *f = &t->stack[--t->depth];
     if (t->depth > 0)
@@ -39,37 +37,37 @@ FP_HOT fp_frame_t *fp_deactivate(fp_thread_t *t, fp_time_t now)
 }
 
 /* Books a finished call described by a deactivated frame. */
-FP_HOT void fp_book(const fp_frame_t *f, fp_time_t now)
+FP_FORCE_INLINE void fp_book(const fp_frame_t *f, fp_time_t now)
 {
-    fp_time_t tt = now - f->t0;
-    fp_time_t it = tt - f->susp - f->subt;
+    fp_time_t cum = now - f->t0;
+    fp_time_t own = cum - f->susp - f->subt;
     fp_entry_t *e = f->entry;
     e->callcount++;
-    e->it += it;
+    e->owntime += own;
     if (e->reclevel == 0)
-        e->tt += tt;
+        e->cumtime += cum;
     else
         e->reccallcount++;
     if (f->edge) {
         fp_edge_t *g = f->edge;
         g->callcount++;
-        g->it += it;
+        g->owntime += own;
         if (g->reclevel == 0)
-            g->tt += tt;
+            g->cumtime += cum;
         else
             g->reccallcount++;
     }
     if (f->node) {
         fp_node_t *n = f->node;
         n->callcount++;
-        n->it += it;
+        n->owntime += own;
         if (n->reclevel == 0)
-            n->tt += tt;
+            n->cumtime += cum;
     }
 }
 
 /* fp_enter(p, t, e, ident, now) if it needs nothing more; 1 if done. */
-FP_HOT int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+FP_FORCE_INLINE int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
 {
     size_t depth = t->depth;
     if (t->lost || depth == 0 || depth >= t->capacity || (p->flags & FP_CALLPATHS))
@@ -81,14 +79,14 @@ FP_HOT int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const v
             return 0;
     }
     t->last_now = now;
-    fp_frame_t f = {e, edge, NULL, ident, 0, now, now, 0, 0};
+    fp_frame_t f = {.entry = e, .edge = edge, .ident = ident, .t0 = now, .seg = now};
     fp_activate(t, &f);
     return 1;
 }
 
 /* fp_leave(p, t, key, now) when the top frame is the one of `key` or, if
  * `ident` is not NULL, the one entered with that identity; 1 if done. */
-FP_HOT int fp_try_leave(fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
+FP_FORCE_INLINE int fp_try_leave(fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
 {
     size_t depth = t->depth;
     if (t->lost || depth == 0)

@@ -16,7 +16,7 @@
 #define uthash_malloc(sz) fp_malloc(sz)
 #define uthash_free(ptr, sz) fp_free(ptr)
 #define HASH_NONFATAL_OOM 1
-/* Set by the macros when an add failed; the caller reads and resets it. */
+/* Set by the macros when an add failed; read through FP_HASH_ADD. */
 extern int fp_hash_oom;
 #define uthash_nonfatal_oom(elt) (fp_hash_oom = 1)
 
@@ -36,5 +36,15 @@ static inline unsigned fp_hash_words(const void *key, unsigned keylen)
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = fp_hash_words((keyptr), (unsigned)(keylen)))
 
 #include <uthash.h>
+
+/* HASH_ADD(hh, head, keyfield, keylen, elt) that says whether it worked:
+ * 1, or 0 when out of memory (`elt` is then not in the table and still the
+ * caller's to free). */
+#define FP_HASH_ADD(head, keyfield, keylen, elt)                                                             \
+    __extension__({                                                                                        \
+        fp_hash_oom = 0;                                                                                   \
+        HASH_ADD(hh, head, keyfield, keylen, elt);                                                         \
+        !fp_hash_oom;                                                                                      \
+    })
 
 #endif

@@ -100,13 +100,9 @@ fp_thread_t *fp_thread_get(fp_profiler_t *p, uint64_t id)
     if (t)
         return t;
     t = fp_thread_new(id);
-    if (t) {
-        fp_hash_oom = 0;
-        HASH_ADD(hh, p->threads, id, sizeof t->id, t);
-        if (fp_hash_oom) {
-            fp_free(t);
-            t = NULL;
-        }
+    if (t && !FP_HASH_ADD(p->threads, id, sizeof t->id, t)) {
+        fp_free(t);
+        t = NULL;
     }
     if (!t)
         p->nomem = 1;
@@ -143,7 +139,7 @@ static fp_entry_t *merged_entry(fp_thread_t *dst, const fp_entry_t *src_entry)
     return e ? e : fp_entry_add(dst, src_entry->key, src_entry->user);
 }
 
-int fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
+fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
 {
     const fp_entry_t *se;
     for (se = src->entries; se; se = se->hh.next) {
@@ -152,34 +148,34 @@ int fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
             return FP_ENOMEM;
         e->callcount += se->callcount;
         e->reccallcount += se->reccallcount;
-        e->tt += se->tt;
-        e->it += se->it;
+        e->cumtime += se->cumtime;
+        e->owntime += se->owntime;
     }
     const fp_edge_t *sg;
     for (sg = src->edges; sg; sg = sg->hh.next) {
-        fp_entry_t *a = merged_entry(dst, (const fp_entry_t *)sg->key.a);
-        fp_entry_t *b = merged_entry(dst, (const fp_entry_t *)sg->key.b);
+        fp_entry_t *a = merged_entry(dst, sg->key.caller);
+        fp_entry_t *b = merged_entry(dst, sg->key.callee);
         fp_edge_t *g = a && b ? fp_edge_get(dst, a, b) : NULL;
         if (!g)
             return FP_ENOMEM;
         g->callcount += sg->callcount;
         g->reccallcount += sg->reccallcount;
-        g->tt += sg->tt;
-        g->it += sg->it;
+        g->cumtime += sg->cumtime;
+        g->owntime += sg->owntime;
     }
     /* Nodes come parents first (creation order), so each parent has been
      * merged before its children; `map` takes a source index to the merged
      * node. */
     if (!src->n_nodes)
-        return 0;
+        return FP_OK;
     fp_node_t **map = fp_calloc(src->n_nodes, sizeof *map);
     if (!map)
         return FP_ENOMEM;
     const fp_node_t *sn;
-    int rc = 0;
+    fp_status rc = FP_OK;
     for (sn = src->nodes; sn; sn = sn->hh.next) {
-        const fp_node_t *sparent = sn->key.a;
-        fp_entry_t *e = merged_entry(dst, (const fp_entry_t *)sn->key.b);
+        const fp_node_t *sparent = sn->key.parent;
+        fp_entry_t *e = merged_entry(dst, sn->key.entry);
         fp_node_t *n = e ? fp_node_get(dst, sparent ? map[sparent->index] : NULL, e) : NULL;
         if (!n) {
             rc = FP_ENOMEM;
@@ -187,8 +183,8 @@ int fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
         }
         map[sn->index] = n;
         n->callcount += sn->callcount;
-        n->tt += sn->tt;
-        n->it += sn->it;
+        n->cumtime += sn->cumtime;
+        n->owntime += sn->owntime;
     }
     fp_free(map);
     return rc;

@@ -11,9 +11,10 @@
  * holds the GIL). Each profiled thread has its own fp_thread_t, so one
  * thread's calls never become another thread's callees.
  *
- * Errors: functions return 0 or a negative fp_status. Out of memory on the
- * hot path never fails loudly: the event is dropped (kept balanced) and the
- * profiler's sticky `nomem` flag is set for the binding to report. */
+ * Errors: out of memory on the hot path never fails loudly: the event is
+ * dropped (kept balanced) and the profiler's sticky `nomem` flag is set for
+ * the binding to report, so the accounting functions return nothing. The
+ * few that can fail otherwise say so with an fp_status. */
 #ifndef FP_PROFILER_H
 #define FP_PROFILER_H
 
@@ -23,7 +24,7 @@
 #include "fp_clock.h"
 #include "fp_hash.h"
 
-typedef enum { FP_OK = 0, FP_ENOMEM = -1, FP_EINVAL = -2 } fp_status;
+typedef enum { FP_OK = 0, FP_ENOMEM = -1 } fp_status;
 
 enum {
     FP_SUBCALLS = 1 << 0,  /* record caller->callee edges */
@@ -36,36 +37,46 @@ typedef struct fp_entry {
     void *user;
     uint64_t callcount;    /* all calls */
     uint64_t reccallcount; /* calls made while already active (recursive) */
-    fp_time_t tt;          /* cumulative time, outermost activations only */
-    fp_time_t it;          /* inline time: own code, callees excluded */
+    fp_time_t cumtime;     /* callees included, outermost activations only
+                              (pstats' cumtime, _lsprof's totaltime) */
+    fp_time_t owntime;     /* own code only, callees excluded (pstats'
+                              tottime, _lsprof's inlinetime) */
     int64_t reclevel;      /* activations currently on the stack */
     struct fp_edge *last_edge; /* the edge into this entry used last */
     struct fp_node *last_node; /* the call-path node of this entry used last */
     UT_hash_handle hh;
 } fp_entry_t;
 
-typedef struct fp_pair {
-    const void *a;
-    const void *b;
-} fp_pair_t;
+/* The key of an edge. Two pointers, no padding: uthash hashes and compares
+ * its bytes. */
+typedef struct fp_edge_key {
+    struct fp_entry *caller;
+    struct fp_entry *callee;
+} fp_edge_key_t;
 
-/* Stats of calls from one function (key.a) to another (key.b). */
+/* Stats of calls from one function (key.caller) to another (key.callee). */
 typedef struct fp_edge {
-    fp_pair_t key; /* (caller entry, callee entry) */
+    fp_edge_key_t key;
     uint64_t callcount;
     uint64_t reccallcount;
-    fp_time_t tt;
-    fp_time_t it;
+    fp_time_t cumtime;
+    fp_time_t owntime;
     int64_t reclevel;
     UT_hash_handle hh;
 } fp_edge_t;
 
+/* The key of a call-path node, as fp_edge_key_t. */
+typedef struct fp_node_key {
+    struct fp_node *parent; /* NULL: a root */
+    struct fp_entry *entry;
+} fp_node_key_t;
+
 /* A node of the calling-context tree: one function reached along one path. */
 typedef struct fp_node {
-    fp_pair_t key; /* (parent node or NULL, entry) */
+    fp_node_key_t key;
     uint64_t callcount;
-    fp_time_t tt; /* outermost activations at this node only */
-    fp_time_t it;
+    fp_time_t cumtime; /* outermost activations at this node only */
+    fp_time_t owntime;
     int64_t reclevel;
     int32_t depth; /* 1 for a root */
     size_t index;  /* creation order in its thread: parents come first */
@@ -170,8 +181,8 @@ size_t fp_profiler_memory(const fp_profiler_t *p);
  * matched by key, edges and call-path nodes by the keys of their ends.
  * Entries new to `dst` borrow the source's user pointer (release nothing
  * when `dst` is dropped: use fp_thread_free with release NULL).
- * Returns 0 or FP_ENOMEM (dst then holds part of the merge). */
-int fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src);
+ * Returns FP_OK or FP_ENOMEM (dst then holds part of the merge). */
+fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src);
 
 /* Frees a thread record not owned by a profiler (e.g. a merge result),
  * calling `release` for each entry's user pointer if non-NULL. */
@@ -179,6 +190,11 @@ void fp_thread_free(fp_thread_t *t, fp_release_fn release, void *ctx);
 
 /* A fresh, empty thread record not owned by any profiler; NULL on OOM. */
 fp_thread_t *fp_thread_new(uint64_t id);
+
+/* Inlined even where the compiler would rather not: the event callbacks
+ * must stay leaf functions. (Not GCC's `hot` attribute, which only moves
+ * code.) */
+#define FP_FORCE_INLINE static inline __attribute__((always_inline))
 
 /* ---- tables (fp_table.c) ---- */
 
@@ -223,14 +239,13 @@ static inline fp_edge_t **fp_edge_slot(fp_thread_t *t, const fp_entry_t *caller,
 /* The edge caller->callee if a cache holds it, else NULL (no table probe).
  * Loops call the same callee from the same caller over and over, so the
  * callee's last edge is tried first, then the thread's edge cache. */
-static inline __attribute__((always_inline)) fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller,
-                                                                       fp_entry_t *callee)
+FP_FORCE_INLINE fp_edge_t *fp_edge_cached(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
 {
     fp_edge_t *edge = callee->last_edge;
-    if (edge && edge->key.a == caller)
+    if (edge && edge->key.caller == caller)
         return edge;
     edge = *fp_edge_slot(t, caller, callee);
-    if (edge && edge->key.a == caller && edge->key.b == callee) {
+    if (edge && edge->key.caller == caller && edge->key.callee == callee) {
         callee->last_edge = edge;
         return edge;
     }
@@ -252,29 +267,30 @@ fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry);
 /* A call of `e` starts on `t`. `ident` names a generator/coroutine frame
  * that may later be parked with fp_suspend (NULL for plain calls). `e` may
  * be NULL when the binding could not get an entry (out of memory): the call
- * is dropped like a failed push (nomem set, FP_ENOMEM returned) and its
- * return, still to be reported with fp_leave, pops nothing. */
-int fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
+ * is dropped like a failed push (nomem set) and its return, still to be
+ * reported with fp_leave, pops nothing. */
+void fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
 
 /* The call of the function `key` on top of `t`'s stack returns. If `key`
  * is not on top but a few frames down, the frames above it are closed
  * first (recovery from a missed return); if it is not found the event is
  * ignored (a return from a frame entered before profiling started). */
-int fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now);
+void fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now);
 
 /* The generator frame of `key` on top of `t` suspends (yield/await): it is
- * taken off the stack, still open, and parked under `ident`. */
-int fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now);
+ * taken off the stack, still open, and parked under `ident` (out of
+ * memory: booked as a finished call instead, nomem set). */
+void fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now);
 
 /* A generator frame resumes: the frame parked on `t` under `ident` goes
  * back on top of the stack; if none is parked there, this is a first start:
  * fp_enter(p, t, e, ident, now) (so `e` may be NULL, as there). */
-int fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
+void fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
 
 /* A generator frame starts for the first time. A frame still parked under
  * the same `ident` belonged to a generator that vanished without a return
  * event (its memory reused): it is closed where it parked. */
-int fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
+void fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now);
 
 /* The frame parked on `t` under `ident`, or NULL. */
 fp_parked_t *fp_parked_find(fp_thread_t *t, const void *ident);

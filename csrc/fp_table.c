@@ -21,9 +21,7 @@ fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user)
     if (!e)
         return NULL;
     e->key = key;
-    fp_hash_oom = 0;
-    HASH_ADD(hh, t->entries, key, sizeof e->key, e);
-    if (fp_hash_oom) {
+    if (!FP_HASH_ADD(t->entries, key, sizeof e->key, e)) {
         fp_free(e);
         return NULL;
     }
@@ -38,16 +36,14 @@ fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user)
 fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee)
 {
     fp_edge_t *edge;
-    fp_pair_t key = {caller, callee};
+    fp_edge_key_t key = {.caller = caller, .callee = callee};
     HASH_FIND(hh, t->edges, &key, sizeof key, edge);
     if (!edge) {
         edge = fp_calloc(1, sizeof *edge);
         if (!edge)
             return NULL;
         edge->key = key;
-        fp_hash_oom = 0;
-        HASH_ADD(hh, t->edges, key, sizeof edge->key, edge);
-        if (fp_hash_oom) {
+        if (!FP_HASH_ADD(t->edges, key, sizeof edge->key, edge)) {
             fp_free(edge);
             return NULL;
         }
@@ -61,9 +57,9 @@ fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *call
 fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry)
 {
     fp_node_t *node = entry->last_node; /* as for edges: loops repeat paths */
-    if (node && node->key.a == parent)
+    if (node && node->key.parent == parent)
         return node;
-    fp_pair_t key = {parent, entry};
+    fp_node_key_t key = {.parent = parent, .entry = entry};
     HASH_FIND(hh, t->nodes, &key, sizeof key, node);
     if (node) {
         entry->last_node = node;
@@ -75,9 +71,7 @@ fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry)
     node->key = key;
     node->depth = parent ? parent->depth + 1 : 1;
     node->index = t->n_nodes;
-    fp_hash_oom = 0;
-    HASH_ADD(hh, t->nodes, key, sizeof node->key, node);
-    if (fp_hash_oom) {
+    if (!FP_HASH_ADD(t->nodes, key, sizeof node->key, node)) {
         fp_free(node);
         return NULL;
     }

@@ -1,5 +1,17 @@
 /* fpy_compat: every CPython version difference the binding depends on.
- * The only file that tests PY_VERSION_HEX; each shim says why. */
+ *
+ * The only file that tests PY_VERSION_HEX. Elsewhere, code asks for a
+ * named feature (FPY_USE_MONITORING, FPY_GENERATOR_CLOSE_IS_SILENT) or
+ * calls a shim defined here; each says why. Shims that backport a newer
+ * public API carry its upstream name (Py_NewRef, PyErr_GetRaisedException,
+ * PyThreadState_EnterTracing, PyType_GetModuleByDef), so they go away
+ * unchanged with the old versions. The version-specific source files are
+ * guarded whole by these macros (fpy_source_legacy.c,
+ * fpy_source_monitoring.c, fpy_thread_cache.c): setup.py compiles every .c
+ * file in csrc/, and on a version that does not use one it compiles to
+ * nothing.
+ *
+ * Private CPython internals are at the end, in one marked section. */
 #ifndef FPY_COMPAT_H
 #define FPY_COMPAT_H
 
@@ -7,7 +19,29 @@
 #include <Python.h>
 #include <frameobject.h>
 
-/* Py_NewRef arrived in 3.10. */
+/* ---- named features ---- */
+
+/* 3.12 replaced the per-thread C profile hook with sys.monitoring; the old
+ * hook still works there but through a slower shim. 1: the event source
+ * is fpy_source_monitoring.c, 0: fpy_source_legacy.c. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define FPY_USE_MONITORING 1
+#else
+#define FPY_USE_MONITORING 0
+#endif
+
+/* 3.13 closes a generator suspended outside any try block without running
+ * it, so no monitoring event tells its end (fpy_source_monitoring.c
+ * watches such generators with a weakref). */
+#if PY_VERSION_HEX >= 0x030D0000
+#define FPY_GENERATOR_CLOSE_IS_SILENT 1
+#else
+#define FPY_GENERATOR_CLOSE_IS_SILENT 0
+#endif
+
+/* ---- backports of newer public API, under their upstream names ---- */
+
+/* Py_NewRef: 3.10. */
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *Py_NewRef(PyObject *o)
 {
@@ -16,33 +50,12 @@ static inline PyObject *Py_NewRef(PyObject *o)
 }
 #endif
 
-/* 3.12 replaced the per-thread C profile hook with sys.monitoring; the old
- * hook still works there but through a slower shim. */
-#if PY_VERSION_HEX >= 0x030C0000
-#define FPY_USE_MONITORING 1
-#else
-#define FPY_USE_MONITORING 0
-#endif
-
-/* Saving the exception in flight across a callback: 3.12 made the
- * exception a single object. */
-#if PY_VERSION_HEX >= 0x030C0000
-typedef struct { PyObject *exc; } fpy_exc_state;
-static inline void fpy_exc_save(fpy_exc_state *s) { s->exc = PyErr_GetRaisedException(); }
-static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_SetRaisedException(s->exc); }
-#else
-typedef struct { PyObject *type, *value, *tb; } fpy_exc_state;
-static inline void fpy_exc_save(fpy_exc_state *s) { PyErr_Fetch(&s->type, &s->value, &s->tb); }
-static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_Restore(s->type, s->value, s->tb); }
-#endif
-
-/* Takes the exception being raised as one normalised object with its
- * traceback (new reference, or NULL if none). */
-static inline PyObject *fpy_err_take(void)
+/* PyErr_GetRaisedException: 3.12. The exception being raised as one
+ * normalised object with its traceback (new reference, or NULL if none),
+ * and the error indicator cleared. */
+#if PY_VERSION_HEX < 0x030C0000
+static inline PyObject *PyErr_GetRaisedException(void)
 {
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     if (!type)
@@ -53,97 +66,36 @@ static inline PyObject *fpy_err_take(void)
     Py_XDECREF(type);
     Py_XDECREF(tb);
     return value;
-#endif
-}
-
-#if !FPY_USE_MONITORING
-/* The code object of a frame, borrowed. 3.9/3.10 expose f_code; 3.11
- * made PyFrameObject opaque and PyFrame_GetCode returns a new reference,
- * which the frame keeps alive anyway. */
-static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    Py_DECREF(code);
-    return code;
-#else
-    return frame->f_code;
-#endif
-}
-
-/* Whether a generator frame that is returning to its caller is suspending
- * (yield / await) rather than finishing. Each version records it in a
- * different place just before the return event fires:
- * 3.9 sets f_stacktop only when suspending; 3.10 has f_state; 3.11 keeps
- * the state in the generator (FRAME_SUSPENDED is -1 in pycore_frame.h). */
-static inline int fpy_frame_is_suspending(PyFrameObject *frame)
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    PyObject *gen = PyFrame_GetGenerator(frame);
-    if (!gen)
-        return 0;
-    int suspended = ((PyGenObject *)gen)->gi_frame_state == -1;
-    Py_DECREF(gen);
-    return suspended;
-#elif PY_VERSION_HEX >= 0x030A0000
-    return frame->f_state == FRAME_SUSPENDED;
-#else
-    return frame->f_stacktop != NULL;
-#endif
 }
 #endif
 
-/* Code flags of generator-like code: these frames can suspend. */
-#define FPY_CO_SUSPENDABLE (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
-
-/* A type attribute lookup that neither raises nor runs code (borrowed). */
-static inline PyObject *fpy_type_lookup(PyTypeObject *type, PyObject *name)
+/* PyThreadState_EnterTracing / LeaveTracing: 3.11. While a thread is
+ * "tracing" the interpreter delivers it no profile or monitoring events:
+ * fpy_gc.c runs a custom timer from a collection callback that way, so
+ * the timer's own code is not profiled. Before 3.11 the flag that makes
+ * the eval loop look at the hooks sits in the C frame (3.10) or the
+ * thread state (3.9), as CPython's own 3.11 code sets it. */
+#if PY_VERSION_HEX < 0x030B0000
+static inline void PyThreadState_EnterTracing(PyThreadState *ts)
 {
-    return _PyType_Lookup(type, name);
-}
-
-/* Running Python code (a custom timer) from a garbage-collection callback
- * without that code being profiled: the interpreter delivers no profile or
- * monitoring events while a thread is "tracing". 3.11 made it an API; 3.10
- * keeps use_tracing in the C frame, 3.9 in the thread state. */
-static inline void fpy_tracing_enter(PyThreadState *ts)
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    PyThreadState_EnterTracing(ts);
-#elif PY_VERSION_HEX >= 0x030A0000
     ts->tracing++;
+#if PY_VERSION_HEX >= 0x030A0000
     ts->cframe->use_tracing = 0;
 #else
-    ts->tracing++;
     ts->use_tracing = 0;
 #endif
 }
 
-static inline void fpy_tracing_leave(PyThreadState *ts)
+static inline void PyThreadState_LeaveTracing(PyThreadState *ts)
 {
-#if PY_VERSION_HEX >= 0x030B0000
-    PyThreadState_LeaveTracing(ts);
-#elif PY_VERSION_HEX >= 0x030A0000
     ts->tracing--;
-    ts->cframe->use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+    int use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+#if PY_VERSION_HEX >= 0x030A0000
+    ts->cframe->use_tracing = use_tracing;
 #else
-    ts->tracing--;
-    ts->use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+    ts->use_tracing = use_tracing;
 #endif
 }
-
-/* ---- module state (fpy_module.c) ---- */
-
-/* Heap types made from specs behave as the static types did: attributes
- * cannot be set and the internal ones cannot be instantiated from Python.
- * 3.10 added both flags; 3.9 has neither (its internal types can then be
- * instantiated, and their instances do nothing). */
-#if PY_VERSION_HEX >= 0x030A0000
-#define FPY_TPFLAGS_IMMUTABLE Py_TPFLAGS_IMMUTABLETYPE
-#define FPY_TPFLAGS_IMMUTABLE_NO_NEW (Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION)
-#else
-#define FPY_TPFLAGS_IMMUTABLE 0
-#define FPY_TPFLAGS_IMMUTABLE_NO_NEW 0
 #endif
 
 /* PyType_GetModuleByDef, public since 3.11, backported under its upstream
@@ -168,6 +120,160 @@ static inline PyObject *PyType_GetModuleByDef(PyTypeObject *type, struct PyModul
     PyErr_Format(PyExc_TypeError, "PyType_GetModuleByDef: no superclass of '%s' has the given module",
                  type->tp_name);
     return NULL;
+}
+#endif
+
+/* ---- other version differences ---- */
+
+/* Heap types made from specs behave as the static types did: attributes
+ * cannot be set and the internal ones cannot be instantiated from Python.
+ * 3.10 added both flags; 3.9 has neither (its internal types can then be
+ * instantiated, and their instances do nothing). */
+#if PY_VERSION_HEX >= 0x030A0000
+#define FPY_TPFLAGS_IMMUTABLE Py_TPFLAGS_IMMUTABLETYPE
+#define FPY_TPFLAGS_IMMUTABLE_NO_NEW (Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION)
+#else
+#define FPY_TPFLAGS_IMMUTABLE 0
+#define FPY_TPFLAGS_IMMUTABLE_NO_NEW 0
+#endif
+
+/* Saving the exception in flight across a callback and restoring it as it
+ * was (not normalised): 3.12 made the exception a single object. */
+#if PY_VERSION_HEX >= 0x030C0000
+typedef struct { PyObject *exc; } fpy_exc_state;
+static inline void fpy_exc_save(fpy_exc_state *s) { s->exc = PyErr_GetRaisedException(); }
+static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_SetRaisedException(s->exc); }
+#else
+typedef struct { PyObject *type, *value, *tb; } fpy_exc_state;
+static inline void fpy_exc_save(fpy_exc_state *s) { PyErr_Fetch(&s->type, &s->value, &s->tb); }
+static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_Restore(s->type, s->value, s->tb); }
+#endif
+
+/* The native (OS) id of the thread of `ts` in *id: 1 if known. 3.11 keeps
+ * it in the thread state; before, only the running thread can tell its
+ * own. */
+static inline int fpy_native_thread_id(PyThreadState *ts, unsigned long *id)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    *id = ts->native_thread_id;
+    return 1;
+#else
+    if (ts != PyThreadState_Get())
+        return 0;
+    *id = PyThread_get_thread_native_id();
+    return 1;
+#endif
+}
+
+/* Code flags of generator-like code: these frames can suspend. */
+#define FPY_CO_SUSPENDABLE (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+#if !FPY_USE_MONITORING
+/* The code object of a frame, borrowed. 3.9/3.10 expose f_code; 3.11
+ * made PyFrameObject opaque and PyFrame_GetCode returns a new reference,
+ * which the frame keeps alive anyway. */
+static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    Py_DECREF(code);
+    return code;
+#else
+    return frame->f_code;
+#endif
+}
+#endif
+
+/* ==== Private CPython internals ========================================
+ *
+ * Everything fastprof uses that CPython does not promise to keep: names
+ * with a leading underscore, and struct fields of the cpython/ headers
+ * (not the limited API). Checked against the headers (or, for Python
+ * names, the modules) of CPython 3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0,
+ * 3.14 and 3.15 as installed for fastprof's tests; "used on" is where the
+ * code reaches it. Check the list again when a new CPython is added.
+ *
+ * In C, wrapped here:
+ *   _PyType_Lookup                 fpy_type_lookup; cpython/object.h, 3.9-3.15
+ *   _PyEval_SetProfile             fpy_set_profile; used on 3.9-3.11;
+ *                                  cpython/ceval.h 3.9-3.12, moved to
+ *                                  internal/pycore_ceval.h in 3.13 (exported)
+ *   PyThreadState.c_profilefunc,   fpy_profile_func / fpy_profile_obj; used
+ *     .c_profileobj                on 3.9-3.11; cpython/pystate.h 3.9-3.15
+ *   PyGenObject.gi_frame_state,    fpy_frame_is_suspending, 3.11 only
+ *     FRAME_SUSPENDED == -1        (the field via _PyGenObject_HEAD in
+ *                                  cpython/genobject.h, the value in
+ *                                  internal/pycore_frame.h)
+ *   PyFrameObject.f_state,         fpy_frame_is_suspending, 3.10 only
+ *     FRAME_SUSPENDED              (cpython/frameobject.h)
+ *   PyFrameObject.f_stacktop       fpy_frame_is_suspending, 3.9 only
+ *   PyFrameObject.f_code           fpy_frame_code, 3.9-3.10
+ *   PyThreadState.tracing,         the PyThreadState_EnterTracing backport,
+ *     .use_tracing (3.9),          3.9-3.10 (cpython/pystate.h)
+ *     .cframe->use_tracing (3.10),
+ *     .c_tracefunc
+ *   PyThreadState.native_thread_id fpy_native_thread_id, 3.11-3.15
+ * In C, used directly (fields of cpython/ headers, unchanged 3.9-3.15):
+ *   PyThreadState.id, .thread_id, .interp (thread records and hooks);
+ *   PyCFunctionObject.m_ml, PyMethodDescrObject.d_method, PyDescr_TYPE
+ *   (fpy_cfunc_key in fpy_profiler.h, fpy_names.c: cProfile's keys).
+ * In Python (names looked up at run time), present in 3.9-3.15:
+ *   threading._profile_hook        fpy_source_legacy.c: fpy_source_detach
+ *                                  undoes threading.setprofile only if the
+ *                                  hook is still ours (3.9 has no getprofile)
+ *   threading._dangling            python/fastprof/thread_names.py: names
+ *                                  of threads that have already ended
+ *   sys._getframe                  python/fastprof/thread_names.py
+ *   runpy._get_module_details,     python/fastprof/run_cli.py: `-m module`
+ *     runpy._run_module_as_main    checked and run as `python -m` does
+ */
+
+/* A type attribute lookup that neither raises nor runs code (borrowed). */
+static inline PyObject *fpy_type_lookup(PyTypeObject *type, PyObject *name)
+{
+    return _PyType_Lookup(type, name);
+}
+
+#if !FPY_USE_MONITORING
+/* The C profile hook of thread state `ts`: its function and its object
+ * (borrowed). */
+static inline Py_tracefunc fpy_profile_func(PyThreadState *ts)
+{
+    return ts->c_profilefunc;
+}
+
+static inline PyObject *fpy_profile_obj(PyThreadState *ts)
+{
+    return ts->c_profileobj;
+}
+
+/* Sets the C profile hook of any thread state: PyEval_SetProfile sets only
+ * the calling thread's (and 3.12's PyEval_SetProfileAllThreads, every
+ * thread's). 0, or -1 with an exception set. */
+static inline int fpy_set_profile(PyThreadState *ts, Py_tracefunc func, PyObject *obj)
+{
+    return _PyEval_SetProfile(ts, func, obj);
+}
+
+/* Whether a generator frame that is returning to its caller is suspending
+ * (yield / await) rather than finishing. Each version records it in a
+ * different place just before the return event fires: 3.9 sets
+ * f_stacktop only when suspending; 3.10 has f_state; 3.11 keeps the state
+ * in the generator. */
+static inline int fpy_frame_is_suspending(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *gen = PyFrame_GetGenerator(frame);
+    if (!gen)
+        return 0;
+    int suspended = ((PyGenObject *)gen)->gi_frame_state == -1; /* FRAME_SUSPENDED */
+    Py_DECREF(gen);
+    return suspended;
+#elif PY_VERSION_HEX >= 0x030A0000
+    return frame->f_state == FRAME_SUSPENDED;
+#else
+    return frame->f_stacktop != NULL;
+#endif
 }
 #endif
 

@@ -24,9 +24,9 @@ static fp_time_t gc_now(fpy_profiler_t *p)
     if (p->clock.kind != FP_CLOCK_CUSTOM)
         return fpy_now(p);
     PyThreadState *ts = PyThreadState_Get();
-    fpy_tracing_enter(ts);
+    PyThreadState_EnterTracing(ts);
     fp_time_t now = fpy_now_custom(p);
-    fpy_tracing_leave(ts);
+    PyThreadState_LeaveTracing(ts);
     return now;
 }
 
@@ -46,7 +46,7 @@ static fp_entry_t *gc_entry(fpy_profiler_t *p, fp_thread_t *t)
     return e;
 }
 
-static void gc_started(fpy_profiler_t *p)
+static void gc_phase_start(fpy_profiler_t *p)
 {
     if (p->gc_thread || !p->enabled || p->failed || fpy_naming_thread())
         return;
@@ -68,7 +68,7 @@ static void gc_started(fpy_profiler_t *p)
     p->gc_untimed = untimed;
 }
 
-static void gc_stopped(fpy_profiler_t *p)
+static void gc_phase_stop(fpy_profiler_t *p)
 {
     fp_thread_t *t = p->gc_thread;
     if (!t)
@@ -92,9 +92,9 @@ static PyObject *gc_callback(PyObject *self, PyObject *const *args, Py_ssize_t n
     fpy_exc_state saved;
     fpy_exc_save(&saved);
     if (PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
-        gc_started(p);
+        gc_phase_start(p);
     else if (PyUnicode_CompareWithASCIIString(args[0], "stop") == 0)
-        gc_stopped(p);
+        gc_phase_stop(p);
     fpy_exc_restore(&saved);
     Py_RETURN_NONE;
 }
@@ -102,7 +102,7 @@ static PyObject *gc_callback(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyMethodDef gc_callback_def = {"_gc_callback", (PyCFunction)(void (*)(void))gc_callback, METH_FASTCALL,
                                       "Records a garbage collection as <gc> (in gc.callbacks while enabled)."};
 
-int fpy_gc_start(fpy_profiler_t *p)
+int fpy_gc_attach(fpy_profiler_t *p)
 {
     p->gc_thread = NULL;
     if (!p->gc)
@@ -121,7 +121,7 @@ int fpy_gc_start(fpy_profiler_t *p)
     return 0;
 }
 
-void fpy_gc_stop(fpy_profiler_t *p)
+void fpy_gc_detach(fpy_profiler_t *p)
 {
     p->gc_thread = NULL;
     PyObject *gc_callbacks = p->state->gc_callbacks;

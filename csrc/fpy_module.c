@@ -155,12 +155,12 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
     p->failed = 0;
     p->generation++;
     p->enabled = 1;
-    if (fpy_source_start(p) < 0) {
+    if (fpy_source_attach(p) < 0) {
         p->enabled = 0;
         return NULL;
     }
-    if (fpy_gc_start(p) < 0) {
-        fpy_source_stop(p);
+    if (fpy_gc_attach(p) < 0) {
+        fpy_source_detach(p);
         p->enabled = 0;
         return NULL;
     }
@@ -168,12 +168,12 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
 }
 
 /* Stops events and closes the frames still open, as cProfile does. */
-static void stop(fpy_profiler_t *p)
+static void disable_and_flush(fpy_profiler_t *p)
 {
     if (!p->enabled)
         return;
-    fpy_gc_stop(p);
-    fpy_source_stop(p);
+    fpy_gc_detach(p);
+    fpy_source_detach(p);
     p->enabled = 0;
     p->generation++;
     fp_time_t now = p->failed ? p->last_now : fpy_now(p);
@@ -205,7 +205,7 @@ static int stop_this_thread(fpy_profiler_t *p)
     /* no event of this thread is recorded from here on, so a custom timer
      * read below does not show up either */
     t->stopped = 1;
-    fpy_source_stop_thread(p, me);
+    fpy_source_detach_thread(p, me);
     fpy_thread_cache_reset(p);
     fp_thread_flush(&p->core, t, p->failed ? p->last_now : fpy_now(p));
     return 0;
@@ -224,7 +224,7 @@ static PyObject *profiler_disable(fpy_profiler_t *p, PyObject *args, PyObject *k
             return NULL;
         Py_RETURN_NONE;
     }
-    stop(p);
+    disable_and_flush(p);
     fpy_drain_doomed(p);
     if (report_pending(p) < 0)
         return NULL;
@@ -336,8 +336,8 @@ static void profiler_dealloc(fpy_profiler_t *p)
     if (p->next_live)
         p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
-        fpy_gc_stop(p);
-        fpy_source_stop(p);
+        fpy_gc_detach(p);
+        fpy_source_detach(p);
         p->enabled = 0;
     }
     fp_profiler_destroy(&p->core);

@@ -70,10 +70,12 @@ typedef struct fpy_profiler {
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
     size_t n_doomed, cap_doomed;
+#if FPY_USE_MONITORING
     /* the thread of the last event (fpy_thread_cache.c) */
     uintptr_t cached_os_thread; /* its pthread_self(), 0: none */
     uint64_t cached_epoch;      /* fpy_os_threads_ended then */
     fp_thread_t *cached_thread; /* its record, NULL: not recorded */
+#endif
     /* fpy_gc.c: the callable in gc.callbacks while enabled, and the
      * collection being recorded (one at a time: collections never overlap) */
     PyObject *gc_callback;
@@ -105,6 +107,13 @@ typedef struct fpy_profiler {
 #endif
 } fpy_profiler_t;
 
+
+/* Whether the frames of `code` are parked when they suspend: generators
+ * and coroutines with coroutines='wall', one call from start to finish. */
+FP_FORCE_INLINE int fpy_frame_parks(const fpy_profiler_t *p, const PyCodeObject *code)
+{
+    return p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE);
+}
 
 /* ---- fpy_record.c: turning interpreter events into core calls ---- */
 
@@ -142,6 +151,7 @@ int fpy_naming_thread(void);
 
 /* ---- fpy_thread_cache.c: the thread of an event, on 3.12+ ---- */
 
+#if FPY_USE_MONITORING
 /* OS threads seen by a profiler that have exited since the module loaded. */
 extern uint64_t fpy_os_threads_ended;
 
@@ -176,29 +186,48 @@ static inline fp_thread_t *fpy_thread_for(fpy_profiler_t *p)
         return p->cached_thread;
     return fpy_thread_for_slow(p, os_thread);
 }
+#else
+/* <=3.11: each thread's hook names its record; nothing to cache. */
+static inline int fpy_thread_cache_module_init(void)
+{
+    return 0;
+}
 
-/* The fpy_record_* functions take the thread record of the thread the event
- * happened in (never NULL). They handle every case; the sources call them
- * through the fast paths of fpy_record_fast.h. */
+static inline void fpy_thread_cache_reset(fpy_profiler_t *p)
+{
+    (void)p;
+}
+#endif
 
-/* A Python frame starts or resumes (`frame`: its identity, for generators
- * in wall mode; may be NULL when not needed). `first`: 1 if the event
- * says it is a first start, 0 if it may be either. */
-void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                         const void *frame, int first);
+/* The general path of each event (fpy_record_<event>_slow): the sources
+ * call fpy_record_<event> (fpy_record_fast.h), which comes here when its
+ * fast path refuses. Each takes the record of the thread the event
+ * happened in (never NULL) and handles every case. */
 
-/* A Python frame returns to its caller; `suspending` if it yields. */
-void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                        const void *frame, int suspending);
+/* A Python frame is entered: it starts or resumes (`frame`: its identity,
+ * for generators in wall mode; may be NULL when not needed). `first`: 1
+ * if the event says it is a first start (PY_START), 0 if it may be either. */
+void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                              const void *frame, int first);
 
-/* A call of C callable `callable` starts / ends; `key` is its
- * fpy_cfunc_key (never NULL: the source skips other callables, as cProfile
- * does, before it looks up the thread). `self_arg` is the first argument
- * on 3.12+ (to name method descriptors), NULL before. The frame's identity
- * is `callable`, so its return can be matched without the key. */
-void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
-                       PyObject *callable, PyObject *self_arg);
-void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key);
+/* A Python frame is left: it returns to its caller, or yields if
+ * `suspending`. */
+void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                              const void *frame, int suspending);
+
+/* A call of C callable `callable` is entered; `key` is its fpy_cfunc_key
+ * (never NULL: the source skips other callables, as cProfile does, before
+ * it looks up the thread). `self_arg` is the first argument on 3.12+ (to
+ * name method descriptors), NULL before. The frame's identity is
+ * `callable`, so its return can be matched without the key. */
+void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
+                             PyObject *callable, PyObject *self_arg);
+
+/* A call of C callable `callable` is left. The key is computed here, off
+ * the fast path (fpy_cfunc_key with `self_arg` and `missing`); a callable
+ * without one was not recorded and its return is ignored. */
+void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable, PyObject *self_arg,
+                             PyObject *missing);
 
 /* Whether the profiler still wants events of the generation `gen`. */
 static inline int fpy_live(const fpy_profiler_t *p, uint64_t gen)
@@ -264,16 +293,18 @@ PyObject *fpy_cfunc_name(PyObject *callable, PyObject *self_arg);
 /* ---- event sources: fpy_source_legacy.c (<= 3.11) or
  *      fpy_source_monitoring.c (>= 3.12) ---- */
 
-/* Start delivering events to `p`; -1 with an exception set on failure. */
-int fpy_source_start(fpy_profiler_t *p);
+/* Registers with the interpreter, so events reach `p`; -1 with an
+ * exception set on failure. */
+int fpy_source_attach(fpy_profiler_t *p);
 
-/* Stop delivering events to `p` (never fails; errors are swallowed). */
-void fpy_source_stop(fpy_profiler_t *p);
+/* Unregisters: no more events reach `p` (never fails; errors are
+ * swallowed). */
+void fpy_source_detach(fpy_profiler_t *p);
 
-/* Stop delivering the events of thread state `ts` (the current one) to
- * `p`, whose record of it is marked `stopped` already; the other threads'
- * go on. Never fails. */
-void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts);
+/* Unregisters for thread state `ts` only (the current one): its events no
+ * longer reach `p`, whose record of it is marked `stopped` already; the
+ * other threads' go on. Never fails. */
+void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts);
 
 /* The record of the running thread if `p` records its events, else NULL
  * (a collection is recorded where the source would record a call). */
@@ -287,10 +318,10 @@ int fpy_source_module_init(PyObject *module, fpy_module_state *st);
 
 /* Puts p's collection callback in gc.callbacks (if p->gc); -1 with an
  * exception set on failure. Called by enable() once events flow. */
-int fpy_gc_start(fpy_profiler_t *p);
+int fpy_gc_attach(fpy_profiler_t *p);
 
 /* Takes it out again (never fails; never runs Python code). */
-void fpy_gc_stop(fpy_profiler_t *p);
+void fpy_gc_detach(fpy_profiler_t *p);
 
 int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
 

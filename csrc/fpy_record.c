@@ -40,10 +40,10 @@ fp_time_t fpy_now_custom(fpy_profiler_t *p)
     } else {
         /* Stop recording and keep the error for disable()/getstats(). */
         if (!p->error) {
-            PyObject *cause = fpy_err_take();
+            PyObject *cause = PyErr_GetRaisedException();
             PyErr_SetString(PyExc_RuntimeError,
                             "the profiler's timer failed; profiling stopped (stats so far are kept)");
-            PyObject *err = fpy_err_take();
+            PyObject *err = PyErr_GetRaisedException();
             PyException_SetCause(err, cause); /* steals cause */
             p->error = err;
         }
@@ -63,13 +63,9 @@ fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate)
     fp_thread_t *t = fp_thread_get(&p->core, tstate->id);
     if (t) {
         t->ident = (uint64_t)tstate->thread_id;
-#if PY_VERSION_HEX >= 0x030B0000
-        t->native_id = (uint64_t)tstate->native_thread_id;
-#else
-        /* before 3.11 only the running thread can tell its native id */
-        if (tstate == PyThreadState_Get())
-            t->native_id = (uint64_t)PyThread_get_thread_native_id();
-#endif
+        unsigned long native_id;
+        if (fpy_native_thread_id(tstate, &native_id))
+            t->native_id = (uint64_t)native_id;
     }
     return t;
 }
@@ -111,35 +107,35 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
     return e;
 }
 
-FPY_GENERAL void fpy_record_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                                     const void *frame, int first)
+FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                                          const void *frame, int first)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
     fp_entry_t *e = code_entry(p, t, code); /* NULL: recorded as a dropped call */
-    if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+    if (fpy_frame_parks(p, code))
         (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
 }
 
-FPY_GENERAL void fpy_record_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                                    const void *frame, int suspending)
+FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                                          const void *frame, int suspending)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+    if (suspending && fpy_frame_parks(p, code))
         fp_suspend(&p->core, t, code, frame, now);
     else
         fp_leave(&p->core, t, code, now);
 }
 
-FPY_GENERAL void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key,
-                                   PyObject *callable, PyObject *self_arg)
+FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
+                                         PyObject *callable, PyObject *self_arg)
 {
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
@@ -180,8 +176,12 @@ FPY_GENERAL void fpy_record_c_call(fpy_profiler_t *p, fp_thread_t *t, const void
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
 }
 
-FPY_GENERAL void fpy_record_c_return(fpy_profiler_t *p, fp_thread_t *t, const void *key)
+FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
+                                         PyObject *self_arg, PyObject *missing)
 {
+    const void *key = fpy_cfunc_key(callable, self_arg, missing);
+    if (!key)
+        return;
     uint64_t gen = p->generation;
     fp_time_t now = fpy_now(p);
     if (!fpy_live(p, gen))

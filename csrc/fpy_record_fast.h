@@ -1,8 +1,10 @@
-/* The common case of each event, inline in the event sources: the TSC
- * clock, a function already in the thread's entry cache, a plain call or
- * return. It calls nothing, so the sources' callbacks stay leaf functions
- * (no registers to save); anything else goes to the general fpy_record_*
- * functions (fpy_record.c). */
+/* Each event, as the sources call it: fpy_record_<event> is inline and
+ * tries the common case first (the TSC clock, a function already in the
+ * thread's entry cache, a plain call or return), which calls nothing, so
+ * the sources' callbacks stay leaf functions (no registers to save);
+ * anything else goes to the general path, fpy_record_<event>_slow
+ * (fpy_record.c). Events: a Python frame enters (starts or resumes) or
+ * leaves (returns or yields); a C function is entered (called) or left. */
 #ifndef FPY_RECORD_FAST_H
 #define FPY_RECORD_FAST_H
 
@@ -13,48 +15,51 @@
 /* Whether an event may take a fast path. The TSC runs no Python code, so
  * nothing can disable or clear the profiler between the clock read and the
  * recording (the general path checks that around a custom timer). */
-FP_HOT int fpy_fast_ok(const fpy_profiler_t *p)
+FP_FORCE_INLINE int fpy_fast_ok(const fpy_profiler_t *p)
 {
     return p->clock.kind == FP_CLOCK_TSC && p->enabled;
 }
 
-FP_HOT void fpy_py_start(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
-                         int first)
+FP_FORCE_INLINE void fpy_record_py_enter(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                                         const void *frame, int first)
 {
-    if (fpy_fast_ok(p) && !(p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))) {
+    if (fpy_fast_ok(p) && !fpy_frame_parks(p, code)) {
         fp_entry_t *e = fp_entry_cached(t, code);
         if (e && fp_try_enter(&p->core, t, e, NULL, fp_tsc_read()))
             return;
     }
-    fpy_record_py_start(p, t, code, frame, first);
+    fpy_record_py_enter_slow(p, t, code, frame, first);
 }
 
-FP_HOT void fpy_py_stop(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
-                        int suspending)
+FP_FORCE_INLINE void fpy_record_py_leave(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                                         const void *frame, int suspending)
 {
-    if (fpy_fast_ok(p) && !(suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE)) &&
+    if (fpy_fast_ok(p) && !(suspending && fpy_frame_parks(p, code)) &&
         fp_try_leave(t, code, NULL, fp_tsc_read()))
         return;
-    fpy_record_py_stop(p, t, code, frame, suspending);
+    fpy_record_py_leave_slow(p, t, code, frame, suspending);
 }
 
-FP_HOT void fpy_c_call(fpy_profiler_t *p, fp_thread_t *t, const void *key, PyObject *callable,
-                       PyObject *self_arg)
+FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const void *key,
+                                        PyObject *callable, PyObject *self_arg)
 {
     if (fpy_fast_ok(p)) {
         fp_entry_t *e = fp_entry_cached(t, key);
         if (e && fp_try_enter(&p->core, t, e, callable, fp_tsc_read()))
             return;
     }
-    fpy_record_c_call(p, t, key, callable, self_arg);
+    fpy_record_c_enter_slow(p, t, key, callable, self_arg);
 }
 
-/* A C call returns: closes its frame if it is on top, found by the
- * callable (the frame's identity), which spares computing the key. 1 if
- * done; on 0 the source computes the key and calls fpy_record_c_return. */
-FP_HOT int fpy_c_return_fast(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable)
+/* The fast path finds the frame by the callable (its identity), which
+ * spares computing the key; only the general path needs it. `self_arg`
+ * and `missing` as for fpy_cfunc_key. */
+FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
+                                        PyObject *self_arg, PyObject *missing)
 {
-    return fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read());
+    if (fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read()))
+        return;
+    fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }
 
 #endif

@@ -68,13 +68,12 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         return 0;
     switch (what) {
     case PyTrace_CALL:
-        fpy_py_start(p, t, fpy_frame_code(frame), frame, 0);
+        fpy_record_py_enter(p, t, fpy_frame_code(frame), frame, 0);
         break;
     case PyTrace_RETURN: {
         PyCodeObject *code = fpy_frame_code(frame);
-        int suspending = p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE) &&
-                         fpy_frame_is_suspending(frame);
-        fpy_py_stop(p, t, code, frame, suspending);
+        int suspending = fpy_frame_parks(p, code) && fpy_frame_is_suspending(frame);
+        fpy_record_py_leave(p, t, code, frame, suspending);
         /* a module (or class) body ended: perhaps threading's */
         if (p->threading_pending && !(code->co_flags & CO_NEWLOCALS))
             hook_new_threads_if_threading(p);
@@ -82,12 +81,12 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     }
     case PyTrace_C_CALL:
         if (p->builtins && (key = fpy_cfunc_key(arg, NULL, NULL)))
-            fpy_c_call(p, t, key, arg, NULL);
+            fpy_record_c_enter(p, t, key, arg, NULL);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        if (p->builtins && !fpy_c_return_fast(p, t, arg) && (key = fpy_cfunc_key(arg, NULL, NULL)))
-            fpy_record_c_return(p, t, key);
+        if (p->builtins)
+            fpy_record_c_leave(p, t, arg, NULL, NULL);
         break;
     default:
         break;
@@ -98,7 +97,8 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 static int is_our_hook(PyThreadState *ts, fpy_profiler_t *p)
 {
     /* with our callback, the object is one of ours: a hook or a profiler */
-    return ts->c_profilefunc == callback && ts->c_profileobj && HOOK_TARGET(ts->c_profileobj)->prof == p;
+    PyObject *obj = fpy_profile_obj(ts);
+    return fpy_profile_func(ts) == callback && obj && HOOK_TARGET(obj)->prof == p;
 }
 
 /* The hook of thread `tid`, made if missing; borrowed (p->hooks owns it),
@@ -149,7 +149,7 @@ static int install_hook(fpy_profiler_t *p, PyThreadState *ts)
         return -1;
     }
     HOOK_TARGET(hook)->thread = t;
-    return _PyEval_SetProfile(ts, callback, hook);
+    return fpy_set_profile(ts, callback, hook);
 }
 
 /* Hooks thread state `ts`, which must stay alive meanwhile (the current
@@ -211,7 +211,7 @@ static PyObject *thread_starter(PyObject *self, PyObject *args)
     if (hook_thread(p, tstate) < 0)
         return NULL;
     if (PyFrame_Check(frame) && PyUnicode_CompareWithASCIIString(event, "call") == 0)
-        callback(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, Py_None);
+        callback(fpy_profile_obj(tstate), (PyFrameObject *)frame, PyTrace_CALL, Py_None);
     Py_RETURN_NONE;
 }
 
@@ -252,7 +252,7 @@ static void hook_new_threads_if_threading(fpy_profiler_t *p)
     fpy_exc_restore(&saved);
 }
 
-int fpy_source_start(fpy_profiler_t *p)
+int fpy_source_attach(fpy_profiler_t *p)
 {
     PyThreadState *me = PyThreadState_Get();
     if (!p->threads_all)
@@ -268,11 +268,11 @@ int fpy_source_start(fpy_profiler_t *p)
         goto error;
     return 0;
 error:
-    fpy_source_stop(p);
+    fpy_source_detach(p);
     return -1;
 }
 
-void fpy_source_stop(fpy_profiler_t *p)
+void fpy_source_detach(fpy_profiler_t *p)
 {
     fpy_exc_state saved;
     fpy_exc_save(&saved);
@@ -280,7 +280,7 @@ void fpy_source_stop(fpy_profiler_t *p)
     PyThreadState *me = PyThreadState_Get();
     PyThreadState *ts;
     for (ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
-        if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
+        if (is_our_hook(ts, p) && fpy_set_profile(ts, NULL, NULL) < 0)
             PyErr_Clear();
     }
     p->threading_pending = 0;
@@ -298,11 +298,11 @@ void fpy_source_stop(fpy_profiler_t *p)
     fpy_exc_restore(&saved);
 }
 
-void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
+void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
     fpy_exc_state saved;
     fpy_exc_save(&saved);
-    if (is_our_hook(ts, p) && _PyEval_SetProfile(ts, NULL, NULL) < 0)
+    if (is_our_hook(ts, p) && fpy_set_profile(ts, NULL, NULL) < 0)
         PyErr_Clear();
     fpy_exc_restore(&saved);
 }
@@ -310,7 +310,7 @@ void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
 fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
 {
     PyThreadState *ts = PyThreadState_Get();
-    return is_our_hook(ts, p) ? HOOK_TARGET(ts->c_profileobj)->thread : NULL;
+    return is_our_hook(ts, p) ? HOOK_TARGET(fpy_profile_obj(ts))->thread : NULL;
 }
 
 int fpy_source_module_init(PyObject *module, fpy_module_state *st)

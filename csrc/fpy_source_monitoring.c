@@ -22,24 +22,26 @@ static PyObject *frame_ident(void)
     return (PyObject *)f;
 }
 
-/* start and stop are inline in each callback: one shared out-of-line copy
- * would put a call back in every event. */
-FP_HOT PyObject *start(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
+/* A Python frame is entered (PY_START, PY_RESUME, PY_THROW) or left
+ * (PY_RETURN, PY_UNWIND, PY_YIELD): args are (code, offset, ...).
+ * py_enter and py_leave are inline in each callback: one shared
+ * out-of-line copy would put a call back in every event. */
+FP_FORCE_INLINE PyObject *py_enter(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
         fp_thread_t *t = fpy_thread_for(p);
         if (t) {
             const void *ident = NULL;
-            if (p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+            if (fpy_frame_parks(p, code))
                 ident = frame_ident();
-            fpy_py_start(p, t, code, ident, first);
+            fpy_record_py_enter(p, t, code, ident, first);
         }
     }
     Py_RETURN_NONE;
 }
 
-#if PY_VERSION_HEX >= 0x030D0000
+#if FPY_GENERATOR_CLOSE_IS_SILENT
 /* 3.13 closes a generator suspended outside any try block without running
  * it: no event tells its end. A weakref to the generator does: its
  * callback marks the parked frame dead, so it closes where it parked. */
@@ -88,17 +90,17 @@ static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, const void *ident
 }
 #endif
 
-FP_HOT PyObject *stop(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int suspending)
+FP_FORCE_INLINE PyObject *py_leave(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int suspending)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
         fp_thread_t *t = fpy_thread_for(p);
         if (t) {
             const void *ident = NULL;
-            if (suspending && p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE))
+            if (suspending && fpy_frame_parks(p, code))
                 ident = frame_ident();
-            fpy_py_stop(p, t, code, ident, suspending);
-#if PY_VERSION_HEX >= 0x030D0000
+            fpy_record_py_leave(p, t, code, ident, suspending);
+#if FPY_GENERATOR_CLOSE_IS_SILENT
             if (ident)
                 watch_generator(p, t, ident);
 #endif
@@ -121,25 +123,25 @@ typedef struct {
 static PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return start(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
+    return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
 }
 
 static PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return start(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+    return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
 }
 
 static PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return stop(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+    return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
 }
 
 static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return stop(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
+    return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
 }
 
 /* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0). CALL comes for
@@ -152,7 +154,7 @@ static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyO
     const void *key = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
     fp_thread_t *t = key ? fpy_thread_for(p) : NULL;
     if (t)
-        fpy_c_call(p, t, key, args[2], args[3]);
+        fpy_record_c_enter(p, t, key, args[2], args[3]);
     Py_RETURN_NONE;
 }
 
@@ -162,17 +164,15 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
     fpy_profiler_t *p = PROFILER_OF(cb);
     if (!p || PyVectorcall_NARGS(nargsf) < 4)
         Py_RETURN_NONE;
-    fp_thread_t *t = fpy_thread_for(p);
     /* A method descriptor called without a self it binds to is not
      * recorded (fpy_cfunc_key): its return must not close a recorded call
-     * of the same descriptor further out, so it skips the fast path. */
-    int unrecorded = Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
-                     !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->missing);
-    if (t && (unrecorded || !fpy_c_return_fast(p, t, args[2]))) {
-        const void *key = fpy_cfunc_key(args[2], args[3], p->missing);
-        if (key)
-            fpy_record_c_return(p, t, key);
-    }
+     * of the same descriptor further out, so it is not recorded either. */
+    if (Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
+        !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->missing))
+        Py_RETURN_NONE;
+    fp_thread_t *t = fpy_thread_for(p);
+    if (t)
+        fpy_record_c_leave(p, t, args[2], args[3], p->missing);
     Py_RETURN_NONE;
 }
 
@@ -283,7 +283,7 @@ static int claim_tool_id(PyObject *mon)
     return -1;
 }
 
-int fpy_source_start(fpy_profiler_t *p)
+int fpy_source_attach(fpy_profiler_t *p)
 {
     PyTypeObject *callback_type = p->state->source_type;
     if (!callback_type) {
@@ -325,11 +325,11 @@ int fpy_source_start(fpy_profiler_t *p)
     return 0;
 error:
     Py_DECREF(mon);
-    fpy_source_stop(p);
+    fpy_source_detach(p);
     return -1;
 }
 
-void fpy_source_stop(fpy_profiler_t *p)
+void fpy_source_detach(fpy_profiler_t *p)
 {
     if (p->tool_id < 0)
         return;
@@ -352,7 +352,7 @@ void fpy_source_stop(fpy_profiler_t *p)
     fpy_exc_restore(&saved);
 }
 
-void fpy_source_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
+void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
     /* events come from every thread: fpy_thread_for_slow drops the
      * stopped thread's (the caller resets the thread cache) */

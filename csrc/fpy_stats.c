@@ -81,7 +81,7 @@ static fp_thread_t *snapshot(fpy_profiler_t *p, PyObject *thread)
         return (fp_thread_t *)PyErr_NoMemory();
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next) {
-        if ((all || t->id == id) && fp_thread_merge(m, t) != 0) {
+        if ((all || t->id == id) && fp_thread_merge(m, t) != FP_OK) {
             fp_thread_free(m, NULL, NULL);
             return (fp_thread_t *)PyErr_NoMemory();
         }
@@ -94,6 +94,41 @@ static void snapshot_free(fp_thread_t *m)
 {
     user_refs(m, 0);
     fp_thread_free(m, NULL, NULL);
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(fp_entry_t *const *)a;
+    uintptr_t y = (uintptr_t)*(fp_entry_t *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The entries of `m` sorted by address (PyMem_Free it), so an entry's
+ * position can be found from its address; NULL with MemoryError. */
+static fp_entry_t **entries_by_address(fp_thread_t *m)
+{
+    fp_entry_t **sorted = PyMem_Malloc((m->n_entries ? m->n_entries : 1) * sizeof *sorted);
+    if (!sorted)
+        return (fp_entry_t **)PyErr_NoMemory();
+    size_t n = 0;
+    for (fp_entry_t *e = m->entries; e; e = e->hh.next)
+        sorted[n++] = e;
+    qsort(sorted, n, sizeof *sorted, by_address);
+    return sorted;
+}
+
+/* The position of `e` in `sorted` (it is there). */
+static size_t entry_position(fp_entry_t *const *sorted, size_t n, const fp_entry_t *e)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sorted[mid] < (uintptr_t)e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static PyObject *make_record(PyTypeObject *type, PyObject *code, uint64_t calls, uint64_t reccalls,
@@ -128,26 +163,25 @@ PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread)
     if (!m)
         return NULL;
     const double factor = 1.0 / p->clock.ticks_per_second;
+    size_t n = m->n_entries;
     PyObject *result = PyList_New(0);
-    /* calls[i]: the callee list of the i-th entry, made when first needed.
-     * Entries' reclevel (unused in a snapshot) holds that index. */
-    PyObject **calls = PyMem_Calloc(m->n_entries ? m->n_entries : 1, sizeof *calls);
-    if (!result || !calls) {
-        PyErr_NoMemory();
+    /* calls[i]: the callee list of sorted[i], made when first needed */
+    PyObject **calls = PyMem_Calloc(n ? n : 1, sizeof *calls);
+    fp_entry_t **sorted = result && calls ? entries_by_address(m) : NULL;
+    if (!sorted) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
         goto error;
     }
     fp_entry_t *e;
-    int64_t i = 0;
-    for (e = m->entries; e; e = e->hh.next)
-        e->reclevel = i++;
     fp_edge_t *g;
     for (g = m->edges; g; g = g->hh.next) {
-        int64_t caller = ((fp_entry_t *)g->key.a)->reclevel;
-        const fp_entry_t *callee = g->key.b;
+        size_t caller = entry_position(sorted, n, g->key.caller);
+        const fp_entry_t *callee = g->key.callee;
         if (!calls[caller] && !(calls[caller] = PyList_New(0)))
             goto error;
         PyObject *sub = make_record(subentry_type, callee->user, g->callcount, g->reccallcount,
-                                    g->tt * factor, g->it * factor);
+                                    g->cumtime * factor, g->owntime * factor);
         if (!sub || PyList_Append(calls[caller], sub) < 0) {
             Py_XDECREF(sub);
             goto error;
@@ -158,10 +192,11 @@ PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread)
         if (e->callcount == 0)
             continue; /* as _lsprof: never completed */
         PyObject *rec = make_record(entry_type, e->user, e->callcount, e->reccallcount,
-                                    e->tt * factor, e->it * factor);
+                                    e->cumtime * factor, e->owntime * factor);
         if (!rec)
             goto error;
-        PyObject *sub = calls[e->reclevel] ? Py_NewRef(calls[e->reclevel]) : Py_NewRef(Py_None);
+        PyObject *calls_of_e = calls[entry_position(sorted, n, e)];
+        PyObject *sub = Py_NewRef(calls_of_e ? calls_of_e : Py_None);
         PyStructSequence_SetItem(rec, 5, sub);
         if (PyList_Append(result, rec) < 0) {
             Py_DECREF(rec);
@@ -174,10 +209,11 @@ error:
     Py_CLEAR(result);
 done:
     if (calls) {
-        for (size_t k = 0; k < m->n_entries; k++)
+        for (size_t k = 0; k < n; k++)
             Py_XDECREF(calls[k]);
     }
     PyMem_Free(calls);
+    PyMem_Free(sorted);
     snapshot_free(m);
     return result;
 }
@@ -193,11 +229,11 @@ PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread)
         goto done;
     fp_node_t *n;
     for (n = m->nodes; n; n = n->hh.next) {
-        const fp_node_t *parent = n->key.a;
-        const fp_entry_t *e = n->key.b;
+        const fp_node_t *parent = n->key.parent;
+        const fp_entry_t *e = n->key.entry;
         PyObject *item = Py_BuildValue("(nOKdd)", parent ? (Py_ssize_t)parent->index : (Py_ssize_t)-1,
                                        (PyObject *)e->user, (unsigned long long)n->callcount,
-                                       n->it * factor, n->tt * factor);
+                                       n->owntime * factor, n->cumtime * factor);
         if (!item || PyList_Append(result, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(result);

@@ -13,6 +13,8 @@
  * thread, one after the other) share that thread's record. */
 #include "fpy_profiler.h"
 
+#if FPY_USE_MONITORING /* the legacy source's hooks know their thread */
+
 #include <pthread.h>
 
 /* Process-wide on purpose, unlike the module state (fpy_module.c): OS
@@ -78,3 +80,5 @@ fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
     p->cached_thread = t;
     return t;
 }
+
+#endif

@@ -81,6 +81,8 @@ def callpaths_to_file(nodes):
     out = []
     merged = {}  # (parent in out, function index) -> its node in out
     where = []   # C node index -> its node in out
+    # C's times: inlinetime is own time (pstats' tottime), totaltime is
+    # cumulative (pstats' cumtime), as in _lsprof
     for parent, code, calls, inlinetime, totaltime in nodes:
         key = label(code)
         i = index.get(key)
@@ -93,8 +95,8 @@ def callpaths_to_file(nodes):
             n = merged[(parent, i)] = len(out)
             out.append((parent, i, calls, inlinetime, totaltime))
         else:
-            _p, _i, c, it, tt = out[n]
-            out[n] = (parent, i, c + calls, it + inlinetime, tt + totaltime)
+            _p, _i, c, own, cum = out[n]
+            out[n] = (parent, i, c + calls, own + inlinetime, cum + totaltime)
         where.append(n)
     return CallPaths(functions, out)
 

@@ -381,7 +381,7 @@ static void test_generator_wall_mode(void **state)
     uint64_t into_g = 0;
     fp_entry_t *eg = fp_entry_find(t, KG);
     for (fp_edge_t *g = t->edges; g; g = g->hh.next)
-        if (g->key.b == eg)
+        if (g->key.callee == eg)
             into_g += g->callcount;
     assert_int_equal(into_g, 1);
     assert_edge(t, KA, KG, 1, 0, 14, 5);
@@ -428,11 +428,11 @@ static void test_generator_nested_instance(void **state)
     tl_ret(p, t, KG, 7);           /* G2 ends: tt 6, suspended 3, it 3 */
     fp_entry_t *e = fp_entry_find(t, KG);
     assert_int_equal(e->callcount, 2);
-    assert_int_equal(e->it, 5);
+    assert_int_equal(e->owntime, 5);
     fp_edge_t *gg = tl_edge(t, KG, KG);
     assert_non_null(gg);
     assert_int_equal(gg->callcount, 1);
-    assert_int_equal(gg->it, 3);
+    assert_int_equal(gg->owntime, 3);
     tl_assert_idle(t);
 }
 

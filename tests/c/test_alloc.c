@@ -74,10 +74,10 @@ static fp_entry_t *entry_of(run_t *r, fp_thread_t *t, const void *key)
     return e; /* NULL is passed on: fp_enter drops the call, balanced */
 }
 
-static void check_rc(run_t *r, int rc)
+/* A push the core dropped (its return will pop nothing). */
+static void check_pushed(run_t *r, const fp_thread_t *t, size_t lost_before)
 {
-    assert_true(rc == 0 || rc == FP_ENOMEM);
-    if (rc)
+    if (t->lost > lost_before)
         r->event_fail = 1;
 }
 
@@ -85,38 +85,51 @@ static void call(run_t *r, int ti, const void *key)
 {
     fp_time_t now = tick(r);
     fp_thread_t *t = r->t[ti];
-    if (t)
-        check_rc(r, fp_enter(&r->p, t, entry_of(r, t, key), NULL, now));
+    if (t) {
+        size_t lost = t->lost;
+        fp_enter(&r->p, t, entry_of(r, t, key), NULL, now);
+        check_pushed(r, t, lost);
+    }
 }
 
 static void ret(run_t *r, int ti, const void *key)
 {
     fp_time_t now = tick(r);
     if (r->t[ti])
-        assert_int_equal(fp_leave(&r->p, r->t[ti], key, now), 0);
+        fp_leave(&r->p, r->t[ti], key, now);
 }
 
 static void gen_start(run_t *r, int ti, const void *key, const void *ident)
 {
     fp_time_t now = tick(r);
     fp_thread_t *t = r->t[ti];
-    if (t)
-        check_rc(r, fp_enter(&r->p, t, entry_of(r, t, key), ident, now));
+    if (t) {
+        size_t lost = t->lost;
+        fp_enter(&r->p, t, entry_of(r, t, key), ident, now);
+        check_pushed(r, t, lost);
+    }
 }
 
 static void yield(run_t *r, int ti, const void *key, const void *ident)
 {
     fp_time_t now = tick(r);
-    if (r->t[ti])
-        check_rc(r, fp_suspend(&r->p, r->t[ti], key, ident, now));
+    if (r->t[ti]) {
+        int nomem = r->p.nomem;
+        fp_suspend(&r->p, r->t[ti], key, ident, now);
+        if (r->p.nomem && !nomem)
+            r->event_fail = 1; /* could not park it */
+    }
 }
 
 static void resume(run_t *r, int ti, const void *key, const void *ident)
 {
     fp_time_t now = tick(r);
     fp_thread_t *t = r->t[ti];
-    if (t)
-        check_rc(r, fp_resume(&r->p, t, entry_of(r, t, key), ident, now));
+    if (t) {
+        size_t lost = t->lost;
+        fp_resume(&r->p, t, entry_of(r, t, key), ident, now);
+        check_pushed(r, t, lost);
+    }
 }
 
 static void run_init(run_t *r)
@@ -234,14 +247,14 @@ static void scenario_open(run_t *r)
 /* The node of `b` whose path is the path of node `a` of another thread. */
 static fp_node_t *node_like(fp_thread_t *b, const fp_node_t *a)
 {
-    const fp_node_t *ap = a->key.a;
+    const fp_node_t *ap = a->key.parent;
     fp_node_t *parent = NULL;
     if (ap) {
         parent = node_like(b, ap);
         if (!parent)
             return NULL;
     }
-    return tl_node(b, parent, ((const fp_entry_t *)a->key.b)->key);
+    return tl_node(b, parent, ((const fp_entry_t *)a->key.entry)->key);
 }
 
 /* `got` holds exactly the stats of `want`. */
@@ -253,16 +266,16 @@ static void assert_same_thread(fp_thread_t *got, fp_thread_t *want)
     assert_int_equal(got->n_nodes, want->n_nodes);
     for (const fp_entry_t *w = want->entries; w; w = w->hh.next) {
         fp_entry_t *g = fp_entry_find(got, w->key);
-        assert_stats(g, w->callcount, w->reccallcount, w->tt, w->it);
+        assert_stats(g, w->callcount, w->reccallcount, w->cumtime, w->owntime);
     }
     for (const fp_edge_t *w = want->edges; w; w = w->hh.next) {
-        fp_edge_t *g = tl_edge(got, ((const fp_entry_t *)w->key.a)->key,
-                               ((const fp_entry_t *)w->key.b)->key);
-        assert_stats(g, w->callcount, w->reccallcount, w->tt, w->it);
+        fp_edge_t *g = tl_edge(got, ((const fp_entry_t *)w->key.caller)->key,
+                               ((const fp_entry_t *)w->key.callee)->key);
+        assert_stats(g, w->callcount, w->reccallcount, w->cumtime, w->owntime);
     }
     for (const fp_node_t *w = want->nodes; w; w = w->hh.next) {
         fp_node_t *g = node_like(got, w);
-        assert_node(g, w->callcount, w->tt, w->it, w->depth);
+        assert_node(g, w->callcount, w->cumtime, w->owntime, w->depth);
     }
 }
 
@@ -295,22 +308,22 @@ static void assert_sane_thread(const fp_thread_t *t)
     for (const fp_entry_t *e = t->entries; e; e = e->hh.next) {
         assert_true(i < n);
         assert_true(e->reccallcount <= e->callcount);
-        assert_true(e->it >= 0);
-        assert_true(e->it <= e->tt);
+        assert_true(e->owntime >= 0);
+        assert_true(e->owntime <= e->cumtime);
         v[i++].e = e;
     }
     assert_int_equal(i, n);
     qsort(v, n, sizeof *v, cmp_sums);
     for (const fp_edge_t *g = t->edges; g; g = g->hh.next) {
-        sums_of(v, n, g->key.a);
-        sums_of(v, n, g->key.b)->edge_calls += g->callcount;
+        sums_of(v, n, g->key.caller);
+        sums_of(v, n, g->key.callee)->edge_calls += g->callcount;
     }
     for (const fp_node_t *nd = t->nodes; nd; nd = nd->hh.next) {
-        const fp_node_t *parent = nd->key.a;
+        const fp_node_t *parent = nd->key.parent;
         assert_true(nd->depth >= 1 && nd->depth <= 6);
         if (parent)
             assert_true(parent->index < nd->index);
-        sums_of(v, n, nd->key.b)->node_calls += nd->callcount;
+        sums_of(v, n, nd->key.entry)->node_calls += nd->callcount;
     }
     for (i = 0; i < n; i++) {
         assert_true(v[i].edge_calls <= v[i].e->callcount);
@@ -502,9 +515,10 @@ static void test_push_failure_drops_nested_calls(void **state)
         tl_call(&p, t, KF, i);
     assert_int_equal(t->depth, t->capacity); /* full: the next push must grow it */
     fp_mem_fail_after(0);
-    assert_int_equal(fp_enter(&p, t, fp_entry_find(t, KF), NULL, 64), FP_ENOMEM);
+    fp_enter(&p, t, fp_entry_find(t, KF), NULL, 64);
     assert_int_equal(p.nomem, 1);
-    assert_int_equal(fp_enter(&p, t, fp_entry_find(t, KX), NULL, 65), FP_ENOMEM); /* nested */
+    assert_int_equal(t->lost, 1);
+    fp_enter(&p, t, fp_entry_find(t, KX), NULL, 65); /* nested: dropped too */
     assert_int_equal(t->lost, 2);
     fp_mem_fail_after(-1);
     tl_ret(&p, t, KX, 66);
@@ -536,11 +550,14 @@ static void test_entry_failure_is_a_dropped_call(void **state)
         tl_call(&p, t, KF, i);
     fp_mem_fail_after(0);
     /* f again: the stack is full, the push fails */
-    assert_int_equal(fp_enter(&p, t, fp_entry_find(t, KF), NULL, 64), FP_ENOMEM);
+    fp_enter(&p, t, fp_entry_find(t, KF), NULL, 64);
+    assert_int_equal(t->lost, 1);
     /* inside it, x is new and its entry cannot be made */
     assert_null(fp_entry_add(t, KX, NULL));
-    assert_int_equal(fp_enter(&p, t, NULL, NULL, 65), FP_ENOMEM);
-    assert_int_equal(fp_resume(&p, t, NULL, G1, 66), FP_ENOMEM); /* a generator's first start */
+    fp_enter(&p, t, NULL, NULL, 65);
+    assert_int_equal(t->lost, 2);
+    fp_resume(&p, t, NULL, G1, 66); /* a generator's first start */
+    assert_int_equal(t->lost, 3);
     fp_mem_fail_after(-1);
     tl_ret(&p, t, KG, 67);
     tl_ret(&p, t, KX, 68);
@@ -556,7 +573,8 @@ static void test_entry_failure_is_a_dropped_call(void **state)
 
     /* with room on the stack, a NULL entry is dropped the same way */
     tl_call(&p, t, KA, 200);
-    assert_int_equal(fp_enter(&p, t, NULL, NULL, 201), FP_ENOMEM);
+    fp_enter(&p, t, NULL, NULL, 201);
+    assert_int_equal(t->lost, 1);
     tl_ret(&p, t, KA, 202); /* the dropped call's return: skipped */
     assert_int_equal(t->depth, 1);
     tl_ret(&p, t, KA, 203);
@@ -577,11 +595,12 @@ static void test_park_failure(void **state)
     tl_call(&p, t, KM, 0);
     tl_gen_start(&p, t, KG, G1, 1);
     fp_mem_fail_after(0);
-    assert_int_equal(fp_suspend(&p, t, KG, G1, 3), FP_ENOMEM); /* g: 2/2 */
+    fp_suspend(&p, t, KG, G1, 3); /* cannot park: g booked 2/2 */
     assert_int_equal(p.nomem, 1);
     assert_int_equal(tl_count_parked(t), 0);
     assert_int_equal(t->depth, 1);
-    assert_int_equal(fp_resume(&p, t, fp_entry_find(t, KG), G1, 6), 0); /* needs no memory */
+    fp_resume(&p, t, fp_entry_find(t, KG), G1, 6); /* a first start again: needs no memory */
+    assert_int_equal(t->depth, 2);
     fp_mem_fail_after(-1);
     tl_ret(&p, t, KG, 7); /* g: 1/1 */
     tl_ret(&p, t, KM, 9); /* m: 9/6 */
@@ -605,7 +624,8 @@ static void test_edge_failure(void **state)
     fp_entry_t *b = tl_entry(t, KB);
     tl_call(&p, t, KA, 0);
     fp_mem_fail_after(0);
-    assert_int_equal(fp_enter(&p, t, b, NULL, 1), 0);
+    fp_enter(&p, t, b, NULL, 1);
+    assert_int_equal(t->depth, 2); /* pushed all the same */
     fp_mem_fail_after(-1);
     assert_int_equal(p.nomem, 1);
     tl_ret(&p, t, KB, 3);
@@ -627,7 +647,8 @@ static void test_node_failure(void **state)
     fp_entry_t *b = tl_entry(t, KB);
     tl_call(&p, t, KA, 0);
     fp_mem_fail_after(0);
-    assert_int_equal(fp_enter(&p, t, b, NULL, 1), 0);
+    fp_enter(&p, t, b, NULL, 1);
+    assert_int_equal(t->depth, 2); /* pushed all the same */
     fp_mem_fail_after(-1);
     assert_int_equal(p.nomem, 1);
     tl_ret(&p, t, KB, 3);

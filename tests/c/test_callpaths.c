@@ -13,7 +13,7 @@ static void assert_nodes_consistent(const fp_thread_t *t, int32_t max_depth)
 {
     size_t n = 0;
     for (const fp_node_t *nd = t->nodes; nd; nd = nd->hh.next) {
-        const fp_node_t *parent = nd->key.a;
+        const fp_node_t *parent = nd->key.parent;
         assert_true(nd->depth >= 1 && nd->depth <= max_depth);
         assert_true(nd->index < t->n_nodes);
         if (parent) {
@@ -29,13 +29,13 @@ static void assert_nodes_consistent(const fp_thread_t *t, int32_t max_depth)
         uint64_t calls = 0;
         fp_time_t it = 0;
         for (const fp_node_t *nd = t->nodes; nd; nd = nd->hh.next) {
-            if (nd->key.b == e) {
+            if (nd->key.entry == e) {
                 calls += nd->callcount;
-                it += nd->it;
+                it += nd->owntime;
             }
         }
         assert_int_equal(calls, e->callcount);
-        assert_int_equal(it, e->it);
+        assert_int_equal(it, e->owntime);
     }
 }
 
@@ -204,11 +204,11 @@ static void test_max_depth_long_chain(void **state)
     assert_nodes_consistent(t, BOUND);
     fp_time_t total_it = 0;
     for (const fp_node_t *nd = t->nodes; nd; nd = nd->hh.next)
-        total_it += nd->it;
+        total_it += nd->owntime;
     /* all own time adds up to the wall time of the three roots */
     fp_entry_t *root = fp_entry_find(t, &keys[0]);
-    assert_int_equal(total_it, root->tt);
-    assert_int_equal(root->tt, 3 * (2 * N + 3 * (N - 1)));
+    assert_int_equal(total_it, root->cumtime);
+    assert_int_equal(root->cumtime, 3 * (2 * N + 3 * (N - 1)));
     tl_assert_idle(t);
     fp_profiler_destroy(&p);
 }

@@ -35,10 +35,10 @@ static void test_dead_parked_frame_closes_where_it_parked(void **state)
     fp_leave(&p, t, &caller_key, 100);
     fp_thread_flush(&p, t, 1000);
     assert_int_equal(gen->callcount, 1);
-    assert_int_equal(gen->tt, 3); /* closed at 13, not at the flush */
-    assert_int_equal(gen->it, 3);
-    assert_int_equal(caller->tt, 100);
-    assert_int_equal(caller->it, 97);
+    assert_int_equal(gen->cumtime, 3); /* closed at 13, not at the flush */
+    assert_int_equal(gen->owntime, 3);
+    assert_int_equal(caller->cumtime, 100);
+    assert_int_equal(caller->owntime, 97);
     fp_profiler_destroy(&p);
 }
 
@@ -53,8 +53,8 @@ static void test_live_parked_frame_closes_at_flush(void **state)
     fp_suspend(&p, t, &gen_key, &frame_a, 13);
     fp_thread_flush(&p, t, 1000);
     assert_int_equal(gen->callcount, 1);
-    assert_int_equal(gen->tt, 990); /* still alive: open until the flush */
-    assert_int_equal(gen->it, 3);
+    assert_int_equal(gen->cumtime, 990); /* still alive: open until the flush */
+    assert_int_equal(gen->owntime, 3);
     fp_profiler_destroy(&p);
 }
 
@@ -71,8 +71,8 @@ static void test_fresh_start_under_a_parked_identity_closes_the_stale_frame(void
     fp_start(&p, t, gen, &frame_a, 40);
     fp_leave(&p, t, &gen_key, 45);
     assert_int_equal(gen->callcount, 2);
-    assert_int_equal(gen->tt, 2 + 5);
-    assert_int_equal(gen->it, 2 + 5);
+    assert_int_equal(gen->cumtime, 2 + 5);
+    assert_int_equal(gen->owntime, 2 + 5);
     assert_null(fp_parked_find(t, &frame_a));
     assert_int_equal(t->depth, 0);
     fp_profiler_destroy(&p);

@@ -71,17 +71,17 @@ static void assert_same_tables(const fp_thread_t *a, const fp_thread_t *b)
         assert_non_null(y);
         assert_int_equal(x->callcount, y->callcount);
         assert_int_equal(x->reccallcount, y->reccallcount);
-        assert_int_equal(x->tt, y->tt);
-        assert_int_equal(x->it, y->it);
+        assert_int_equal(x->cumtime, y->cumtime);
+        assert_int_equal(x->owntime, y->owntime);
     }
     for (const fp_edge_t *x = a->edges; x; x = x->hh.next) {
-        const fp_entry_t *ca = x->key.a, *ce = x->key.b;
+        const fp_entry_t *ca = x->key.caller, *ce = x->key.callee;
         fp_edge_t *y = tl_edge((fp_thread_t *)b, ca->key, ce->key);
         assert_non_null(y);
         assert_int_equal(x->callcount, y->callcount);
         assert_int_equal(x->reccallcount, y->reccallcount);
-        assert_int_equal(x->tt, y->tt);
-        assert_int_equal(x->it, y->it);
+        assert_int_equal(x->cumtime, y->cumtime);
+        assert_int_equal(x->owntime, y->owntime);
     }
 }
 
@@ -202,7 +202,7 @@ static void test_refusals_change_nothing(void **state)
     assert_true(fp_try_enter(&r.p, t, b, &idents[1], 4));
     assert_true(fp_try_leave(t, NULL, &idents[1], 6));
     assert_int_equal(b->callcount, 2);
-    assert_int_equal(b->it, 1 + 2);
+    assert_int_equal(b->owntime, 1 + 2);
 
     /* while dropped frames are pending, every event takes the general path */
     assert_true(fp_try_enter(&r.p, t, b, &idents[1], 7));
@@ -246,7 +246,7 @@ static void test_edge_cache_alternating_callers(void **state)
                 assert_false(fp_try_enter(&r.p, t, c, NULL, ++now)); /* new edge */
                 tl_call(&r.p, t, KC, now);
             } else {
-                assert_ptr_not_equal(c->last_edge->key.a, fp_entry_find(t, callers[i]));
+                assert_ptr_not_equal(c->last_edge->key.caller, fp_entry_find(t, callers[i]));
                 assert_true(fp_try_enter(&r.p, t, c, NULL, ++now));
             }
             assert_ptr_equal(t->stack[t->depth - 1].edge, tl_edge(t, callers[i], KC));

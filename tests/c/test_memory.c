@@ -109,8 +109,8 @@ static size_t run_flat(fp_profiler_t *p, fp_thread_t *t, int n)
     for (int i = 0; i < n; i++) {
         fp_entry_t *e = fp_entry_add(t, &many_keys[i], NULL);
         assert_non_null(e);
-        assert_int_equal(fp_enter(p, t, e, NULL, 1 + 2 * (fp_time_t)i), 0);
-        assert_int_equal(fp_leave(p, t, &many_keys[i], 2 + 2 * (fp_time_t)i), 0);
+        fp_enter(p, t, e, NULL, 1 + 2 * (fp_time_t)i);
+        fp_leave(p, t, &many_keys[i], 2 + 2 * (fp_time_t)i);
     }
     tl_ret(p, t, KM, 2 * (fp_time_t)n + 5);
     return fp_profiler_memory(p);

@@ -12,7 +12,7 @@ static void call_u(fp_profiler_t *p, fp_thread_t *t, const void *key, unsigned u
         e = fp_entry_add(t, key, TL_USER(user));
     assert_non_null(e);
     assert_ptr_equal(e->user, TL_USER(user));
-    assert_int_equal(fp_enter(p, t, e, NULL, now), 0);
+    fp_enter(p, t, e, NULL, now);
 }
 
 /* The scripted run shared by the tests below. Thread 1 uses the users 1
@@ -74,12 +74,12 @@ static void test_threads_are_independent(void **state)
 
     /* each thread's edges join that thread's entries only */
     for (const fp_edge_t *g = t1->edges; g; g = g->hh.next) {
-        assert_ptr_equal(fp_entry_find(t1, ((const fp_entry_t *)g->key.a)->key), g->key.a);
-        assert_ptr_equal(fp_entry_find(t1, ((const fp_entry_t *)g->key.b)->key), g->key.b);
+        assert_ptr_equal(fp_entry_find(t1, ((const fp_entry_t *)g->key.caller)->key), g->key.caller);
+        assert_ptr_equal(fp_entry_find(t1, ((const fp_entry_t *)g->key.callee)->key), g->key.callee);
     }
     for (const fp_edge_t *g = t2->edges; g; g = g->hh.next) {
-        assert_ptr_equal(fp_entry_find(t2, ((const fp_entry_t *)g->key.a)->key), g->key.a);
-        assert_ptr_equal(fp_entry_find(t2, ((const fp_entry_t *)g->key.b)->key), g->key.b);
+        assert_ptr_equal(fp_entry_find(t2, ((const fp_entry_t *)g->key.caller)->key), g->key.caller);
+        assert_ptr_equal(fp_entry_find(t2, ((const fp_entry_t *)g->key.callee)->key), g->key.callee);
     }
     assert_node(tl_node(t1, NULL, KA), 3, 12, 9, 1); /* the inner a folds in */
     assert_null(tl_node(t1, NULL, KC));
@@ -125,8 +125,8 @@ static void test_merge_threads(void **state)
     assert_edge(dst, KA, KA, 1, 0, 1, 1);
     /* edges of dst join dst's own entries */
     for (const fp_edge_t *g = dst->edges; g; g = g->hh.next) {
-        assert_ptr_equal(fp_entry_find(dst, ((const fp_entry_t *)g->key.a)->key), g->key.a);
-        assert_ptr_equal(fp_entry_find(dst, ((const fp_entry_t *)g->key.b)->key), g->key.b);
+        assert_ptr_equal(fp_entry_find(dst, ((const fp_entry_t *)g->key.caller)->key), g->key.caller);
+        assert_ptr_equal(fp_entry_find(dst, ((const fp_entry_t *)g->key.callee)->key), g->key.callee);
     }
 
     assert_int_equal(dst->n_nodes, 4);
@@ -137,7 +137,7 @@ static void test_merge_threads(void **state)
     assert_node(c, 1, 8, 5, 1);
     assert_node(tl_node(dst, c, KB), 1, 3, 3, 2);
     for (const fp_node_t *n = dst->nodes; n; n = n->hh.next) {
-        const fp_node_t *parent = n->key.a;
+        const fp_node_t *parent = n->key.parent;
         assert_true(n->index < dst->n_nodes);
         if (parent)
             assert_true(parent->index < n->index);
@@ -188,20 +188,20 @@ static void test_merge_bounded_paths(void **state)
             fp_entry_t *se = fp_entry_find(t, e->key);
             if (se) {
                 want += se->callcount;
-                want_it += se->it;
+                want_it += se->owntime;
             }
         }
         for (const fp_node_t *n = dst->nodes; n; n = n->hh.next)
-            if (n->key.b == e) {
+            if (n->key.entry == e) {
                 calls += n->callcount;
-                it += n->it;
+                it += n->owntime;
                 assert_true(n->depth <= 4);
             }
         for (const fp_edge_t *g = dst->edges; g; g = g->hh.next)
-            if (g->key.b == e)
+            if (g->key.callee == e)
                 g_calls += g->callcount;
         assert_int_equal(e->callcount, want);
-        assert_int_equal(e->it, want_it);
+        assert_int_equal(e->owntime, want_it);
         assert_int_equal(calls, want);
         assert_int_equal(it, want_it);
         /* every call but the three roots came from a caller */
