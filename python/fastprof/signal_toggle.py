@@ -90,7 +90,12 @@ class SignalToggle:
 
     ``profiler`` is the ``fastprof.Profile`` collecting, ``filename`` the
     file each stop writes, ``writes`` how many times it was written.
-    ``uninstall()`` takes the toggle out.
+
+    ``uninstall()`` takes the toggle out: it stops profiling (writing the
+    profile if anything was collected since the last write), gives SIG its
+    handler from before and ``signal.signal`` its original; calling it
+    again does nothing. Like the handler, it is a C callable, so calling
+    it while profiling adds no row to the profile.
     """
 
     def __init__(self, profiler, signum, filename, fmt, min_percent=None, prog="fastprof"):
@@ -113,6 +118,8 @@ class SignalToggle:
         self._at_exit_registered = False
         # called from C: no frame of it is recorded (see the module's doc)
         self._handler = functools.partial(profiler._toggle_with, self._on_signal)
+        self.uninstall = functools.partial(profiler._toggle_with, self._uninstall)
+        self._at_exit = functools.partial(profiler._toggle_with, self._final)
 
     def __repr__(self):
         return "<fastprof.SignalToggle %s -> %s, %s>" % (
@@ -171,22 +178,28 @@ class SignalToggle:
                 % signal_name(self.signum))
         return self._original_signal(signalnum, handler)
 
-    def uninstall(self):
-        """Take the toggle out: stop profiling (writing the profile if
-        anything was collected since the last write), give SIG its handler
-        from before and ``signal.signal`` its original. Idempotent."""
+    def _uninstall(self, error, was_enabled):
+        """uninstall(), once ``_toggle_with`` stopped the profiler."""
         if not self._installed or os.getpid() != self._pid:
-            return
-        self._busy = True
+            return False
+        self.begin_exit()
         try:
-            self._closing = True
-            self._stop_and_write()
+            self._stopped(error, was_enabled)
+            self._write_unwritten()
         finally:
             self._take_out(self._previous)
             if self._at_exit_registered:
                 import atexit
                 atexit.unregister(self._at_exit)
                 self._at_exit_registered = False
+        return False
+
+    def _stopped(self, error, was_enabled):
+        if error is not None:
+            self._report("profiling failed and stopped: %s: %s; the profile is partial"
+                         % (type(error).__name__, error))
+        if was_enabled:
+            self._unwritten = True
 
     def _take_out(self, handler):
         """Restore ``_signal.signal``; set SIG's handler to *handler*."""
@@ -212,11 +225,7 @@ class SignalToggle:
         whether to start it again. Writes what the on-period collected."""
         if os.getpid() != self._pid:
             return False  # a fork child: the file is the parent's
-        if error is not None:
-            self._report("profiling failed and stopped: %s: %s; the profile is partial"
-                         % (type(error).__name__, error))
-        if was_enabled:
-            self._unwritten = True
+        self._stopped(error, was_enabled)
         self._want_on = not self._want_on
         if self._busy:
             return False  # the running write decides once it is done
@@ -254,16 +263,6 @@ class SignalToggle:
         except Exception:
             pass
 
-    def _stop_and_write(self):
-        if self.profiler.enabled:
-            try:
-                self.profiler.disable()
-            except Exception as exc:
-                self._report("profiling failed and stopped: %s: %s; the profile is partial"
-                             % (type(exc).__name__, exc))
-            self._unwritten = True
-        self._write_unwritten()
-
     # -- the end -----------------------------------------------------------------
 
     def begin_exit(self):
@@ -284,14 +283,17 @@ class SignalToggle:
         atexit.register(self._at_exit)
         self._at_exit_registered = True
 
-    def _at_exit(self):
-        """install_signal_toggle()'s final write, once python has waited
-        for the program's threads."""
+    def _final(self, error, was_enabled):
+        """install_signal_toggle()'s final write, at exit (once python has
+        waited for the program's threads), after ``_toggle_with`` stopped
+        the profiler."""
         if os.getpid() != self._pid or not self._installed:
-            return
+            return False
         self.begin_exit()
-        self._stop_and_write()
+        self._stopped(error, was_enabled)
+        self._write_unwritten()
         self.end_exit()
+        return False
 
 
 def _same_signal(signalnum, ours):
@@ -318,7 +320,9 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     *sig* is refused (ValueError), and so is one it sets later
     (``signal.signal(sig, ...)`` raises ValueError). Returns the
     ``SignalToggle``; its ``uninstall()`` takes it out (as
-    ``fastprof.uninstall_signal_toggle()`` does). Linux only.
+    ``fastprof.uninstall_signal_toggle()`` does, which shows as a row of
+    the profile if called while profiling, where ``uninstall()`` shows
+    none). Linux only.
     """
     from .profiler import Profile
     signum = parse_signal(sig)
