@@ -457,3 +457,72 @@ def test_parse_signal_accepts_names_and_numbers():
     for bad in ("SIGNOPE", "", "-1", True, 1.5):
         with pytest.raises(ValueError):
             parse_signal(bad)
+
+
+SIGNAL_DURING_WRITE = """\
+import os, signal, sys, fastprof
+import phases
+
+toggle = fastprof.install_signal_toggle("USR1", "w.prof")
+write = toggle._write
+during = []
+
+def write_and_signal():
+    # a signal that comes while the file is being written (sent to
+    # ourselves: python runs its handler inside this write)
+    write()
+    if during:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        during.append(toggle.profiler.enabled)
+
+toggle._write = write_and_signal
+os.kill(os.getpid(), signal.SIGUSR1)       # on
+phases.phase_b()
+during.append("armed")
+os.kill(os.getpid(), signal.SIGUSR1)       # off: writes; the signal during it starts again
+during.remove("armed")
+assert during == [False], during           # not started in the middle of the write
+assert toggle.profiler.enabled, "the signal during the write was lost"
+phases.phase_c()
+during.append("armed")
+sys.exit(3)                                # the final write, with a signal during it too
+"""
+
+
+def test_a_signal_during_a_write_is_applied_after_it(tmp_path):
+    (tmp_path / "phases.py").write_text(PHASES)
+    (tmp_path / "w.py").write_text(SIGNAL_DURING_WRITE)
+    r = subprocess.run([sys.executable, "w.py"], cwd=str(tmp_path), env=cli_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr == ""
+    stats = load_profile(str(tmp_path / "w.prof")).stats
+    # b and c, each once: nothing of the writes, nothing lost
+    assert phase_rows(stats, tmp_path) == phase_rows(cprofile_of(tmp_path, "b", "c"), tmp_path)
+    assert_no_fastprof_rows(stats)
+    assert leftovers(tmp_path) == []
+
+
+def test_uninstall_while_profiling_adds_no_row(tmp_path):
+    (tmp_path / "phases.py").write_text(PHASES)
+    (tmp_path / "u.py").write_text(textwrap.dedent("""\
+        import signal, fastprof, phases
+        t = fastprof.install_signal_toggle("USR2", "u.prof", idle=False)
+        phases.phase_a()
+        t.uninstall()
+        phases.phase_b()                # not profiled: uninstalled
+        assert signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
+        assert t.writes == 1 and not t.installed and not t.profiler.enabled
+        assert fastprof.signal_toggle._active is None
+        """))
+    r = subprocess.run([sys.executable, "u.py"], cwd=str(tmp_path), env=cli_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    stats = load_profile(str(tmp_path / "u.prof")).stats
+    assert phase_rows(stats, tmp_path) == phase_rows(cprofile_of(tmp_path, "a"), tmp_path)
+    assert_no_fastprof_rows(stats)
+    assert [k for k in stats if k[0] == "~" and "toggle" in k[2]] == []
+    # only the program's own calls: phase_a and what it called
+    assert {k[2] for k in stats if k[0] != "~"} == {"phase_a", "leaf_a", "<genexpr>"}
