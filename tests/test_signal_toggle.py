@@ -526,3 +526,32 @@ def test_uninstall_while_profiling_adds_no_row(tmp_path):
     assert [k for k in stats if k[0] == "~" and "toggle" in k[2]] == []
     # only the program's own calls: phase_a and what it called
     assert {k[2] for k in stats if k[0] != "~"} == {"phase_a", "leaf_a", "<genexpr>"}
+
+
+def test_a_failed_write_is_reported_and_the_program_goes_on(tmp_path):
+    (tmp_path / "phases.py").write_text(PHASES)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "f.py").write_text(textwrap.dedent("""\
+        import os, signal, fastprof, phases
+        fastprof.install_signal_toggle("USR1", "out/f.prof")
+        os.kill(os.getpid(), signal.SIGUSR1)
+        phases.phase_a()
+        os.rename("out", "gone")                 # the next write cannot happen
+        os.kill(os.getpid(), signal.SIGUSR1)
+        os.rename("gone", "out")
+        os.kill(os.getpid(), signal.SIGUSR1)
+        phases.phase_b()
+        print("went on")
+        """))
+    r = subprocess.run([sys.executable, "f.py"], cwd=str(tmp_path), env=cli_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "went on\n"
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fastprof: cannot write "), r.stderr
+    assert "f.prof" in lines[0] and "No such file or directory" in lines[0]
+    # nothing was lost: the final write has both on-periods
+    stats = load_profile(str(tmp_path / "out" / "f.prof")).stats
+    assert phase_rows(stats, tmp_path) == phase_rows(cprofile_of(tmp_path, "a", "b"), tmp_path)
+    assert leftovers(tmp_path / "out") == [] and not (tmp_path / "gone").exists()

@@ -38,8 +38,8 @@ PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {wall,cpu}] [--coroutines {call,wall}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] (-m module | script.py | app.pyz | directory) "
-         "[args ...]" % PROG)
+         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] "
+         "(-m module | script.py | app.pyz | directory) [args ...]" % PROG)
 
 DESCRIPTION = """\
 Run a Python script or module under fastprof, then print its profile (a

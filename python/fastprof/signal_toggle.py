@@ -331,6 +331,8 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     if path == cmdline.STDOUT:
         raise ValueError("the signal toggle writes a file; '-' (stdout) is not one")
     cmdline.check_output_path(path)
+    if min_percent is not None and not 0 <= min_percent <= 100:
+        raise ValueError("min_percent must be between 0 and 100, not %r" % (min_percent,))
     if fmt in cmdline.TREE_FORMATS:
         profile_kwargs.setdefault("callpaths", True)
     prof = Profile(threads=threads, **profile_kwargs)
