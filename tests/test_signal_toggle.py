@@ -555,3 +555,33 @@ def test_a_failed_write_is_reported_and_the_program_goes_on(tmp_path):
     stats = load_profile(str(tmp_path / "out" / "f.prof")).stats
     assert phase_rows(stats, tmp_path) == phase_rows(cprofile_of(tmp_path, "a", "b"), tmp_path)
     assert leftovers(tmp_path / "out") == [] and not (tmp_path / "gone").exists()
+
+
+def test_uninstall_from_another_thread_is_refused_and_stops(tmp_path):
+    (tmp_path / "phases.py").write_text(PHASES)
+    (tmp_path / "t.py").write_text(textwrap.dedent("""\
+        import signal, threading, fastprof, phases
+        t = fastprof.install_signal_toggle("USR1", "t.prof", idle=False)
+        phases.phase_a()
+        errors = []
+
+        def other():
+            try:
+                t.uninstall()
+            except ValueError as exc:
+                errors.append(str(exc))
+
+        th = threading.Thread(target=other)
+        th.start()
+        th.join()
+        assert errors == ["uninstall() must be called from the main thread"], errors
+        assert not t.profiler.enabled and t.writes == 1 and t.installed
+        t.uninstall()
+        assert not t.installed and t.writes == 1
+        """))
+    r = subprocess.run([sys.executable, "t.py"], cwd=str(tmp_path), env=cli_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    stats = load_profile(str(tmp_path / "t.prof")).stats
+    assert phase_rows(stats, tmp_path) == phase_rows(cprofile_of(tmp_path, "a"), tmp_path)

@@ -182,6 +182,18 @@ class SignalToggle:
         """uninstall(), once ``_toggle_with`` stopped the profiler."""
         if not self._installed or os.getpid() != self._pid:
             return False
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            # signal handlers can be changed from the main thread only: the
+            # toggle stays, stopped, with what it collected written
+            self._stopped(error, was_enabled)
+            self._want_on = False
+            self._busy = True
+            try:
+                self._write_unwritten()
+            finally:
+                self._busy = False
+            raise ValueError("uninstall() must be called from the main thread")
         self.begin_exit()
         try:
             self._stopped(error, was_enabled)
@@ -223,8 +235,8 @@ class SignalToggle:
     def _on_signal(self, error, was_enabled, signum=None, frame=None):
         """Called by ``_toggle_with`` once the profiler is stopped; returns
         whether to start it again. Writes what the on-period collected."""
-        if os.getpid() != self._pid:
-            return False  # a fork child: the file is the parent's
+        if os.getpid() != self._pid or not self._installed:
+            return False  # a fork child (the file is the parent's), or taken out
         self._stopped(error, was_enabled)
         self._want_on = not self._want_on
         if self._busy:
