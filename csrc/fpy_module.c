@@ -231,6 +231,49 @@ static PyObject *profiler_disable(fpy_profiler_t *p, PyObject *args, PyObject *k
     Py_RETURN_NONE;
 }
 
+/* _toggle_with(callback, *args): disable(), then callback(error, was_enabled,
+ * *args), then enable() if the callback returned true. error is the failure
+ * disable() would raise (or None). Made for the signal toggle
+ * (signal_toggle.py), as its handler: called from C, as the interpreter
+ * calls a handler, it adds no frame to the profile (a Python handler's own
+ * start would be recorded before it could stop), and no Python code runs
+ * between the callback's decision and the enable, so a signal handled in
+ * between cannot make them disagree. */
+static PyObject *profiler_toggle_with(fpy_profiler_t *p, PyObject *args)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < 1 || !PyCallable_Check(PyTuple_GET_ITEM(args, 0))) {
+        PyErr_SetString(PyExc_TypeError, "_toggle_with(callback, *args) needs a callable");
+        return NULL;
+    }
+    int was_enabled = p->enabled;
+    stop(p);
+    fpy_drain_doomed(p);
+    PyObject *error = NULL;
+    if (report_pending(p) < 0)
+        error = fpy_err_take();
+    PyObject *call_args = PyTuple_New(n + 1);
+    if (!call_args) {
+        Py_XDECREF(error);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(call_args, 0, error ? error : Py_NewRef(Py_None));
+    PyTuple_SET_ITEM(call_args, 1, PyBool_FromLong(was_enabled));
+    for (Py_ssize_t i = 1; i < n; i++)
+        PyTuple_SET_ITEM(call_args, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    PyObject *r = PyObject_Call(PyTuple_GET_ITEM(args, 0), call_args, NULL);
+    Py_DECREF(call_args);
+    if (!r)
+        return NULL;
+    int start = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (start < 0)
+        return NULL;
+    if (start)
+        return profiler_enable(p, NULL);
+    Py_RETURN_NONE;
+}
+
 static PyObject *profiler_clear(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_profiler_clear(&p->core);
@@ -368,6 +411,9 @@ static PyMethodDef profiler_methods[] = {
      "disable($self, /, *, this_thread=False)\n--\n\nStop collecting profiling information; frames still "
      "open are closed. this_thread=True (with threads=True): stop only the calling thread, the others "
      "go on until disable()."},
+    {"_toggle_with", (PyCFunction)profiler_toggle_with, METH_VARARGS,
+     "_toggle_with($self, callback, /, *args)\n--\n\ndisable(), then callback(error, was_enabled, *args), "
+     "then enable() if it returned true; a signal handler that records no frame of its own."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,

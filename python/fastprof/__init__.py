@@ -11,8 +11,10 @@
 """
 
 from .profiler import Profile, profile, run, runctx
+from .signal_toggle import install_signal_toggle, uninstall_signal_toggle
 
-__all__ = ["Profile", "run", "runctx", "profile", "label"]
+__all__ = ["Profile", "run", "runctx", "profile", "label", "install_signal_toggle",
+           "uninstall_signal_toggle"]
 __version__ = "0.1.0"
 
 

@@ -211,10 +211,15 @@ class Profile(_fastprof.Profiler):
 
     def enable(self):
         """Start profiling (cProfile's ``enable``)."""
+        self._before_enable()
+        super().enable()
+
+    def _before_enable(self):
+        # what the thread names need before the C enable(); the signal
+        # toggle calls it before its C handler enables (signal_toggle.py)
         self._names_at_enable = _live_thread_names()
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()
-        super().enable()
 
     # disable() is the C method itself, as in cProfile (so the profile shows
     # the same "{method 'disable' ...}" row): it closes the frames still

@@ -38,8 +38,9 @@ PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {%s}] [--coroutines {%s}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] (-m module | script.py | app.pyz | directory) "
-         "[args ...]" % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
+         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] "
+         "(-m module | script.py | app.pyz | directory) [args ...]"
+         % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
 
 DESCRIPTION = """\
 Run a Python script or module under fastprof, then print its profile (a
@@ -55,6 +56,8 @@ examples:
   python -m fastprof --callpaths -o flame.html myscript.py
   python -m fastprof --per-thread --clock cpu server.py
   python -m fastprof -o out.prof app.pyz
+  python -m fastprof --signal USR1 --idle -o app.prof app.py &
+  kill -USR1 %1; sleep 30; kill -USR1 %1   # profile 30 s of it, into app.prof
   python -m pstats out.prof            # browse a written profile
   fastprof view out.prof               # or look at it with fastprof's tools
   fastprof attach PID -o live.prof     # profile a running 3.14+ process
@@ -138,6 +141,16 @@ def build_parser():
     p.add_option("--min-percent", type="float", default=None, metavar="P",
                  help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
                       "of the total time into their callers (default 0.01; 0 keeps all)")
+    p.add_option("--signal", metavar="SIG",
+                 help="each signal SIG (a name, SIGUSR1 or USR1, or a number) toggles "
+                      "profiling; each stop writes the profile collected so far "
+                      "(all on-periods together) to the -o FILE, which is required, "
+                      "replacing it atomically; the program's end writes the final one. "
+                      "The program may not set its own handler for SIG. Linux only.")
+    p.add_option("--idle", action="store_true", default=False,
+                 help="with --signal: start unprofiled; the first signal starts "
+                      "profiling (without --idle it starts profiled and the first "
+                      "signal stops it)")
     p.add_option("--gc", dest="gc", action="store_true", default=True,
                  help="record garbage collections as calls of <gc> from the function "
                       "running when each started (default)")
@@ -150,7 +163,7 @@ def build_parser():
 # options that take a value, for splitting argv at the program's name
 _VALUE_SHORT = ("-o", "-s")
 _VALUE_LONG = ("--outfile", "--to", "--sort", "--clock", "--coroutines", "--max-depth",
-               "--min-percent")
+               "--min-percent", "--signal")
 
 
 def split_argv(argv):
@@ -424,7 +437,9 @@ def _pending_threads():
 
 
 def _write_output(prof, options, fmt):
-    if fmt == "pstats" and options.outfile != cmdline.STDOUT:
+    # --signal: every write replaces the file atomically (exports.export),
+    # the final one too, since a reader may be watching it
+    if fmt == "pstats" and options.outfile != cmdline.STDOUT and options.signal is None:
         prof.dump_stats(options.outfile)
     else:
         cmdline.write_output(prof.profile_data(), options.outfile, fmt,
@@ -507,6 +522,14 @@ def main(argv=None):
         _check_options(options)
         if options.to is not None and options.outfile is None:
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
+        signum = None
+        if options.signal is not None:
+            from fastprof.signal_toggle import parse_signal
+            signum = parse_signal(options.signal)
+            if options.outfile is None or options.outfile == cmdline.STDOUT:
+                raise UsageError("--signal needs -o FILE: each stop writes the profile there")
+        elif options.idle:
+            raise UsageError("--idle needs --signal SIG")
         kind = "module"
         if options.module:
             check_module(args[0])
@@ -540,9 +563,18 @@ def main(argv=None):
     prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
                    coroutines=options.coroutines, callpaths=callpaths,
                    max_depth=options.max_depth, gc=options.gc)
+    toggle = None
+    if signum is not None:
+        from fastprof.signal_toggle import SignalToggle
+        toggle = SignalToggle(prof, signum, options.outfile, fmt, options.min_percent, PROG)
+        try:
+            toggle.install(start=not options.idle)
+        except ValueError as exc:
+            cmdline.report(PROG, exc)
+            return 2
     pid = os.getpid()
     failures = []
-    status = run_program(prof, code, globs, options.threads, failures)
+    status = run_program(prof, code, globs, options.threads, failures, toggle)
     if os.getpid() != pid:
         # a fork child that ran on to the script's end: the profile is the
         # parent's to write or print; the child exits as python would
@@ -553,14 +585,24 @@ def main(argv=None):
         # then runs the atexit callbacks. The profile is written from the
         # first of those, when the threads have ended.
         import atexit
-        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid)
+        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid, toggle)
         return status
-    return _finish(prof, options, fmt, failures, status)
+    return _finish(prof, options, fmt, failures, status, toggle)
 
 
-def _finish(prof, options, fmt, failures, status):
+def _finish(prof, options, fmt, failures, status, toggle=None):
     """Stop profiling, report profiler failures, write or print the
     profile; return the exit status."""
+    if toggle is not None:
+        toggle.begin_exit()  # a signal from now on does not interrupt this
+    try:
+        return _finish_profile(prof, options, fmt, failures, status)
+    finally:
+        if toggle is not None:
+            toggle.end_exit()
+
+
+def _finish_profile(prof, options, fmt, failures, status):
     try:
         prof.disable()
     except Exception as err:
@@ -586,16 +628,16 @@ def _finish(prof, options, fmt, failures, status):
     return status
 
 
-def _finish_at_exit(prof, options, fmt, failures, pid):
+def _finish_at_exit(prof, options, fmt, failures, pid, toggle=None):
     """_finish() as an atexit callback, once python has waited for the
     program's threads. The exit status is decided by then: a failure is
     reported, but cannot change it."""
     if os.getpid() != pid:
         return  # a fork child made while python waited for the threads
-    _finish(prof, options, fmt, failures, 0)
+    _finish(prof, options, fmt, failures, 0, toggle)
 
 
-def run_program(prof, code, globs, threads, failures):
+def run_program(prof, code, globs, threads, failures, toggle=None):
     """Run the program under *prof*; return its exit status.
 
     Its exception, if any, is reported as python would report it; profiler
@@ -604,14 +646,21 @@ def run_program(prof, code, globs, threads, failures):
     still running then are left running under the profiler (python waits
     for them before it exits): *prof* is still enabled on return; otherwise
     it is disabled.
+
+    With a signal *toggle* (--signal), profiling starts only if it is not
+    idle, and from the program's end on a signal may stop it, no longer
+    start it.
     """
-    prof.enable()
+    if toggle is None or toggle._want_on:
+        prof.enable()
     try:
         exec(code, globs, None)
     except BaseException as exc:
         error = exc
     else:
         error = None
+    if toggle is not None:
+        toggle._closing = True  # a store, not a call: nothing is recorded
     # first thing: nothing of fastprof's is recorded (but this call, as
     # cProfile records its disable())
     try:
