@@ -247,11 +247,11 @@ static PyObject *profiler_toggle_with(fpy_profiler_t *p, PyObject *args)
         return NULL;
     }
     int was_enabled = p->enabled;
-    stop(p);
+    disable_and_flush(p);
     fpy_drain_doomed(p);
     PyObject *error = NULL;
     if (report_pending(p) < 0)
-        error = fpy_err_take();
+        error = PyErr_GetRaisedException();
     PyObject *call_args = PyTuple_New(n + 1);
     if (!call_args) {
         Py_XDECREF(error);
@@ -265,11 +265,11 @@ static PyObject *profiler_toggle_with(fpy_profiler_t *p, PyObject *args)
     Py_DECREF(call_args);
     if (!r)
         return NULL;
-    int start = PyObject_IsTrue(r);
+    int enable_again = PyObject_IsTrue(r);
     Py_DECREF(r);
-    if (start < 0)
+    if (enable_again < 0)
         return NULL;
-    if (start)
+    if (enable_again)
         return profiler_enable(p, NULL);
     Py_RETURN_NONE;
 }
