@@ -641,7 +641,8 @@ def test_profile_decorator_with_filename_and_options(tmp_path, capsys):
     stats = pstats.Stats(str(path)).stats
     inner = [k for k in stats if k[2] == "f"]
     assert len(inner) == 1 and stats[inner[0]][:2] == (1, 4)
-    assert not [k for k in stats if k[0] == "~"]
+    # no C function; a collection that happens to run inside f is its <gc> row
+    assert not [k for k in stats if k[0] == "~" and k[2] != "<gc>"]
 
 
 def test_profile_decorator_rejects_bad_options():
