@@ -265,7 +265,7 @@ def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
 
 
 def _note_estimated(data, fmt: str, out: str, command: str) -> None:
-    if fmt in ("speedscope", "collapsed", "html") and data.callpaths is None:
+    if fmt in cmdline.TREE_FORMATS and data.callpaths is None:
         print("%s %s: note: no call paths in the input; the call tree in %s is estimated from the "
               "caller graph (record exact paths with fastprof --callpaths)" % (PROG, command, out),
               file=sys.stderr)
