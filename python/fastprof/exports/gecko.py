@@ -35,11 +35,13 @@ time.  The ``time`` column lays the paths end to end (a deterministic
 profile keeps totals, not a timeline: read the call tree and flame graph,
 not the time order).  Call counts have no place in the format.
 
-Threads: one per thread the profile recorded separately (``--threads``),
-else one.  The call paths a file records are those of all threads together,
-so with several threads each thread's stacks are estimated from its own
-caller graph, as they are for a profile without call paths; such a thread's
-name ends in ``(estimated call stacks)``.
+Threads: one per thread the profile recorded separately (``--threads``,
+``python -m fastprof``'s default), else one.  The call paths a file records
+are those of all threads together, so with several threads each thread's
+stacks are estimated from its own caller graph, as they are for a profile
+without call paths, and such a thread's name ends in ``(estimated call
+stacks)``; the recorded paths then come first, as a thread (track) named
+``all threads`` of their own.  Each track's weights add up to its own total.
 """
 
 import json
@@ -54,6 +56,7 @@ from ._stacks import Stacks, profile_stacks, thread_stacks
 FORMAT_VERSION = 32
 PROCESSED_VERSION = 57
 ESTIMATED_SUFFIX = " (estimated call stacks)"
+ALL_THREADS = "all threads"
 
 CATEGORIES = [
     {"name": "Other", "color": "grey", "subcategories": ["Other"]},
@@ -80,15 +83,15 @@ class _Strings:
 
 def gecko_document(data: ProfileData, title: str = "") -> dict:
     strings = _Strings()
-    per_thread = thread_stacks(data)
     threads = []
-    if per_thread:
-        for record, stacks in per_thread:
-            name = str(record.get("name") or "thread %s" % record.get("id", len(threads)))
-            tid = record.get("ident", record.get("id", len(threads)))
-            threads.append(_thread(data, stacks, strings, name, tid, name == "MainThread"))
-    else:
-        threads.append(_thread(data, profile_stacks(data), strings, "all threads", 0, True))
+    per_thread = thread_stacks(data)
+    if not per_thread or (data.callpaths is not None and data.callpaths.nodes and len(per_thread) > 1):
+        # the recorded paths are of all threads together: a track of their own
+        threads.append(_thread(data, profile_stacks(data), strings, ALL_THREADS, 0, True))
+    for record, stacks in per_thread:
+        name = str(record.get("name") or "thread %s" % record.get("id", len(threads)))
+        tid = record.get("ident", record.get("id", len(threads)))
+        threads.append(_thread(data, stacks, strings, name, tid, not threads and name == "MainThread"))
     end = max((t["processShutdownTime"] for t in threads), default=0.0)
     cpus = os.cpu_count() or 0
     return {
