@@ -3,6 +3,7 @@ the same outcome: ``python -m fastprof -o NAME script.py`` and ``fastprof
 convert/merge in.prof -o NAME`` write the same format, or fail with the
 same one-line error (cmdline.FORMAT_TABLE is the one list of formats)."""
 
+import gzip
 import json
 import marshal
 import os
@@ -38,6 +39,10 @@ def env():
 
 def sniff(data):
     """The format of a written profile, from its bytes."""
+    if data[:2] == b"\x1f\x8b":  # gzip: pprof's profile.proto
+        body = gzip.decompress(data)
+        assert body[:1] == b"\x0a"  # field 1 (sample_type), length-delimited
+        return "pprof"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -48,6 +53,8 @@ def sniff(data):
             return "html"
         if head.startswith("{") and "speedscope" in text[:500]:
             return "speedscope"
+        if head.startswith('{"meta":') and "preprocessedProfileVersion" in text[:2000]:
+            return "gecko"
         if any(line.startswith("events:") for line in text.splitlines()[:20]):
             return "callgrind"
         lines = [ln for ln in text.splitlines() if ln]
