@@ -80,7 +80,8 @@ class _TreeSum:
         self.node_index: Dict[Tuple[int, int], int] = {}
 
     def add(self, cp: CallPaths) -> None:
-        functions, func_index, nodes, node_index = self.functions, self.func_index, self.nodes, self.node_index
+        functions, func_index = self.functions, self.func_index
+        nodes, node_index = self.nodes, self.node_index
         local = []  # this tree's node index -> merged node index
         for parent, func, calls, tottime, cumtime in cp.nodes:
             key = self.keys(cp.functions[func])

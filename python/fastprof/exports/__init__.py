@@ -16,9 +16,10 @@ Formats (see each module's docstring):
 - ``gecko``: the Firefox Profiler's JSON (https://profiler.firefox.com)
 
 The flame-graph-like formats (speedscope, collapsed, the HTML flame graph)
-and the sample formats (pprof, gecko) draw the call paths a fastprof file recorded with ``callpaths=True``; for a
-plain cProfile file they draw a tree *estimated* from the caller graph and
-say so.  They leave out the paths below ``min_percent`` of the total time
+and the sample formats (pprof, gecko) draw the call paths a fastprof file
+recorded with ``callpaths=True``; for a plain cProfile file they draw a tree
+*estimated* from the caller graph and say so.  The flame-graph-like ones
+leave out the paths below ``min_percent`` of the total time
 (default ``DEFAULT_MIN_PERCENT``; 0 keeps every path): such a path's time is
 added to its caller's frame, so every frame keeps its width, and each file
 says what was cut.  A big program's call tree has ~10^5 paths, most of a few
