@@ -13,10 +13,13 @@ VARINT = 0
 LENGTH_DELIMITED = 2
 
 _MASK64 = (1 << 64) - 1
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def varint(value: int) -> bytes:
     """*value* as a base-128 varint; negatives as their 64-bit two's complement."""
+    if 0 <= value < 0x80:  # most ids and counts: one byte
+        return _ONE_BYTE[value]
     value = int(value) & _MASK64
     out = bytearray()
     while value >= 0x80:
