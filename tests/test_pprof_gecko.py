@@ -410,6 +410,30 @@ def test_pprof_to_stdout_and_by_export(work_dir, tmp_path):
         render(data, "pprof")
 
 
+def test_go_tool_pprof_reads_it(work_dir, tmp_path):
+    # a second reader, when Go is installed (not a dependency: the decoder
+    # above is the check every run makes)
+    import shutil
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("go not installed (go tool pprof is an extra check)")
+    run(["-m", "fastprof", "-o", "app.pb.gz", "work.py"], work_dir)
+    env = dict(os.environ, HOME=str(tmp_path), PPROF_TMPDIR=str(tmp_path))
+    r = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=calls", "-nodecount=10000",
+                        str(work_dir / "app.pb.gz")], env=env, timeout=300,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert r.returncode == 0, r.stderr
+    assert "Type: calls" in r.stdout and "fastprof deterministic profile" in r.stdout
+    flat = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 6 and parts[0].isdigit():
+            flat[parts[5]] = int(parts[0])
+    calls, _paths = pprof_calls_and_paths(decode_pprof((work_dir / "app.pb.gz").read_bytes()))
+    for name in ("leaf", "mid", "rec", "main", "worker"):
+        assert flat[name] == calls[name], name
+
+
 # ---------------------------------------------------------------- gecko
 
 SAMPLE_COLUMNS = ("stack", "time", "weight")
