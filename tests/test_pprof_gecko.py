@@ -583,7 +583,11 @@ def small_profile(i):
         stats[key] = (n, n, 1e-6, 1e-6, {main: (n, n, 1e-6, 1e-6)})
         functions.append(key)
         nodes.append((0, j + 1, n, 1e-6, 1e-6))
-    return ProfileData(stats, callpaths=CallPaths(functions, nodes), clock="tsc")
+    # per-thread stats, as python -m fastprof writes them
+    worker = {(f, 99, "work"): (1, 1, 1e-6, 1e-6, {})}
+    threads = [{"id": 0, "ident": 1, "name": "MainThread", "stats": stats},
+               {"id": 1, "ident": 2, "name": "Thread-%d (worker)" % (i + 1), "stats": worker}]
+    return ProfileData(stats, callpaths=CallPaths(functions, nodes), clock="tsc", threads=threads)
 
 
 def write_inputs(d, count):
@@ -617,11 +621,28 @@ def test_merge_of_1000_files_under_64_file_handles(tmp_path):
         assert row[4][(f, 1, "main")][:2] == (want, want)
     assert merged.callpaths is not None and len(merged.callpaths.nodes) == FUNCS + 1
     assert sum(n[2] for n in merged.callpaths.nodes) == sum(v[1] for v in merged.stats.values())
+    # 2,000 threads summed into one record per name pattern
+    assert [t["name"] for t in merged.threads] == [
+        "MainThread [1000 threads of 1000 inputs, summed]",
+        "Thread-N (worker) [1000 threads of 1000 inputs, summed]"]
+    assert merged.threads[0]["stats"] == merged.stats
+    assert merged.threads[1]["stats"][(f, 99, "work")][:2] == (1000, 1000)
     # the limit was real: the same child cannot hold 70 files open
     code = ("import sys, os\nfs=[]\ntry:\n    [fs.append(open(os.devnull)) for _ in range(70)]\n"
             "except OSError:\n    sys.exit(0)\nsys.exit(1)")
     assert subprocess.run([sys.executable, "-c", code], preexec_fn=_lower_fd_limit,
                           timeout=60).returncode == 0
+
+
+def test_merge_of_a_few_files_keeps_threads_apart(tmp_path, capsys):
+    from fastprof import cli
+    names = write_inputs(tmp_path, 3)
+    assert cli.main(["merge"] + names + ["-o", str(tmp_path / "m.prof")]) == 0
+    merged = load_profile(str(tmp_path / "m.prof"))
+    assert [t["name"] for t in merged.threads] == [
+        "MainThread [input 1]", "Thread-1 (worker) [input 1]", "MainThread [input 2]",
+        "Thread-2 (worker) [input 2]", "MainThread [input 3]", "Thread-3 (worker) [input 3]"]
+    assert [t["id"] for t in merged.threads] == list(range(6))
 
 
 def test_merge_memory_does_not_grow_with_the_inputs(tmp_path, capsys):
@@ -639,8 +660,8 @@ def test_merge_memory_does_not_grow_with_the_inputs(tmp_path, capsys):
             tracemalloc.stop()
             capsys.readouterr()
 
-    few, many = peak(names[:10]), peak(names)
-    # holding every input would take about 40x the memory of 10 of them
-    # (each input is ~10 KB of marshal, ~100 KB as Python objects)
-    assert many < 2 * few, (few, many, size)
+    # both past the 32 inputs whose threads are kept apart: holding every
+    # input (or every thread) would take 4x the memory for 4x the inputs
+    few, many = peak(names[:100]), peak(names)
+    assert many < 1.3 * few, (few, many, size)
     assert load_profile(str(tmp_path / "m.prof")).stats[("/nonexistent/svc.py", 1, "main")][1] == 400

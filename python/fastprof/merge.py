@@ -9,7 +9,11 @@
   tree would contradict the table).
 - per-thread stats: every input's threads are kept side by side (they are
   different threads of different runs), renumbered so ids stay unique;
-  with several inputs each name gets `` [input N]``.
+  with several inputs each name gets `` [input N]``.  Past
+  ``MAX_INPUTS_THREADS_APART`` inputs they are summed instead, one record
+  per thread name pattern (numbers as ``N``, as the views group them):
+  ``MainThread [1000 threads of 1000 inputs, summed]``, so a merge of
+  1,000 files keeps a few records, not every thread of every file.
 - clock: kept when all inputs agree, else dropped (with a warning from the
   command line: adding wall time to CPU time makes little sense).
 - C functions whose name carries an address (``<built-in method __new__ of
@@ -111,6 +115,10 @@ def merge_callpaths(trees: Iterable[CallPaths], keys: Optional[_KeyChooser] = No
     return acc.result()
 
 
+# Inputs whose threads are kept side by side (see the module doc).
+MAX_INPUTS_THREADS_APART = 32
+
+
 class ProfileSum:
     """Profiles added one at a time, each folded into the running sum, so
     summing many files holds one input at a time (plus the sum), never all.
@@ -130,6 +138,8 @@ class ProfileSum:
         self._tree: Optional[_TreeSum] = _TreeSum(self.keys)  # None once an input has none
         self._qualnames: Dict[FuncKey, List[str]] = {}
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
+        # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
+        self._thread_groups: Optional[Dict[str, list]] = None
 
     def add(self, p: ProfileData) -> None:
         self.count += 1
@@ -146,7 +156,24 @@ class ProfileSum:
                 if q not in names:
                     names.append(q)
         self.clocks.add(p.clock)
-        self._threads.extend((self.count, t) for t in p.threads)
+        if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
+            self._thread_groups = {}
+            for i, t in self._threads:
+                self._add_to_group(i, t)
+            self._threads = []
+        if self._thread_groups is None:
+            self._threads.extend((self.count, t) for t in p.threads)
+        else:
+            for t in p.threads:
+                self._add_to_group(self.count, t)
+
+    def _add_to_group(self, input_number: int, thread: dict) -> None:
+        from .thread_names import thread_pattern
+        group = self._thread_groups.setdefault(
+            thread_pattern(str(thread.get("name", "thread"))), [{}, 0, set()])
+        _add_stats(group[0], thread.get("stats") or {}, self.keys)
+        group[1] += 1
+        group[2].add(input_number)
 
     def result(self) -> ProfileData:
         if not self.count:
@@ -163,6 +190,11 @@ class ProfileSum:
             if self.count > 1:
                 t["name"] = "%s [input %d]" % (t.get("name", "thread"), i)
             data.threads.append(t)
+        for pattern, (stats, nthreads, inputs) in sorted((self._thread_groups or {}).items()):
+            data.threads.append({
+                "id": len(data.threads), "ident": 0, "stats": _stats_result(stats),
+                "name": "%s [%d thread%s of %d inputs, summed]" % (
+                    pattern, nthreads, "" if nthreads == 1 else "s", len(inputs))})
         return data
 
     def clocks_differ(self) -> bool:
