@@ -3,6 +3,7 @@ the same outcome: ``python -m fastprof -o NAME script.py`` and ``fastprof
 convert/merge in.prof -o NAME`` write the same format, or fail with the
 same one-line error (cmdline.FORMAT_TABLE is the one list of formats)."""
 
+import gzip
 import marshal
 import os
 import subprocess
@@ -37,6 +38,10 @@ def env():
 
 def sniff(data):
     """The format of a written profile, from its bytes."""
+    if data[:2] == b"\x1f\x8b":  # gzip: pprof's profile.proto
+        body = gzip.decompress(data)
+        assert body[:1] == b"\x0a"  # field 1 (sample_type), length-delimited
+        return "pprof"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -47,6 +52,8 @@ def sniff(data):
             return "html"
         if head.startswith("{") and "speedscope" in text[:500]:
             return "speedscope"
+        if head.startswith('{"meta":') and "preprocessedProfileVersion" in text[:2000]:
+            return "gecko"
         if any(line.startswith("events:") for line in text.splitlines()[:20]):
             return "callgrind"
         lines = [ln for ln in text.splitlines() if ln]

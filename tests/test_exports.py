@@ -504,7 +504,7 @@ def test_estimated_tree_survives_cycles_and_dense_graphs():
 
 
 def test_formats_listed():
-    assert set(FORMATS) == {"pstats", "callgrind", "speedscope", "collapsed", "html"}
+    assert set(FORMATS) == {"pstats", "callgrind", "speedscope", "collapsed", "html", "pprof", "gecko"}
 
 
 # ---------------------------------------------------------------- estimated trees of real programs

@@ -11,20 +11,23 @@
 """
 
 from .profiler import Profile, profile, run, runctx
-from .signal_toggle import install_signal_toggle, uninstall_signal_toggle
 
 __all__ = ["Profile", "run", "runctx", "profile", "label", "install_signal_toggle",
            "uninstall_signal_toggle"]
 __version__ = "0.1.0"
 
 
+# Loaded on first use, so that ``import fastprof`` imports nothing cProfile
+# does not: label lives in fastprof.names (with the other naming helpers,
+# which import typing and re), the signal toggle in fastprof.signal_toggle.
+_LAZY = {"label": "names", "install_signal_toggle": "signal_toggle",
+         "uninstall_signal_toggle": "signal_toggle"}
+
+
 def __getattr__(name):
-    # fastprof.label lives in fastprof.names (with the other naming helpers),
-    # which imports typing and re: loaded on first use, so that ``import
-    # fastprof`` imports nothing cProfile does not.
-    if name == "label":
-        from .names import label
-        return label
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 

@@ -298,23 +298,27 @@ def cmd_convert(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .merge import clocks_differ, merge_profiles
+    from .merge import ProfileSum
     fmt = cmdline.output_format(args.output, args.to)
     cmdline.check_output_path(args.output, args.inputs)
-    profiles = [_load(p) for p in args.inputs]
-    if clocks_differ(profiles):
+    # one input read at a time and folded into the sum: 1,000 files need one
+    # file handle and the memory of one input plus the sum, not of all inputs
+    total = ProfileSum()
+    for path in args.inputs:
+        total.add(_load(path))
+    if total.clocks_differ():
         print("%s merge: warning: the inputs were timed with different clocks (%s); "
-              "their times are added anyway" % (PROG, ", ".join(sorted({str(p.clock) for p in profiles}))),
+              "their times are added anyway" % (PROG, ", ".join(sorted({str(c) for c in total.clocks}))),
               file=sys.stderr)
-    merged = merge_profiles(profiles)
-    if merged.callpaths is None and any(p.callpaths is not None for p in profiles):
+    merged = total.result()
+    if merged.callpaths is None and total.any_callpaths:
         print("%s merge: note: not every input has call paths; the result has none" % PROG, file=sys.stderr)
     _note_estimated(merged, fmt, args.output, "merge")
     _write(merged, args.output, fmt, os.path.basename(args.output))
     if args.output != "-":
         calls = sum(int(v[1]) for v in merged.stats.values())
         print("merged %d profile%s into %s: %d functions, %s calls%s" % (
-            len(profiles), "" if len(profiles) == 1 else "s", args.output, len(merged.stats), "{:,}".format(calls),
+            total.count, "" if total.count == 1 else "s", args.output, len(merged.stats), "{:,}".format(calls),
             ", call paths kept" if merged.callpaths is not None else ""), file=sys.stderr)
     return 0
 

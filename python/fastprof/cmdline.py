@@ -31,12 +31,17 @@ FORMAT_TABLE = (
     ("speedscope", (".speedscope.json",), (), "https://www.speedscope.app"),
     ("collapsed", (".collapsed", ".folded"), (), "flamegraph.pl / inferno folded stacks"),
     ("html", (".html", ".htm"), (), "one self-contained HTML report (works offline)"),
+    ("pprof", (".pb.gz",), (), "go tool pprof, Pyroscope, Parca, Grafana (gzip'd profile.proto)"),
+    # the Firefox Profiler reads any .json: no name of its own, --to gecko only
+    ("gecko", (), (), "Firefox Profiler, https://profiler.firefox.com (JSON; --to only)"),
 )
 
 FORMATS = tuple(row[0] for row in FORMAT_TABLE)
 
-# formats drawn from the calling-context tree
-TREE_FORMATS = ("speedscope", "collapsed", "html")
+# formats drawn from the calling-context tree (python -m fastprof -o implies --callpaths)
+TREE_FORMATS = ("speedscope", "collapsed", "html", "pprof", "gecko")
+# those of them that fold the paths below --min-percent into their callers
+FOLDED_FORMATS = ("speedscope", "collapsed", "html")
 
 # "-o -": the profile goes to stdout (the format must then be given)
 STDOUT = "-"
@@ -86,9 +91,10 @@ def formats_help():
     lines += ["  %-*s  %-*s  %s" % (w1, f, w2, n, r) for f, n, r in rows]
     lines += ["  any other name (out.txt, restats, x.fprof) is written as pstats, as",
               "  cProfile writes it; -o - writes to stdout (with --to).",
-              "speedscope, collapsed and the HTML flame graph draw the call paths",
-              "recorded with --callpaths (implied when -o names one of them); for a",
-              "profile without them they draw a tree estimated from the caller graph."]
+              "speedscope, collapsed, the HTML flame graph, pprof and gecko draw the",
+              "call paths recorded with --callpaths (implied when -o or --to names one",
+              "of them); for a profile without them they draw a tree estimated from",
+              "the caller graph (pprof: label call_stacks=estimated)."]
     return "\n".join(lines) + "\n"
 
 
@@ -130,10 +136,9 @@ def write_output(data, path, fmt, title=None, min_percent=None):
     from fastprof import exports
     if path != STDOUT:
         exports.export(data, path, fmt, title=title, min_percent=min_percent)
-    elif fmt == "pstats":
-        from fastprof.profile_file import write_profile
+    elif fmt in exports.BINARY_FORMATS:
         sys.stdout.flush()
-        write_profile(sys.stdout.buffer, data)
+        sys.stdout.buffer.write(exports.render_bytes(data, fmt, title=title))
         sys.stdout.buffer.flush()
     else:
         sys.stdout.write(exports.render(data, fmt, title=title, min_percent=min_percent))

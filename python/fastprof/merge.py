@@ -9,7 +9,11 @@
   tree would contradict the table).
 - per-thread stats: every input's threads are kept side by side (they are
   different threads of different runs), renumbered so ids stay unique;
-  with several inputs each name gets `` [input N]``.
+  with several inputs each name gets `` [input N]``.  Past
+  ``MAX_INPUTS_THREADS_APART`` inputs they are summed instead, one record
+  per thread name pattern (numbers as ``N``, as the views group them):
+  ``MainThread [1000 threads of 1000 inputs, summed]``, so a merge of
+  1,000 files keeps a few records, not every thread of every file.
 - clock: kept when all inputs agree, else dropped (with a warning from the
   command line: adding wall time to CPU time makes little sense).
 - C functions whose name carries an address (``<built-in method __new__ of
@@ -21,9 +25,9 @@
   listed together.
 """
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .names import match_key, merge_qualnames
+from .names import QUALNAME_SEPARATOR, match_key
 from .profile_file import CallPaths, FuncKey, ProfileData
 
 
@@ -38,38 +42,53 @@ class _KeyChooser:
         return self.first.setdefault(match_key(key), key)
 
 
-def merge_stats(tables: Sequence[Dict[FuncKey, tuple]],
+def merge_stats(tables: Iterable[Dict[FuncKey, tuple]],
                 keys: Optional[_KeyChooser] = None) -> Dict[FuncKey, tuple]:
     out: Dict[FuncKey, list] = {}
     keys = keys if keys is not None else _KeyChooser()
     for table in tables:
-        for key, (cc, nc, tt, ct, callers) in table.items():
-            key = keys(key)
-            cur = out.get(key)
-            if cur is None:
-                cur = out[key] = [0, 0, 0.0, 0.0, {}]
-            cur[0] += cc
-            cur[1] += nc
-            cur[2] += tt
-            cur[3] += ct
-            edges = cur[4]
-            for caller, edge in callers.items():
-                caller = keys(caller)
-                prev = edges.get(caller)
-                edges[caller] = tuple(edge) if prev is None else tuple(a + b for a, b in zip(prev, edge))
+        _add_stats(out, table, keys)
+    return _stats_result(out)
+
+
+def _add_stats(out: Dict[FuncKey, list], table: Dict[FuncKey, tuple], keys: _KeyChooser) -> None:
+    for key, (cc, nc, tt, ct, callers) in table.items():
+        key = keys(key)
+        cur = out.get(key)
+        if cur is None:
+            cur = out[key] = [0, 0, 0.0, 0.0, {}]
+        cur[0] += cc
+        cur[1] += nc
+        cur[2] += tt
+        cur[3] += ct
+        edges = cur[4]
+        for caller, edge in callers.items():
+            caller = keys(caller)
+            prev = edges.get(caller)
+            edges[caller] = tuple(edge) if prev is None else tuple(a + b for a, b in zip(prev, edge))
+
+
+def _stats_result(out: Dict[FuncKey, list]) -> Dict[FuncKey, tuple]:
     return {k: (v[0], v[1], v[2], v[3], v[4]) for k, v in out.items()}
 
 
-def merge_callpaths(trees: Sequence[CallPaths], keys: Optional[_KeyChooser] = None) -> CallPaths:
-    keys = keys if keys is not None else _KeyChooser()
-    functions: List[FuncKey] = []
-    func_index: Dict[FuncKey, int] = {}
-    nodes: List[list] = []
-    node_index: Dict[Tuple[int, int], int] = {}  # (merged parent, merged function) -> merged node
-    for cp in trees:
+class _TreeSum:
+    """Call-path trees added one by one into one tree (as lists, summed in place)."""
+
+    def __init__(self, keys: _KeyChooser):
+        self.keys = keys
+        self.functions: List[FuncKey] = []
+        self.func_index: Dict[FuncKey, int] = {}
+        self.nodes: List[list] = []
+        # (merged parent, merged function) -> merged node
+        self.node_index: Dict[Tuple[int, int], int] = {}
+
+    def add(self, cp: CallPaths) -> None:
+        functions, func_index = self.functions, self.func_index
+        nodes, node_index = self.nodes, self.node_index
         local = []  # this tree's node index -> merged node index
         for parent, func, calls, tottime, cumtime in cp.nodes:
-            key = keys(cp.functions[func])
+            key = self.keys(cp.functions[func])
             f = func_index.get(key)
             if f is None:
                 f = func_index[key] = len(functions)
@@ -84,31 +103,111 @@ def merge_callpaths(trees: Sequence[CallPaths], keys: Optional[_KeyChooser] = No
             node[3] += tottime
             node[4] += cumtime
             local.append(n)
-    return CallPaths(functions, [tuple(n) for n in nodes])
+
+    def result(self) -> CallPaths:
+        return CallPaths(self.functions, [tuple(n) for n in self.nodes])
 
 
-def merge_profiles(profiles: Sequence[ProfileData]) -> ProfileData:
-    """The sum of *profiles* (at least one)."""
-    if not profiles:
-        raise ValueError("nothing to merge")
-    keys = _KeyChooser()
-    data = ProfileData(merge_stats([p.stats for p in profiles], keys))
-    if all(p.callpaths is not None for p in profiles):
-        data.callpaths = merge_callpaths([p.callpaths for p in profiles], keys)
-    data.qualnames = merge_qualnames([p.qualnames for p in profiles])
-    clocks = {p.clock for p in profiles}
-    if len(clocks) == 1:
-        data.clock = clocks.pop()
-    next_id = 0
-    for i, p in enumerate(profiles, 1):
-        for t in p.threads:
+def merge_callpaths(trees: Iterable[CallPaths], keys: Optional[_KeyChooser] = None) -> CallPaths:
+    acc = _TreeSum(keys if keys is not None else _KeyChooser())
+    for cp in trees:
+        acc.add(cp)
+    return acc.result()
+
+
+# Inputs whose threads are kept side by side (see the module doc).
+MAX_INPUTS_THREADS_APART = 32
+
+
+class ProfileSum:
+    """Profiles added one at a time, each folded into the running sum, so
+    summing many files holds one input at a time (plus the sum), never all.
+
+        total = ProfileSum()
+        for path in paths:
+            total.add(load_profile(path))
+        merged = total.result()
+    """
+
+    def __init__(self):
+        self.keys = _KeyChooser()
+        self.count = 0
+        self.clocks: Set[Optional[str]] = set()
+        self.any_callpaths = False
+        self._stats: Dict[FuncKey, list] = {}
+        self._tree: Optional[_TreeSum] = _TreeSum(self.keys)  # None once an input has none
+        self._qualnames: Dict[FuncKey, List[str]] = {}
+        self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
+        # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
+        self._thread_groups: Optional[Dict[str, list]] = None
+
+    def add(self, p: ProfileData) -> None:
+        self.count += 1
+        _add_stats(self._stats, p.stats, self.keys)
+        if p.callpaths is not None:
+            self.any_callpaths = True
+        if p.callpaths is None:
+            self._tree = None
+        elif self._tree is not None:
+            self._tree.add(p.callpaths)
+        for key, text in p.qualnames.items():
+            names = self._qualnames.setdefault(key, [])
+            for q in text.split(QUALNAME_SEPARATOR):
+                if q not in names:
+                    names.append(q)
+        self.clocks.add(p.clock)
+        if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
+            self._thread_groups = {}
+            for i, t in self._threads:
+                self._add_to_group(i, t)
+            self._threads = []
+        if self._thread_groups is None:
+            self._threads.extend((self.count, t) for t in p.threads)
+        else:
+            for t in p.threads:
+                self._add_to_group(self.count, t)
+
+    def _add_to_group(self, input_number: int, thread: dict) -> None:
+        from .thread_names import thread_pattern
+        group = self._thread_groups.setdefault(
+            thread_pattern(str(thread.get("name", "thread"))), [{}, 0, set()])
+        _add_stats(group[0], thread.get("stats") or {}, self.keys)
+        group[1] += 1
+        group[2].add(input_number)
+
+    def result(self) -> ProfileData:
+        if not self.count:
+            raise ValueError("nothing to merge")
+        data = ProfileData(_stats_result(self._stats))
+        if self._tree is not None:
+            data.callpaths = self._tree.result()
+        data.qualnames = {k: QUALNAME_SEPARATOR.join(sorted(v)) for k, v in self._qualnames.items()}
+        if len(self.clocks) == 1:
+            data.clock = next(iter(self.clocks))
+        for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id
-            next_id += 1
-            if len(profiles) > 1:
+            if self.count > 1:
                 t["name"] = "%s [input %d]" % (t.get("name", "thread"), i)
             data.threads.append(t)
-    return data
+        for pattern, (stats, nthreads, inputs) in sorted((self._thread_groups or {}).items()):
+            data.threads.append({
+                "id": len(data.threads), "ident": 0, "stats": _stats_result(stats),
+                "name": "%s [%d thread%s of %d inputs, summed]" % (
+                    pattern, nthreads, "" if nthreads == 1 else "s", len(inputs))})
+        return data
+
+    def clocks_differ(self) -> bool:
+        """True if the inputs named two different clocks (cProfile files name none)."""
+        return len({c for c in self.clocks if c is not None}) > 1
+
+
+def merge_profiles(profiles: Iterable[ProfileData]) -> ProfileData:
+    """The sum of *profiles* (at least one; any iterable, read once)."""
+    total = ProfileSum()
+    for p in profiles:
+        total.add(p)
+    return total.result()
 
 
 def clocks_differ(profiles: Sequence[ProfileData]) -> bool:

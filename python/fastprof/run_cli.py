@@ -133,7 +133,8 @@ def build_parser():
                       "cProfile (default); wall: one call from start to finish")
     p.add_option("--callpaths", action="store_true", default=False,
                  help="also record the calling-context tree, stored in the .prof "
-                      "trailer (implied by -o .html, .speedscope.json, .collapsed/.folded)")
+                      "trailer (implied by -o .html, .speedscope.json, .collapsed/.folded, "
+                      ".pb.gz and --to gecko)")
     p.add_option("--max-depth", type="int", default=128, metavar="N",
                  help="with --callpaths, cut call paths deeper than N (default 128)")
     p.add_option("--no-builtins", dest="builtins", action="store_false", default=True,

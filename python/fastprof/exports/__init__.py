@@ -12,11 +12,14 @@ Formats (see each module's docstring):
 - ``speedscope``: https://www.speedscope.app JSON
 - ``collapsed``: folded stacks for flamegraph.pl / inferno
 - ``html``: one self-contained, offline HTML report
+- ``pprof``: gzip'd profile.proto for pprof, Pyroscope, Parca, Grafana
+- ``gecko``: the Firefox Profiler's JSON (https://profiler.firefox.com)
 
 The flame-graph-like formats (speedscope, collapsed, the HTML flame graph)
-draw the call paths a fastprof file recorded with ``callpaths=True``; for a
-plain cProfile file they draw a tree *estimated* from the caller graph and
-say so.  They leave out the paths below ``min_percent`` of the total time
+and the sample formats (pprof, gecko) draw the call paths a fastprof file
+recorded with ``callpaths=True``; for a plain cProfile file they draw a tree
+*estimated* from the caller graph and say so.  The flame-graph-like ones
+leave out the paths below ``min_percent`` of the total time
 (default ``DEFAULT_MIN_PERCENT``; 0 keeps every path): such a path's time is
 added to its caller's frame, so every frame keeps its width, and each file
 says what was cut.  A big program's call tree has ~10^5 paths, most of a few
@@ -28,16 +31,19 @@ import os
 from typing import Optional
 
 from ..arguments import check_percent
-from ..cmdline import FORMATS, TREE_FORMATS, check_format, format_for_name, known_names
+from ..cmdline import FOLDED_FORMATS, FORMATS, check_format, format_for_name, known_names
 from ..profile_file import ProfileData, write_profile
 
 # The formats and the file names that choose them are cmdline.FORMAT_TABLE,
 # shared with both command lines.
 
-# The default cut of the call-tree formats' paths (cmdline.TREE_FORMATS;
+# The default cut of the flame-graph formats' paths (cmdline.FOLDED_FORMATS;
 # percent of the total time): 0.01% keeps black's 189,000 call paths to 3,800,
 # every path wider than a pixel of a 100x zoom of a 1400-pixel flame graph.
 DEFAULT_MIN_PERCENT = 0.01
+
+# Formats written as bytes, not text.
+BINARY_FORMATS = ("pstats", "pprof")
 
 
 def known_extensions() -> str:
@@ -69,7 +75,7 @@ def check_min_percent(min_percent: Optional[float]) -> float:
 def folding_note(fmt: str, min_percent: Optional[float]) -> str:
     """One line saying which paths a tree format leaves out ('' if none)."""
     value = check_min_percent(min_percent)
-    if fmt not in TREE_FORMATS or value <= 0:
+    if fmt not in FOLDED_FORMATS or value <= 0:
         return ""
     return ("call paths below %g%% of the total time are folded into their callers "
             "(--min-percent 0 keeps them all)" % value)
@@ -77,13 +83,26 @@ def folding_note(fmt: str, min_percent: Optional[float]) -> str:
 
 def render(data: ProfileData, fmt: str, *, title: Optional[str] = None,
            min_percent: Optional[float] = None) -> str:
-    """The text of *data* in a text format (everything but ``pstats``)."""
+    """The text of *data* in a text format (everything but ``BINARY_FORMATS``)."""
     check_format(fmt)
-    if fmt == "pstats":
-        raise ValueError("pstats is a binary format; use export()")
+    if fmt in BINARY_FORMATS:
+        raise ValueError("%s is a binary format; use render_bytes() or export()" % fmt)
     buf = io.StringIO()
     _write_text(data, fmt, buf, title, check_min_percent(min_percent))
     return buf.getvalue()
+
+
+def render_bytes(data: ProfileData, fmt: str, *, title: Optional[str] = None) -> bytes:
+    """The bytes of *data* in a binary format (``BINARY_FORMATS``)."""
+    check_format(fmt)
+    if fmt == "pstats":
+        buf = io.BytesIO()
+        write_profile(buf, data)
+        return buf.getvalue()
+    if fmt == "pprof":
+        from .pprof import pprof_bytes
+        return pprof_bytes(data, title=title or "")
+    raise ValueError("%s is a text format; use render()" % fmt)
 
 
 def _write_text(data: ProfileData, fmt: str, out, title: Optional[str], min_percent: float) -> None:
@@ -100,6 +119,9 @@ def _write_text(data: ProfileData, fmt: str, out, title: Optional[str], min_perc
     elif fmt == "html":
         from .html import write_html
         write_html(data, out, title=title, min_fraction=min_fraction)
+    elif fmt == "gecko":
+        from .gecko import write_gecko
+        write_gecko(data, out, title=title or "")
     else:  # pragma: no cover - check_format ran
         raise ValueError(fmt)
 
@@ -138,6 +160,9 @@ def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optiona
 def _write_to(data: ProfileData, fmt: str, path: str, title: Optional[str], min_percent: float) -> None:
     if fmt == "pstats":
         write_profile(path, data)
+    elif fmt in BINARY_FORMATS:
+        with open(path, "wb") as f:
+            f.write(render_bytes(data, fmt, title=title))
     else:
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             _write_text(data, fmt, f, title, min_percent)
