@@ -84,8 +84,14 @@ void fpy_thread_started(fpy_profiler_t *p, uint64_t id)
         return; /* a collection during the call asks again: once is enough */
     fpy_exc_state saved;
     fpy_exc_save(&saved);
+    /* As "tracing", the thread gets no events from the call: none of its
+     * frames is recorded, even when it comes from a gc callback (which runs
+     * outside any event callback). */
+    PyThreadState *tstate = PyThreadState_Get();
     naming_thread = 1;
+    PyThreadState_EnterTracing(tstate);
     PyObject *r = PyObject_CallMethod((PyObject *)p, "_thread_started", "K", (unsigned long long)id);
+    PyThreadState_LeaveTracing(tstate);
     naming_thread = 0;
     Py_XDECREF(r);
     PyErr_Clear(); /* a name is not worth a failure (and the C type alone has no such method) */
