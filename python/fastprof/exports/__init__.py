@@ -142,11 +142,13 @@ def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optiona
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isfile(path):
         # a device, FIFO or the like (/dev/stdout): write in place
-        _write_to(data, fmt, path, title, min_percent)
+        with open(path, "wb") as f:
+            _write_to(data, fmt, f, title, min_percent)
         return fmt
-    tmp = "%s.tmp%d" % (path, os.getpid())
+    tmp, f = _create_beside(path)
     try:
-        _write_to(data, fmt, tmp, title, min_percent)
+        with f:
+            _write_to(data, fmt, f, title, min_percent)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -157,12 +159,29 @@ def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optiona
     return fmt
 
 
-def _write_to(data: ProfileData, fmt: str, path: str, title: Optional[str], min_percent: float) -> None:
+def _create_beside(path: str):
+    """A new file in *path*'s directory, under a name nobody can guess or plant
+    first (O_EXCL: never an existing file or symlink), with the permissions a
+    new *path* would get (0666 less the umask): (its name, binary file)."""
+    directory, base = os.path.split(path)
+    for _attempt in range(100):
+        tmp = os.path.join(directory, ".%s.%s.tmp" % (base, os.urandom(6).hex()))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        return tmp, os.fdopen(fd, "wb")
+    raise FileExistsError("cannot create a temporary file next to %s" % path)
+
+
+def _write_to(data: ProfileData, fmt: str, f, title: Optional[str], min_percent: float) -> None:
+    """Write *data* in *fmt* to the binary file *f*."""
     if fmt == "pstats":
-        write_profile(path, data)
+        write_profile(f, data)
     elif fmt in BINARY_FORMATS:
-        with open(path, "wb") as f:
-            f.write(render_bytes(data, fmt, title=title))
+        f.write(render_bytes(data, fmt, title=title))
     else:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            _write_text(data, fmt, f, title, min_percent)
+        text = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
+        _write_text(data, fmt, text, title, min_percent)
+        text.flush()
+        text.detach()
