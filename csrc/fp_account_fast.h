@@ -67,7 +67,8 @@ FP_FORCE_INLINE void fp_book(const fp_frame_t *f, fp_time_t now)
 }
 
 /* fp_enter(p, t, e, ident, now) if it needs nothing more; 1 if done. */
-FP_FORCE_INLINE int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident, fp_time_t now)
+FP_FORCE_INLINE int fp_try_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
+                                 fp_time_t now)
 {
     size_t depth = t->depth;
     if (t->lost || depth == 0 || depth >= t->capacity || (p->flags & FP_CALLPATHS))

@@ -40,11 +40,11 @@ static inline unsigned fp_hash_words(const void *key, unsigned keylen)
 /* HASH_ADD(hh, head, keyfield, keylen, elt) that says whether it worked:
  * 1, or 0 when out of memory (`elt` is then not in the table and still the
  * caller's to free). */
-#define FP_HASH_ADD(head, keyfield, keylen, elt)                                                             \
-    __extension__({                                                                                        \
-        fp_hash_oom = 0;                                                                                   \
-        HASH_ADD(hh, head, keyfield, keylen, elt);                                                         \
-        !fp_hash_oom;                                                                                      \
+#define FP_HASH_ADD(head, keyfield, keylen, elt)                                                        \
+    __extension__({                                                                                     \
+        fp_hash_oom = 0;                                                                                \
+        HASH_ADD(hh, head, keyfield, keylen, elt);                                                      \
+        !fp_hash_oom;                                                                                   \
     })
 
 #endif

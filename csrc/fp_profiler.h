@@ -35,13 +35,13 @@ enum {
 typedef struct fp_entry {
     const void *key;
     void *user;
-    uint64_t callcount;    /* all calls */
-    uint64_t reccallcount; /* calls made while already active (recursive) */
-    fp_time_t cumtime;     /* callees included, outermost activations only
-                              (pstats' cumtime, _lsprof's totaltime) */
-    fp_time_t owntime;     /* own code only, callees excluded (pstats'
-                              tottime, _lsprof's inlinetime) */
-    int64_t reclevel;      /* activations currently on the stack */
+    uint64_t callcount;        /* all calls */
+    uint64_t reccallcount;     /* calls made while already active (recursive) */
+    fp_time_t cumtime;         /* callees included, outermost activations only
+                                  (pstats' cumtime, _lsprof's totaltime) */
+    fp_time_t owntime;         /* own code only, callees excluded (pstats'
+                                  tottime, _lsprof's inlinetime) */
+    int64_t reclevel;          /* activations currently on the stack */
     struct fp_edge *last_edge; /* the edge into this entry used last */
     struct fp_node *last_node; /* the call-path node of this entry used last */
     UT_hash_handle hh;
@@ -88,8 +88,8 @@ typedef struct fp_node {
  * coroutine in wall mode), so own time = (now - t0) - susp - subt. */
 typedef struct fp_frame {
     fp_entry_t *entry;
-    fp_edge_t *edge; /* NULL: no caller, or subcalls off */
-    fp_node_t *node; /* NULL unless call paths are on */
+    fp_edge_t *edge;   /* NULL: no caller, or subcalls off */
+    fp_node_t *node;   /* NULL unless call paths are on */
     const void *ident; /* generator identity in wall mode, else NULL */
     int watched;       /* the binding watches this generator's death */
     fp_time_t t0;
@@ -132,7 +132,7 @@ typedef struct fp_thread {
     fp_frame_t *stack;
     size_t depth;
     size_t capacity;
-    size_t lost; /* pushes dropped (out of memory) whose pops must be skipped */
+    size_t lost;        /* pushes dropped (out of memory) whose pops must be skipped */
     fp_time_t last_now; /* the clock at this thread's last event */
     size_t n_entries, n_edges, n_nodes;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
@@ -228,11 +228,13 @@ fp_entry_t *fp_entry_add(fp_thread_t *t, const void *key, void *user);
 /* The edge caller->callee in `t`, created if missing; NULL on OOM. */
 fp_edge_t *fp_edge_get_slow(fp_thread_t *t, fp_entry_t *caller, fp_entry_t *callee);
 
-static inline fp_edge_t **fp_edge_slot(fp_thread_t *t, const fp_entry_t *caller, const fp_entry_t *callee)
+static inline fp_edge_t **fp_edge_slot(fp_thread_t *t, const fp_entry_t *caller,
+                                       const fp_entry_t *callee)
 {
     /* Asymmetric in caller and callee, so mutual recursion's two edges
      * do not evict each other. */
-    uint64_t h = ((uint64_t)(uintptr_t)caller ^ ((uint64_t)(uintptr_t)callee >> 5)) * 0x9E3779B97F4A7C15ull;
+    uint64_t h =
+        ((uint64_t)(uintptr_t)caller ^ ((uint64_t)(uintptr_t)callee >> 5)) * 0x9E3779B97F4A7C15ull;
     return &t->edge_cache[h >> (64 - FP_EDGE_CACHE_BITS)];
 }
 

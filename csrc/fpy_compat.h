@@ -140,13 +140,29 @@ static inline PyObject *PyType_GetModuleByDef(PyTypeObject *type, struct PyModul
 /* Saving the exception in flight across a callback and restoring it as it
  * was (not normalised): 3.12 made the exception a single object. */
 #if PY_VERSION_HEX >= 0x030C0000
-typedef struct { PyObject *exc; } fpy_exc_state;
-static inline void fpy_exc_save(fpy_exc_state *s) { s->exc = PyErr_GetRaisedException(); }
-static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_SetRaisedException(s->exc); }
+typedef struct {
+    PyObject *exc;
+} fpy_exc_state;
+static inline void fpy_exc_save(fpy_exc_state *s)
+{
+    s->exc = PyErr_GetRaisedException();
+}
+static inline void fpy_exc_restore(fpy_exc_state *s)
+{
+    PyErr_SetRaisedException(s->exc);
+}
 #else
-typedef struct { PyObject *type, *value, *tb; } fpy_exc_state;
-static inline void fpy_exc_save(fpy_exc_state *s) { PyErr_Fetch(&s->type, &s->value, &s->tb); }
-static inline void fpy_exc_restore(fpy_exc_state *s) { PyErr_Restore(s->type, s->value, s->tb); }
+typedef struct {
+    PyObject *type, *value, *tb;
+} fpy_exc_state;
+static inline void fpy_exc_save(fpy_exc_state *s)
+{
+    PyErr_Fetch(&s->type, &s->value, &s->tb);
+}
+static inline void fpy_exc_restore(fpy_exc_state *s)
+{
+    PyErr_Restore(s->type, s->value, s->tb);
+}
 #endif
 
 /* The native (OS) id of the thread of `ts` in *id: 1 if known. 3.11 keeps

@@ -99,8 +99,9 @@ static PyObject *gc_callback(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-static PyMethodDef gc_callback_def = {"_gc_callback", (PyCFunction)(void (*)(void))gc_callback, METH_FASTCALL,
-                                      "Records a garbage collection as <gc> (in gc.callbacks while enabled)."};
+static PyMethodDef gc_callback_def = {
+    "_gc_callback", (PyCFunction)(void (*)(void))gc_callback, METH_FASTCALL,
+    "Records a garbage collection as <gc> (in gc.callbacks while enabled)."};
 
 int fpy_gc_attach(fpy_profiler_t *p)
 {

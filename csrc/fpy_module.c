@@ -46,8 +46,8 @@ static int parse_choice(const char *what, const char *value, const char *a, cons
 
 static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"timer",   "timeunit",   "subcalls",  "builtins",  "threads",
-                             "clock",   "coroutines", "callpaths", "max_depth", "gc", NULL};
+    static char *kwlist[] = {"timer",      "timeunit",  "subcalls",  "builtins", "threads", "clock",
+                             "coroutines", "callpaths", "max_depth", "gc",       NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
     int subcalls = 1, builtins = 1, threads = 0, callpaths = 0, max_depth = 128, gc = 0;
@@ -69,7 +69,8 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
         return -1;
     }
     if (timeunit < 0.0 || max_depth < 1) {
-        PyErr_SetString(PyExc_ValueError, timeunit < 0.0 ? "timeunit must be >= 0" : "max_depth must be >= 1");
+        PyErr_SetString(PyExc_ValueError,
+                        timeunit < 0.0 ? "timeunit must be >= 0" : "max_depth must be >= 1");
         return -1;
     }
     fp_profiler_destroy(&p->core); /* a second __init__ starts afresh */
@@ -408,11 +409,13 @@ static PyMethodDef profiler_methods[] = {
     {"enable", (PyCFunction)profiler_enable, METH_NOARGS,
      "enable($self, /)\n--\n\nStart collecting profiling information."},
     {"disable", (PyCFunction)(void (*)(void))profiler_disable, METH_VARARGS | METH_KEYWORDS,
-     "disable($self, /, *, this_thread=False)\n--\n\nStop collecting profiling information; frames still "
+     "disable($self, /, *, this_thread=False)\n--\n\nStop collecting profiling information; frames "
+     "still "
      "open are closed. this_thread=True (with threads=True): stop only the calling thread, the others "
      "go on until disable()."},
     {"_toggle_with", (PyCFunction)profiler_toggle_with, METH_VARARGS,
-     "_toggle_with($self, callback, /, *args)\n--\n\ndisable(), then callback(error, was_enabled, *args), "
+     "_toggle_with($self, callback, /, *args)\n--\n\ndisable(), then callback(error, was_enabled, "
+     "*args), "
      "then enable() if it returned true; a signal handler that records no frame of its own."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
@@ -528,7 +531,8 @@ static int module_exec(PyObject *m)
     st->profiler_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &profiler_spec, NULL);
     if (!st->profiler_type)
         return -1;
-    if (fpy_source_module_init(m, st) < 0 || fpy_gc_module_init(m, st) < 0 || fpy_stats_module_init(m, st) < 0)
+    if (fpy_source_module_init(m, st) < 0 || fpy_gc_module_init(m, st) < 0 ||
+        fpy_stats_module_init(m, st) < 0)
         return -1;
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)st->profiler_type)) < 0) {
         Py_DECREF(st->profiler_type);

@@ -38,8 +38,8 @@ typedef struct fpy_module_state {
     /* the event source's per-thread object: the monitoring callback
      * (3.12+) or the hook object of threads other than the enabling one */
     PyTypeObject *source_type;
-    PyObject *gc_callbacks; /* gc.callbacks, the list the collector reads */
-    PyObject *gc_name;      /* "<gc>", interned: the user object of <gc> rows */
+    PyObject *gc_callbacks;                        /* gc.callbacks, the list the collector reads */
+    PyObject *gc_name;                             /* "<gc>", interned: the user object of <gc> rows */
     long monitoring_events[FPY_MONITORING_EVENTS]; /* sys.monitoring.events flags */
     /* every live profiler of this module, for the after-fork handler */
     struct fpy_profiler *live_profilers;
@@ -79,11 +79,11 @@ typedef struct fpy_profiler {
     /* fpy_gc.c: the callable in gc.callbacks while enabled, and the
      * collection being recorded (one at a time: collections never overlap) */
     PyObject *gc_callback;
-    fp_thread_t *gc_thread;  /* where <gc> is open, NULL: none */
-    uint64_t gc_generation;  /* the profiler's generation at its start */
-    int gc_untimed;          /* started inside a clock read: zero time */
-    int busy;                /* inside a custom timer or naming a C function:
-                                a collection then is counted, not timed */
+    fp_thread_t *gc_thread; /* where <gc> is open, NULL: none */
+    uint64_t gc_generation; /* the profiler's generation at its start */
+    int gc_untimed;         /* started inside a clock read: zero time */
+    int busy;               /* inside a custom timer or naming a C function:
+                               a collection then is counted, not timed */
     /* every live profiler of its module, for the after-fork handler */
     struct fpy_profiler *next_live, *prev_live;
     /* The module that made the profiler's class (a strong reference, kept
@@ -92,9 +92,9 @@ typedef struct fpy_profiler {
     PyObject *module;
     fpy_module_state *state;
 #if FPY_USE_MONITORING
-    int tool_id; /* -1 when not registered */
+    int tool_id;         /* -1 when not registered */
     PyObject *gen_watch; /* {frame identity: weakref to its generator} */
-    PyObject *missing; /* sys.monitoring.MISSING */
+    PyObject *missing;   /* sys.monitoring.MISSING */
 #else
     PyObject *thread_starter; /* given to threading.setprofile, or NULL */
     /* threading was not imported at enable(): give it thread_starter when
@@ -106,7 +106,6 @@ typedef struct fpy_profiler {
     PyObject *hooks;
 #endif
 } fpy_profiler_t;
-
 
 /* Whether the frames of `code` are parked when they suspend: generators
  * and coroutines with coroutines='wall', one call from start to finish. */
@@ -207,21 +206,21 @@ static inline void fpy_thread_cache_reset(fpy_profiler_t *p)
 /* A Python frame is entered: it starts or resumes (`frame`: its identity,
  * for generators in wall mode; may be NULL when not needed). `first`: 1
  * if the event says it is a first start (PY_START), 0 if it may be either. */
-void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                              const void *frame, int first);
+void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
+                              int first);
 
 /* A Python frame is left: it returns to its caller, or yields if
  * `suspending`. */
-void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                              const void *frame, int suspending);
+void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
+                              int suspending);
 
 /* A call of C callable `callable` is entered; `key` is its fpy_cfunc_key
  * (never NULL: the source skips other callables, as cProfile does, before
  * it looks up the thread). `self_arg` is the first argument on 3.12+ (to
  * name method descriptors), NULL before. The frame's identity is
  * `callable`, so its return can be matched without the key. */
-void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
-                             PyObject *callable, PyObject *self_arg);
+void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key, PyObject *callable,
+                             PyObject *self_arg);
 
 /* A call of C callable `callable` is left. The key is computed here, off
  * the fast path (fpy_cfunc_key with `self_arg` and `missing`); a callable
@@ -257,7 +256,8 @@ PyObject *fpy_call_method(PyObject *obj, const char *name, const char *fmt, ...)
 static inline int fpy_descr_binds(PyMethodDescrObject *descr, PyObject *self_arg, PyObject *missing)
 {
     return self_arg && self_arg != missing &&
-           (Py_IS_TYPE(self_arg, PyDescr_TYPE(descr)) || PyType_IsSubtype(Py_TYPE(self_arg), PyDescr_TYPE(descr)));
+           (Py_IS_TYPE(self_arg, PyDescr_TYPE(descr)) ||
+            PyType_IsSubtype(Py_TYPE(self_arg), PyDescr_TYPE(descr)));
 }
 
 /* The key cProfile uses for a C callable (its PyMethodDef), or NULL if

@@ -90,7 +90,8 @@ static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, const void *ident
 }
 #endif
 
-FP_FORCE_INLINE PyObject *py_leave(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int suspending)
+FP_FORCE_INLINE PyObject *py_leave(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs,
+                                   int suspending)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
@@ -151,7 +152,8 @@ static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyO
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    const void *key = p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
+    const void *key =
+        p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
     fp_thread_t *t = key ? fpy_thread_for(p) : NULL;
     if (t)
         fpy_record_c_enter(p, t, key, args[2], args[3]);
@@ -176,7 +178,8 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
     Py_RETURN_NONE;
 }
 
-static const vectorcallfunc callback_fns[] = {on_start, on_resume, on_return, on_yield, on_call, on_c_return};
+static const vectorcallfunc callback_fns[] = {on_start, on_resume, on_return,
+                                              on_yield, on_call,   on_c_return};
 
 static void callback_dealloc(fpy_callback_t *self)
 {
@@ -208,12 +211,9 @@ static PyMemberDef callback_members[] = {
 };
 
 static PyType_Slot callback_slots[] = {
-    {Py_tp_call, (void *)PyVectorcall_Call},
-    {Py_tp_dealloc, (void *)callback_dealloc},
-    {Py_tp_traverse, (void *)callback_traverse},
-    {Py_tp_clear, (void *)callback_clear},
-    {Py_tp_members, callback_members},
-    {0, NULL},
+    {Py_tp_call, (void *)PyVectorcall_Call},     {Py_tp_dealloc, (void *)callback_dealloc},
+    {Py_tp_traverse, (void *)callback_traverse}, {Py_tp_clear, (void *)callback_clear},
+    {Py_tp_members, callback_members},           {0, NULL},
 };
 
 static PyType_Spec callback_spec = {
@@ -250,7 +250,8 @@ static const struct {
 };
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
-_Static_assert(N_EVENTS == FPY_MONITORING_EVENTS, "fpy_module_state.monitoring_events has room for each event");
+_Static_assert(N_EVENTS == FPY_MONITORING_EVENTS,
+               "fpy_module_state.monitoring_events has room for each event");
 
 /* sys.monitoring.events.<event_table[i].event> are read once per module
  * instance into its state's monitoring_events. */
@@ -340,7 +341,8 @@ void fpy_source_detach(fpy_profiler_t *p)
         PyObject *r = fpy_call_method(mon, "set_events", "(ii)", p->tool_id, 0);
         Py_XDECREF(r);
         for (int i = 0; i < N_EVENTS; i++) {
-            r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, p->state->monitoring_events[i], Py_None);
+            r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id,
+                                p->state->monitoring_events[i], Py_None);
             Py_XDECREF(r);
         }
         r = fpy_call_method(mon, "free_tool_id", "(i)", p->tool_id);

@@ -98,8 +98,8 @@ static void snapshot_free(fp_thread_t *m)
 
 static int by_address(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)*(fp_entry_t *const *)a;
-    uintptr_t y = (uintptr_t)*(fp_entry_t *const *)b;
+    uintptr_t x = (uintptr_t) * (fp_entry_t *const *)a;
+    uintptr_t y = (uintptr_t) * (fp_entry_t *const *)b;
     return x < y ? -1 : x > y;
 }
 

@@ -118,11 +118,11 @@ static inline size_t tl_count_parked(const fp_thread_t *t)
 
 /* Exact stats of an entry or edge: calls, recursive calls, cumulative (tt)
  * and inline (it) time. Macros so a failure reports the caller's line. */
-#define assert_stats(x, cc, rc, tt_, it_)                                                          \
-    do {                                                                                           \
-        assert_non_null(x);                                                                        \
-        assert_int_equal((x)->callcount, (cc));                                                    \
-        assert_int_equal((x)->reccallcount, (rc));                                                 \
+#define assert_stats(x, cc, rc, tt_, it_)                                                               \
+    do {                                                                                                \
+        assert_non_null(x);                                                                             \
+        assert_int_equal((x)->callcount, (cc));                                                         \
+        assert_int_equal((x)->reccallcount, (rc));                                                      \
         assert_int_equal((x)->cumtime, (tt_));                                                          \
         assert_int_equal((x)->owntime, (it_));                                                          \
     } while (0)
@@ -130,13 +130,13 @@ static inline size_t tl_count_parked(const fp_thread_t *t)
 #define assert_entry(t, key, cc, rc, tt_, it_) assert_stats(fp_entry_find((t), (key)), cc, rc, tt_, it_)
 #define assert_edge(t, ka, kb, cc, rc, tt_, it_) assert_stats(tl_edge((t), (ka), (kb)), cc, rc, tt_, it_)
 
-#define assert_node(n, cc, tt_, it_, depth_)                                                       \
-    do {                                                                                           \
-        assert_non_null(n);                                                                        \
-        assert_int_equal((n)->callcount, (cc));                                                    \
+#define assert_node(n, cc, tt_, it_, depth_)                                                            \
+    do {                                                                                                \
+        assert_non_null(n);                                                                             \
+        assert_int_equal((n)->callcount, (cc));                                                         \
         assert_int_equal((n)->cumtime, (tt_));                                                          \
         assert_int_equal((n)->owntime, (it_));                                                          \
-        assert_int_equal((n)->depth, (depth_));                                                    \
+        assert_int_equal((n)->depth, (depth_));                                                         \
     } while (0)
 
 /* Every frame closed, nothing active: reclevels back to zero. */

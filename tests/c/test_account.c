@@ -34,7 +34,10 @@ static int teardown(void **state)
     return 0;
 }
 
-#define FIX fixture_t *fx = *state; fp_profiler_t *p = &fx->p; fp_thread_t *t = fx->t
+#define FIX                                                                                             \
+    fixture_t *fx = *state;                                                                             \
+    fp_profiler_t *p = &fx->p;                                                                          \
+    fp_thread_t *t = fx->t
 
 /* 1. a calls b twice and c once. */
 static void test_simple_tree(void **state)
@@ -142,14 +145,14 @@ static void test_direct_recursion(void **state)
 static void test_mutual_recursion(void **state)
 {
     FIX;
-    tl_call(p, t, KA, 0);  /* a1 */
-    tl_call(p, t, KB, 1);  /* b1 */
-    tl_call(p, t, KA, 3);  /* a2 */
-    tl_call(p, t, KB, 4);  /* b2 */
-    tl_ret(p, t, KB, 8);   /* b2: tt 4,  it 4 */
-    tl_ret(p, t, KA, 9);   /* a2: tt 6,  it 2 */
-    tl_ret(p, t, KB, 12);  /* b1: tt 11, it 5 */
-    tl_ret(p, t, KA, 13);  /* a1: tt 13, it 2 */
+    tl_call(p, t, KA, 0); /* a1 */
+    tl_call(p, t, KB, 1); /* b1 */
+    tl_call(p, t, KA, 3); /* a2 */
+    tl_call(p, t, KB, 4); /* b2 */
+    tl_ret(p, t, KB, 8);  /* b2: tt 4,  it 4 */
+    tl_ret(p, t, KA, 9);  /* a2: tt 6,  it 2 */
+    tl_ret(p, t, KB, 12); /* b1: tt 11, it 5 */
+    tl_ret(p, t, KA, 13); /* a1: tt 13, it 2 */
 
     assert_entry(t, KA, 2, 1, 13, 4);
     assert_entry(t, KB, 2, 1, 11, 9);
@@ -355,21 +358,21 @@ static void test_generator_wall_mode(void **state)
 {
     FIX;
     tl_call(p, t, KM, 0);
-    tl_call(p, t, KA, 1);         /* c1 */
+    tl_call(p, t, KA, 1); /* c1 */
     tl_gen_start(p, t, KG, G1, 2);
     tl_call(p, t, KH, 3);
-    tl_ret(p, t, KH, 5);          /* h: 2 */
-    tl_yield(p, t, KG, G1, 6);    /* g ran 2..6 inside c1 */
+    tl_ret(p, t, KH, 5);       /* h: 2 */
+    tl_yield(p, t, KG, G1, 6); /* g ran 2..6 inside c1 */
     assert_int_equal(t->depth, 2);
     assert_int_equal(tl_count_parked(t), 1);
     assert_int_equal(fp_entry_find(t, KG)->reclevel, 0); /* parked: not active */
-    tl_ret(p, t, KA, 10);         /* c1: tt 9, it 9 - 4 = 5 */
-    tl_call(p, t, KB, 11);        /* c2 */
-    tl_resume(p, t, KG, G1, 13);  /* suspended 6..13 = 7 */
+    tl_ret(p, t, KA, 10);                                /* c1: tt 9, it 9 - 4 = 5 */
+    tl_call(p, t, KB, 11);                               /* c2 */
+    tl_resume(p, t, KG, G1, 13);                         /* suspended 6..13 = 7 */
     assert_int_equal(tl_count_parked(t), 0);
-    tl_ret(p, t, KG, 16);         /* g: tt 14, it 14 - 7 - 2 = 5 */
-    tl_ret(p, t, KB, 18);         /* c2: tt 7, it 7 - 3 = 4 */
-    tl_ret(p, t, KM, 20);         /* m: tt 20, it 20 - 9 - 7 = 4 */
+    tl_ret(p, t, KG, 16); /* g: tt 14, it 14 - 7 - 2 = 5 */
+    tl_ret(p, t, KB, 18); /* c2: tt 7, it 7 - 3 = 4 */
+    tl_ret(p, t, KM, 20); /* m: tt 20, it 20 - 9 - 7 = 4 */
 
     assert_entry(t, KG, 1, 0, 14, 5);
     assert_entry(t, KH, 1, 0, 2, 2);
@@ -402,10 +405,10 @@ static void test_generator_two_instances(void **state)
     tl_resume(p, t, KG, G1, 6);
     tl_yield(p, t, KG, G1, 7);
     tl_resume(p, t, KG, G2, 8);
-    tl_ret(p, t, KG, 10);       /* G2 ends: tt 7, susp 3, it 4 */
+    tl_ret(p, t, KG, 10); /* G2 ends: tt 7, susp 3, it 4 */
     tl_resume(p, t, KG, G1, 11);
-    tl_ret(p, t, KG, 12);       /* G1 ends: tt 11, susp 4 + 4, it 3 */
-    tl_ret(p, t, KM, 14);       /* m: 14, it 14 - 7 = 7 */
+    tl_ret(p, t, KG, 12); /* G1 ends: tt 11, susp 4 + 4, it 3 */
+    tl_ret(p, t, KM, 14); /* m: 14, it 14 - 7 = 7 */
 
     assert_entry(t, KG, 2, 0, 18, 7);
     assert_entry(t, KM, 1, 0, 14, 7);
@@ -422,10 +425,10 @@ static void test_generator_nested_instance(void **state)
     FIX;
     tl_gen_start(p, t, KG, G1, 0);
     tl_gen_start(p, t, KG, G2, 1);
-    tl_yield(p, t, KG, G2, 3);     /* G2 ran 1..3 inside G1 */
-    tl_ret(p, t, KG, 4);           /* G1 ends: it 4 - 2 = 2 */
+    tl_yield(p, t, KG, G2, 3); /* G2 ran 1..3 inside G1 */
+    tl_ret(p, t, KG, 4);       /* G1 ends: it 4 - 2 = 2 */
     tl_resume(p, t, KG, G2, 6);
-    tl_ret(p, t, KG, 7);           /* G2 ends: tt 6, suspended 3, it 3 */
+    tl_ret(p, t, KG, 7); /* G2 ends: tt 6, suspended 3, it 3 */
     fp_entry_t *e = fp_entry_find(t, KG);
     assert_int_equal(e->callcount, 2);
     assert_int_equal(e->owntime, 5);
@@ -464,13 +467,13 @@ static void test_generator_suspend_edge_cases(void **state)
     FIX;
     tl_gen_start(p, t, KG, G1, 0);
     tl_call(p, t, KH, 1);
-    tl_yield(p, t, KG, G1, 4);   /* h: 3/3 closed at 4; g ran 0..4 */
+    tl_yield(p, t, KG, G1, 4); /* h: 3/3 closed at 4; g ran 0..4 */
     assert_int_equal(t->depth, 0);
     assert_entry(t, KH, 1, 0, 3, 3);
-    tl_yield(p, t, KX, G2, 5);   /* not on the stack: ignored */
+    tl_yield(p, t, KX, G2, 5); /* not on the stack: ignored */
     assert_int_equal(tl_count_parked(t), 1);
     tl_resume(p, t, KG, G1, 8);
-    tl_ret(p, t, KG, 9);         /* g: tt 9, susp 4, it 9 - 4 - 3 = 2 */
+    tl_ret(p, t, KG, 9); /* g: tt 9, susp 4, it 9 - 4 - 3 = 2 */
     assert_entry(t, KG, 1, 0, 9, 2);
     tl_assert_idle(t);
 }
@@ -488,8 +491,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deep_recursion_grows_stack, setup_subcalls, teardown),
         cmocka_unit_test_setup_teardown(test_unbalanced_enabled_inside, setup_subcalls, teardown),
         cmocka_unit_test_setup_teardown(test_unbalanced_flush_open_frames, setup_subcalls, teardown),
-        cmocka_unit_test_setup_teardown(test_unbalanced_enable_inside_disable_in_caller,
-                                        setup_subcalls, teardown),
+        cmocka_unit_test_setup_teardown(test_unbalanced_enable_inside_disable_in_caller, setup_subcalls,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_flush_recursive_frames, setup_subcalls, teardown),
         cmocka_unit_test_setup_teardown(test_exception_missing_returns, setup_subcalls, teardown),
         cmocka_unit_test_setup_teardown(test_exception_in_recursion, setup_subcalls, teardown),

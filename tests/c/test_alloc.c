@@ -34,7 +34,7 @@ typedef struct {
     fp_thread_t *t[N_THREADS];
     fp_time_t now;
     unsigned step;
-    int event_fail;  /* an event or table add reported out of memory */
+    int event_fail; /* an event or table add reported out of memory */
     long users_taken;
     long users_released;
 } run_t;

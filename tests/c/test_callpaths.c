@@ -50,8 +50,8 @@ static void test_paths_of_a_tree(void **state)
     tl_call(&p, t, KM, 0);
     tl_call(&p, t, KA, 1);
     tl_call(&p, t, KC, 2);
-    tl_ret(&p, t, KC, 4);  /* c under m/a: 2 */
-    tl_ret(&p, t, KA, 5);  /* a: 4/2 */
+    tl_ret(&p, t, KC, 4); /* c under m/a: 2 */
+    tl_ret(&p, t, KA, 5); /* a: 4/2 */
     tl_call(&p, t, KB, 6);
     tl_call(&p, t, KC, 7);
     tl_ret(&p, t, KC, 10); /* c under m/b: 3 */
@@ -266,12 +266,9 @@ static void test_generator_keeps_its_path(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_of_a_tree),
-        cmocka_unit_test(test_direct_recursion_folds),
-        cmocka_unit_test(test_mutual_recursion_paths),
-        cmocka_unit_test(test_max_depth_bound),
-        cmocka_unit_test(test_max_depth_long_chain),
-        cmocka_unit_test(test_max_depth_one),
+        cmocka_unit_test(test_paths_of_a_tree),          cmocka_unit_test(test_direct_recursion_folds),
+        cmocka_unit_test(test_mutual_recursion_paths),   cmocka_unit_test(test_max_depth_bound),
+        cmocka_unit_test(test_max_depth_long_chain),     cmocka_unit_test(test_max_depth_one),
         cmocka_unit_test(test_generator_keeps_its_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,7 +97,7 @@ static void test_destroy_releases_once(void **state)
         assert_non_null(t);
         for (int i = 0; i < 6; i++)
             fp_enter(&p, t, entry_u(t, keys[i], user++), NULL, i);
-        fp_suspend(&p, t, KF, G1, 10);      /* one parked */
+        fp_suspend(&p, t, KF, G1, 10); /* one parked */
         for (int i = 4; i >= 2; i--)
             fp_leave(&p, t, keys[i], 20 - i); /* two left open */
     }
