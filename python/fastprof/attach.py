@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from . import cmdline
+from . import arguments, cmdline
 from .cmdline import UsageError
 
 PROG = "fastprof attach"
@@ -67,9 +67,9 @@ def add_parser(sub, formatter_class):
                    help="profile every thread of the process (default)")
     p.add_argument("--no-threads", dest="threads", action="store_false",
                    help="profile only its main thread")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+    p.add_argument("--clock", choices=arguments.CLOCKS, default="wall",
                    help="wall: elapsed time (default); cpu: CPU time of each thread")
-    p.add_argument("--coroutines", choices=("call", "wall"), default="call",
+    p.add_argument("--coroutines", choices=arguments.COROUTINE_MODES, default="call",
                    help="call: each resume of a generator/coroutine is a call (default); "
                         "wall: one call from start to finish")
     p.add_argument("--callpaths", action="store_true",
@@ -362,10 +362,7 @@ def run(args):
             raise UsageError("--duration must be more than 0, not %g" % args.duration)
         if not args.timeout > 0:
             raise UsageError("--timeout must be more than 0, not %g" % args.timeout)
-        if args.max_depth < 1:
-            raise UsageError("--max-depth must be at least 1, not %d" % args.max_depth)
-        if args.min_percent is not None and not 0 <= args.min_percent <= 100:
-            raise UsageError("--min-percent must be between 0 and 100, not %g" % args.min_percent)
+        cmdline.check_run_options(args)
         if args.to is not None and args.output is None:
             raise UsageError("--to needs -o FILE")
         fmt = None

@@ -20,6 +20,22 @@ def report(prog, exc):
     print("%s: error: %s" % (prog, exc), file=sys.stderr)
 
 
+def check_run_options(options):
+    """The run options (--clock, --coroutines, --max-depth, --min-percent)
+    that Profile and the exports check too, by the same functions
+    (arguments.py): UsageError with their message.  python -m fastprof,
+    fastprof attach and %fastprof all parse them."""
+    from . import arguments
+    try:
+        arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
+        arguments.check_choice("--coroutines", options.coroutines, arguments.COROUTINE_MODES)
+        arguments.check_max_depth("--max-depth", options.max_depth)
+        if options.min_percent is not None:
+            arguments.check_percent("--min-percent", options.min_percent)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 # -- output formats ------------------------------------------------------------
 
 # The one table of output formats: (format, name suffixes, name prefixes, read by).

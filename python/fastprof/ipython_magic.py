@@ -108,10 +108,7 @@ def parse(parser, words):
         raise UsageError("unrecognized arguments: %s" % " ".join(extra))
     options.sort = (cmdline.parse_cprofile_sort(options.sort)
                     if options.sort is not None else run_cli.DEFAULT_SORT)
-    if options.max_depth < 1:
-        raise UsageError("--max-depth must be at least 1, not %d" % options.max_depth)
-    if options.min_percent is not None and not 0 <= options.min_percent <= 100:
-        raise UsageError("--min-percent must be between 0 and 100, not %g" % options.min_percent)
+    cmdline.check_run_options(options)
     if options.to is not None and options.outfile is None:
         raise UsageError("--to needs -o FILE")
     options.fmt = None

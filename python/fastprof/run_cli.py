@@ -477,19 +477,6 @@ def _print_output(prof, options):
     sys.stdout.flush()
 
 
-def _check_options(options):
-    """The option values Profile and the exports check too, by the same
-    functions (arguments.py): UsageError with their message."""
-    try:
-        arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
-        arguments.check_choice("--coroutines", options.coroutines, arguments.COROUTINE_MODES)
-        arguments.check_max_depth("--max-depth", options.max_depth)
-        if options.min_percent is not None:
-            arguments.check_percent("--min-percent", options.min_percent)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-
-
 def main(argv=None):
     """Run the command line; return the exit status.
 
@@ -520,7 +507,7 @@ def main(argv=None):
                 parser.print_usage(sys.stderr)
             raise UsageError("no program to profile: give a script.py, -m module, "
                              "directory or .pyz after the options")
-        _check_options(options)
+        cmdline.check_run_options(options)
         if options.to is not None and options.outfile is None:
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
         signum = None
