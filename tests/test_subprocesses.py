@@ -192,6 +192,30 @@ def test_killed_child_loses_only_its_own(tmp_path):
     assert got == {"parent_fn": 2, "f_ok": 9}
 
 
+POOL = textwrap.dedent("""\
+    import multiprocessing, sys
+
+    def f_task(x): return x
+
+    if __name__ == "__main__":
+        with multiprocessing.get_context(sys.argv[1]).Pool(2) as pool:
+            assert pool.map(f_task, range(10), chunksize=1) == list(range(10))
+        # leaving the with block terminates the workers (SIGTERM)
+""")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_pool_workers_ended_by_terminate(tmp_path, method):
+    prog = write_program(tmp_path, POOL)
+    out = tmp_path / "out.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, method], tmp_path)
+    assert r.returncode == 0, r.stderr
+    # every task's call is there (a worker still starting when the pool is
+    # terminated has done none: how many workers are merged is timing)
+    assert "merged " in r.stderr
+    assert calls_by_name(load_profile(str(out)).stats, {"f_task"}) == {"f_task": 10}
+
+
 def test_without_the_option_children_are_not_counted(tmp_path):
     prog = write_program(tmp_path)
     out = tmp_path / "out.prof"
