@@ -23,7 +23,8 @@ Each child writes ``DIR/PID.prof`` (atomically: a temporary name, then
 workers, which end with ``os._exit`` after their ``Process._bootstrap``,
 when that returns; on SIGTERM (``Pool.terminate()``) before dying of it.
 A child killed before it writes loses its own profile only.  At the
-parent's end :meth:`Follower.finish` sums the files into the parent's profile (merge.ProfileSum, one file at a time) and removes DIR.
+parent's end :meth:`Follower.finish` sums the files into the parent's
+profile (merge.ProfileSum, one file at a time) and removes DIR.
 
 multiprocessing's helper processes (the forkserver itself, the resource
 tracker) live as long as the parent: they are not profiled (their profile
