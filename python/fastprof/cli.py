@@ -135,6 +135,9 @@ def build_parser():
                    help="--tree: fold paths below P%% of the total (default 1)")
     p.add_argument("--thread", metavar="ID",
                    help="only this thread (id or name) of a profile with per-thread stats")
+    p.add_argument("--process", type=int, metavar="PID",
+                   help="only this process of a python -m fastprof --subprocesses -o FILE "
+                        "run (its profile kept in FILE.processes/PID.prof)")
 
     p = sub.add_parser(
         "diff", help="compare two profiles: what got slower or faster",
@@ -217,18 +220,35 @@ def _check_min_percent(args) -> None:
             raise UsageError(str(exc)) from None
 
 
+def _process_file(path, pid):
+    """The file to show: *path*, or with --process PID, that process's profile."""
+    if pid is None:
+        return path
+    from .subprocesses import PROCESSES_SUFFIX, process_profiles
+    files = process_profiles(path)
+    if not files:
+        raise UsageError("%s has no per-process profiles (no %s%s/ directory: they are "
+                         "kept by python -m fastprof --subprocesses -o FILE)"
+                         % (path, path, PROCESSES_SUFFIX))
+    if pid not in files:
+        raise UsageError("no process %d in %s; its processes: %s"
+                         % (pid, path, ", ".join(str(p) for p in sorted(files))))
+    return files[pid]
+
+
 def cmd_view(args) -> int:
     from . import view
     from .names import by_match_key
     from .profile_file import ProfileData
     _check_min_percent(args)
-    data = _load(args.file)
+    data = _load(_process_file(args.file, args.process))
     micro = view.micro_sign(sys.stdout)
     try:
         stats, what = view.select_stats(data, args.thread)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    name = args.file + (" " + what if what else "")
+    name = args.file + (" process %d" % args.process if args.process is not None else "")
+    name += " " + what if what else ""
     nthreads = view.threads_selected(data, args.thread)
     shown = by_match_key(stats)  # C functions named with an address: one row
     lines = [view.summary_line(name, shown, micro, threads=nthreads, clock=data.clock)]

@@ -38,7 +38,7 @@ PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {%s}] [--coroutines {%s}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] "
+         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] [--subprocesses] "
          "(-m module | script.py | app.pyz | directory) [args ...]"
          % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
 
@@ -55,6 +55,8 @@ examples:
   python -m fastprof -o out.prof -m mypackage.tool --verbose
   python -m fastprof --callpaths -o flame.html myscript.py
   python -m fastprof --per-thread --clock cpu server.py
+  python -m fastprof --subprocesses -o all.prof pool_job.py
+  fastprof view all.prof --process 12345   # one process of it
   python -m fastprof -o out.prof app.pyz
   python -m fastprof --signal USR1 --idle -o app.prof app.py &
   kill -USR1 %1; sleep 30; kill -USR1 %1   # profile 30 s of it, into app.prof
@@ -152,6 +154,13 @@ def build_parser():
                  help="with --signal: start unprofiled; the first signal starts "
                       "profiling (without --idle it starts profiled and the first "
                       "signal stops it)")
+    p.add_option("--subprocesses", action="store_true", default=False,
+                 help="also profile the program's Python child processes (multiprocessing "
+                      "with fork, spawn or forkserver, ProcessPoolExecutor, subprocess "
+                      "running this Python), each from its start to its exit, and merge "
+                      "their profiles into the output; with -o FILE, each process's own "
+                      "profile is kept in FILE.processes/PID.prof (fastprof view FILE "
+                      "--process PID). A child killed before it ends loses only its own.")
     p.add_option("--gc", dest="gc", action="store_true", default=True,
                  help="record garbage collections as calls of <gc> from the function "
                       "running when each started (default)")
@@ -447,6 +456,17 @@ def _write_output(prof, options, fmt):
                              min_percent=options.min_percent)
 
 
+def _write_merged(data, options, fmt):
+    """--subprocesses: the parent's profile plus its children's (a ProfileData)."""
+    if options.outfile is not None:
+        cmdline.write_output(data, options.outfile, fmt, min_percent=options.min_percent)
+        return
+    _usable_stdout()
+    from .profiler import _pstats_of, _sort_args
+    _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(options.sort)).print_stats()
+    sys.stdout.flush()
+
+
 def _usable_stdout():
     """sys.stdout, or a new stream on fd 1 if the program closed or dropped
     it (``python -m json.tool`` closes it; cProfile then fails)."""
@@ -518,6 +538,8 @@ def main(argv=None):
                 raise UsageError("--signal needs -o FILE: each stop writes the profile there")
         elif options.idle:
             raise UsageError("--idle needs --signal SIG")
+        if options.subprocesses and options.signal is not None:
+            raise UsageError("--subprocesses and --signal cannot be used together")
         kind = "module"
         if options.module:
             check_module(args[0])
@@ -560,6 +582,13 @@ def main(argv=None):
         except ValueError as exc:
             cmdline.report(PROG, exc)
             return 2
+    follower = None
+    if options.subprocesses:
+        from fastprof.subprocesses import Follower
+        follower = Follower(prof, {
+            "builtins": options.builtins, "threads": options.threads, "clock": options.clock,
+            "coroutines": options.coroutines, "callpaths": callpaths,
+            "max_depth": options.max_depth, "gc": options.gc})
     pid = os.getpid()
     failures = []
     status = run_program(prof, code, globs, options.threads, failures, toggle)
@@ -573,24 +602,24 @@ def main(argv=None):
         # then runs the atexit callbacks. The profile is written from the
         # first of those, when the threads have ended.
         import atexit
-        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid, toggle)
+        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid, toggle, follower)
         return status
-    return _finish(prof, options, fmt, failures, status, toggle)
+    return _finish(prof, options, fmt, failures, status, toggle, follower)
 
 
-def _finish(prof, options, fmt, failures, status, toggle=None):
+def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     """Stop profiling, report profiler failures, write or print the
     profile; return the exit status."""
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
     try:
-        return _finish_profile(prof, options, fmt, failures, status)
+        return _finish_profile(prof, options, fmt, failures, status, follower)
     finally:
         if toggle is not None:
             toggle.end_exit()
 
 
-def _finish_profile(prof, options, fmt, failures, status):
+def _finish_profile(prof, options, fmt, failures, status, follower=None):
     try:
         prof.disable()
     except Exception as err:
@@ -600,8 +629,13 @@ def _finish_profile(prof, options, fmt, failures, status):
         print("%s: profiling stopped early: %s: %s; the profile is partial"
               % (PROG, type(err).__name__, err), file=sys.stderr)
         status = status or 1
+    merged = None
+    if follower is not None:
+        merged = follower.finish(prof.profile_data(), options.outfile, PROG)
     try:
-        if options.outfile is not None:
+        if merged is not None:
+            _write_merged(merged, options, fmt)
+        elif options.outfile is not None:
             _write_output(prof, options, fmt)
         else:
             _print_output(prof, options)
@@ -616,13 +650,13 @@ def _finish_profile(prof, options, fmt, failures, status):
     return status
 
 
-def _finish_at_exit(prof, options, fmt, failures, pid, toggle=None):
+def _finish_at_exit(prof, options, fmt, failures, pid, toggle=None, follower=None):
     """_finish() as an atexit callback, once python has waited for the
     program's threads. The exit status is decided by then: a failure is
     reported, but cannot change it."""
     if os.getpid() != pid:
         return  # a fork child made while python waited for the threads
-    _finish(prof, options, fmt, failures, 0, toggle)
+    _finish(prof, options, fmt, failures, 0, toggle, follower)
 
 
 def run_program(prof, code, globs, threads, failures, toggle=None):
