@@ -128,7 +128,7 @@ def _sort_args(sort):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True)
+    max_depth=128, gc=True, lines=None)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -153,11 +153,15 @@ class Profile(_fastprof.Profiler):
       ``<gc>`` (pstats key ``('~', 0, '<gc>')``) made by the function that was
       running when it started, so its pause is not charged to that function's
       own time.  ``gc=False`` leaves the pauses where cProfile leaves them.
+    - ``lines``: a list of function patterns (``"myapp.db:Query.*"``,
+      ``"lines_prog:hot"``, ``"src/app/*.py"``; see docs/lines.md): those
+      functions also get each line's hits and time, in ``line_stats()`` and
+      the ``.prof`` trailer.
     """
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True):
+                 max_depth=128, gc=True, lines=None):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -183,6 +187,15 @@ class Profile(_fastprof.Profiler):
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
             "gc": gc,
         }
+        # line-level profiling (line_profiling.py): started before the C
+        # enable() and stopped after its disable(), so none of it is recorded
+        self._lines = None
+        if lines is not None:
+            self._lines = _line_recorder(lines, threads)
+            self._options["lines"] = list(lines)
+            # an instance attribute: without lines=, disable() stays the C
+            # method (cProfile's "{method 'disable' ...}" row)
+            self.disable = self._disable_lines
         # id from threads() -> thread name, kept after the thread is gone
         self._thread_names = {}
         # (ident, native_id) -> name of the threads alive at enable() time
@@ -212,7 +225,27 @@ class Profile(_fastprof.Profiler):
     def enable(self):
         """Start profiling (cProfile's ``enable``)."""
         self._before_enable()
+        if self._lines is not None and not self.enabled:
+            self._lines.start()
         super().enable()
+
+    def _disable_lines(self, *args, **kwargs):
+        """disable() with line profiling: the lines stop with the profiler."""
+        try:
+            _fastprof.Profiler.disable(self, *args, **kwargs)
+        finally:
+            if not self.enabled:
+                self._lines.stop()
+
+    def line_stats(self):
+        """Line-level stats of the functions ``lines=`` names:
+        ``{(file, firstlineno, name): {lineno: (hits, seconds)}}`` (empty
+        without ``lines=``)."""
+        return self._lines.line_stats() if self._lines is not None else {}
+
+    def unmatched_line_patterns(self):
+        """The ``lines=`` patterns that named no function that ran."""
+        return self._lines.patterns.unmatched() if self._lines is not None else []
 
     def _before_enable(self):
         # what the thread names need before the C enable(); the signal
@@ -231,6 +264,8 @@ class Profile(_fastprof.Profiler):
         # the thread records (and so their names) outlive a clear
         super().clear()
         self._ended_before_start = None
+        if self._lines is not None:
+            self._lines.clear()
 
     # The methods below call the C disable() inline, not through a Python
     # helper: a helper called while profiling would show up as a row that
@@ -388,6 +423,7 @@ class Profile(_fastprof.Profiler):
                                 for tid, ident, name, st in self.thread_stats()]
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(self.callpaths())
+            data.lines = self.line_stats()
             return data
         self._disable()
         tid = self._thread_id(thread)
@@ -441,6 +477,13 @@ class Profile(_fastprof.Profiler):
         finally:
             self._remember_thread_names()
         return result
+
+
+def _line_recorder(lines, threads, main_alias=None, keys=()):
+    from .line_profiling import make_recorder
+    if isinstance(lines, str):
+        raise TypeError("lines must be a list of patterns, not a str: lines=[%r]" % (lines,))
+    return make_recorder(list(lines), main_alias=main_alias, keys=keys, threads=threads)
 
 
 def _threads_mod():

@@ -1,0 +1,131 @@
+"""Line-level profiling (``Profile(lines=...)``, ``--lines``): hits equal
+sys.settrace's line events, line times add up, the .prof trailer, merge,
+the view and the command line."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import lines_corpus
+from fastprof import Profile
+from fastprof.func_patterns import FunctionPatterns, parse_pattern
+from fastprof.names import label
+from helpers import USING_CPROFILE
+
+pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
+
+
+def settrace_hits(func, module):
+    """The oracle: sys.settrace's line events per function of *module*."""
+    hits = {}
+
+    def local(frame, event, arg):
+        if event == "line":
+            table = hits.setdefault(label(frame.f_code), {})
+            table[frame.f_lineno] = table.get(frame.f_lineno, 0) + 1
+        return local
+
+    def on_call(frame, event, arg):
+        if frame.f_globals.get("__name__") == module:
+            return local
+        return None
+
+    sys.settrace(on_call)
+    try:
+        func()
+    finally:
+        sys.settrace(None)
+    return hits
+
+
+def profiled_hits(func, patterns):
+    prof = Profile(lines=patterns)
+    prof.runcall(func)
+    return prof, {k: {n: h for n, (h, _t) in v.items() if h}
+                  for k, v in prof.line_stats().items()}
+
+
+def test_hits_equal_settrace_line_events():
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    prof, got = profiled_hits(lines_corpus.run_all, ["lines_corpus"])
+    assert len(expected) >= 10
+    assert got == expected
+    assert prof.unmatched_line_patterns() == []
+
+
+def test_function_pattern_selects_function_and_its_nested_code():
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    _prof, got = profiled_hits(lines_corpus.run_all, ["lines_corpus:nested", "lines_corpus:comp*"])
+    names = {k[2] for k in got}
+    want = {k for k in expected if k[2] in ("nested", "inner", "comprehensions", "<lambda>")
+            or (k[2] in ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"))}
+    assert {"nested", "inner", "comprehensions"} <= names
+    assert got == {k: expected[k] for k in want}
+
+
+def test_unmatched_pattern_is_reported():
+    prof = Profile(lines=["lines_corpus:no_such_function", "lines_corpus:early_return"])
+    prof.runcall(lines_corpus.early_return, [1, -2])
+    assert prof.unmatched_line_patterns() == ["lines_corpus:no_such_function"]
+
+
+def test_other_functions_get_no_line_stats():
+    _prof, got = profiled_hits(lines_corpus.run_all, ["lines_corpus:caught"])
+    assert [k[2] for k in got] == ["caught"]
+
+
+def busy(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def timed():
+    busy(0.03)
+    for _ in range(2):
+        busy(0.02)
+    return 1
+
+
+def test_line_times_add_up_to_cumtime():
+    prof = Profile(lines=["test_lines:timed"])
+    prof.runcall(timed)
+    prof.create_stats()
+    key = label(timed.__code__)
+    cumtime = prof.stats[key][3]
+    lines = prof.line_stats()[key]
+    first = timed.__code__.co_firstlineno
+    assert sum(t for _h, t in lines.values()) == pytest.approx(cumtime, rel=0.05)
+    assert lines[first + 1][1] == pytest.approx(0.03, rel=0.2)
+    assert lines[first + 3][0] == 2  # busy(0.02) ran twice
+    assert lines[first + 3][1] == pytest.approx(0.04, rel=0.2)
+
+
+@pytest.mark.parametrize("text, kind, where, qual", [
+    ("myapp.*", "module", "myapp.*", None),
+    ("myapp.db:Query.*", "module", "myapp.db", "Query.*"),
+    ("src/app/*.py", "path", "src/app/*.py", None),
+    ("app.py:main", "path", "app.py", "main"),
+])
+def test_parse_pattern(text, kind, where, qual):
+    assert parse_pattern(text) == (kind, where, qual)
+
+
+@pytest.mark.parametrize("bad", ["", ":x", "mod:", "my mod"])
+def test_bad_pattern_is_refused(bad):
+    with pytest.raises(ValueError, match="bad function pattern"):
+        Profile(lines=[bad])
+
+
+def test_lines_must_be_a_list():
+    with pytest.raises(TypeError, match="list of patterns"):
+        Profile(lines="lines_corpus")
+
+
+def test_main_alias_matches_script_stem():
+    pats = FunctionPatterns(["lines_prog:hot"], main_alias="lines_prog")
+    code = compile("def hot(): pass", "/x/lines_prog.py", "exec").co_consts[0]
+    assert pats.matches(code, "__main__")
+    assert not FunctionPatterns(["other:hot"], main_alias="lines_prog").matches(code, "__main__")
