@@ -2,6 +2,7 @@
 sys.settrace's line events, line times add up, the .prof trailer, merge,
 the view and the command line."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -129,3 +130,125 @@ def test_main_alias_matches_script_stem():
     code = compile("def hot(): pass", "/x/lines_prog.py", "exec").co_consts[0]
     assert pats.matches(code, "__main__")
     assert not FunctionPatterns(["other:hot"], main_alias="lines_prog").matches(code, "__main__")
+
+
+# -- files, merge and the command lines ---------------------------------------
+
+PROG = '''\
+def helper(k):
+    return sum(range(k))
+
+
+def hot(n):
+    total = 0
+    for i in range(n):
+        if i % 2:
+            total += helper(i)
+        else:
+            total -= 1
+    return total
+
+
+def cold():
+    return 1
+
+
+hot(50)
+cold()
+'''
+
+
+@pytest.fixture
+def prog(tmp_path):
+    path = tmp_path / "lines_prog.py"
+    path.write_text(PROG)
+    return path
+
+
+def fastprof_cli(*args, cwd=None):
+    from helpers import run_python
+    return run_python(["-m", "fastprof"] + [str(a) for a in args], cwd=cwd)
+
+
+def cli_tool(*args):
+    from helpers import run_python
+    return run_python(["-m", "fastprof.cli"] + [str(a) for a in args])
+
+
+def hot_table(path):
+    """settrace's line hits of hot() when the program runs."""
+    ns = {"__name__": "lines_prog"}
+    code = compile(path.read_text(), str(path), "exec")
+    return settrace_hits(lambda: exec(code, ns), "lines_prog")
+
+
+def test_cli_lines_matches_script_stem_and_writes_trailer(prog, tmp_path):
+    from fastprof.profile_file import load_profile
+    import pstats
+    out = tmp_path / "out.prof"
+    r = fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    data = load_profile(str(out))
+    key = (str(prog), 5, "hot")
+    assert list(data.lines) == [key]
+    expected = hot_table(prog)[key]
+    assert {n: h for n, (h, _t) in data.lines[key].items() if h} == expected
+    assert expected[7] == 51 and expected[9] == 25
+    pstats.Stats(str(out))  # pstats still reads the file
+
+    view = cli_tool("view", out, "--lines")
+    assert view.returncode == 0, view.stderr
+    text = view.stdout
+    assert re.search(r"^hot \(.*lines_prog.py:5\)$", text, re.M)
+    row = [ln for ln in text.splitlines() if ln.rstrip().endswith("total += helper(i)")][0]
+    assert row.split()[:2] == ["9", "25"]
+    assert ">>" in text
+
+    nothing = cli_tool("view", out, "--lines", "nomatch")
+    assert nothing.returncode == 1
+    assert "no function with line stats matches /nomatch/" in nothing.stderr
+
+
+def test_cli_prints_lines_and_reports_unmatched_pattern(prog):
+    r = fastprof_cli("--lines", "lines_prog:hot", "--lines", "lines_prog:hto", prog)
+    assert r.returncode == 0, r.stderr
+    assert "Line by line" in r.stdout
+    assert "total -= 1" in r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "python -m fastprof: --lines lines_prog:hto: no function that ran matches it"]
+
+
+def test_cli_bad_pattern_is_a_usage_error(prog):
+    r = fastprof_cli("--lines", "lines_prog:", prog)
+    assert r.returncode == 2
+    assert "bad function pattern" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_lines_from_old_profile(prog, tmp_path):
+    from fastprof.profile_file import load_profile
+    old = tmp_path / "old.prof"
+    assert fastprof_cli("-o", old, prog).returncode == 0
+    new = tmp_path / "new.prof"
+    r = fastprof_cli("--lines-from", "%s:1" % old, "-o", new, prog)
+    assert r.returncode == 0, r.stderr
+    stats = load_profile(str(old)).stats
+    top = max((k for k in stats if k[0] != "~"), key=lambda k: stats[k][2])
+    assert list(load_profile(str(new)).lines) == [top]
+    r = fastprof_cli("--lines-from", tmp_path / "missing.prof", prog)
+    assert r.returncode == 2 and "--lines-from" in r.stderr
+
+
+def test_merge_sums_lines(prog, tmp_path):
+    from fastprof.profile_file import load_profile
+    a, b, m = tmp_path / "a.prof", tmp_path / "b.prof", tmp_path / "m.prof"
+    for out in (a, b):
+        assert fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog).returncode == 0
+    r = cli_tool("merge", a, b, "-o", m)
+    assert r.returncode == 0, r.stderr
+    la, lb, lm = (load_profile(str(p)).lines for p in (a, b, m))
+    key = (str(prog), 5, "hot")
+    assert {n: h for n, (h, _t) in lm[key].items()} == {
+        n: h + lb[key][n][0] for n, (h, _t) in la[key].items()}
+    assert lm[key][7][1] == pytest.approx(la[key][7][1] + lb[key][7][1])

@@ -321,3 +321,25 @@ def make_recorder(patterns, main_alias=None, keys=(), threads=False):
     """The recorder for this Python; ValueError/TypeError for a bad pattern."""
     cls = MonitoringRecorder if MONITORING else SettraceRecorder
     return cls(patterns, main_alias=main_alias, keys=keys, threads=threads)
+
+
+def parse_lines_from(text):
+    """``OLD.prof[:N]`` -> (path, N); N defaults to 10."""
+    path, sep, count = text.rpartition(":")
+    if sep and count.isdigit():
+        n = int(count)
+        if n < 1:
+            raise ValueError("--lines-from %s: N must be at least 1" % (text,))
+        return path, n
+    return text, 10
+
+
+def top_functions(path, n):
+    """The pstats keys of the *n* Python functions with the most own time
+    in the profile at *path* (ProfileFileError if it is not one)."""
+    from .names import is_builtin
+    from .profile_file import load_profile
+    stats = load_profile(path).stats
+    keys = [k for k in stats if not is_builtin(k)]
+    keys.sort(key=lambda k: -stats[k][2])
+    return keys[:n]
