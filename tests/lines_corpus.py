@@ -55,7 +55,7 @@ def comprehensions(n):
     squares = [i * i for i in range(n)]
     evens = {i for i in squares if i % 2 == 0}
     total = sum(x for x in evens)
-    key = (lambda v: -v)
+    key = (lambda v: -v)  # noqa: E731 - a lambda inside a matched function
     return sorted(evens, key=key), total, {k: k + 1 for k in range(3)}
 
 
@@ -64,7 +64,7 @@ def nested(n):
         return k + 1
 
     acc = 0
-    for i in range(n):
+    for _i in range(n):
         acc = inner(acc)
     return acc
 

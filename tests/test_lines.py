@@ -1,15 +1,13 @@
 """Line-level profiling (``Profile(lines=...)``, ``--lines``): hits equal
 sys.settrace's line events, line times add up, the .prof trailer, merge,
 the view and the command line."""
-import os
 import re
-import subprocess
 import sys
 import time
 
+import lines_corpus
 import pytest
 
-import lines_corpus
 from fastprof import Profile
 from fastprof.func_patterns import FunctionPatterns, parse_pattern
 from fastprof.names import label
@@ -183,8 +181,9 @@ def hot_table(path):
 
 
 def test_cli_lines_matches_script_stem_and_writes_trailer(prog, tmp_path):
-    from fastprof.profile_file import load_profile
     import pstats
+
+    from fastprof.profile_file import load_profile
     out = tmp_path / "out.prof"
     r = fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog)
     assert r.returncode == 0, r.stderr

@@ -80,7 +80,7 @@ class _Common:
         return out
 
     def clear(self):
-        for code, table in self.seen.items():
+        for table in self.seen.values():
             if table:
                 table.clear()
 
