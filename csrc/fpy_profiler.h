@@ -91,6 +91,8 @@ typedef struct fpy_profiler {
      * found once at creation: nothing on the event path looks it up. */
     PyObject *module;
     fpy_module_state *state;
+    /* only=: the code objects recorded (fpy_scope.c); NULL: all */
+    struct fpy_scope *scope;
 #if FPY_USE_MONITORING
     int tool_id;         /* -1 when not registered */
     PyObject *gen_watch; /* {frame identity: weakref to its generator} */

@@ -97,9 +97,11 @@ def test_line_times_add_up_to_cumtime():
     lines = prof.line_stats()[key]
     first = timed.__code__.co_firstlineno
     assert sum(t for _h, t in lines.values()) == pytest.approx(cumtime, rel=0.05)
-    assert lines[first + 1][1] == pytest.approx(0.03, rel=0.2)
+    # busy-waits last at least their time (longer if the machine is busy)
+    assert lines[first + 1][1] >= 0.03
     assert lines[first + 3][0] == 2  # busy(0.02) ran twice
-    assert lines[first + 3][1] == pytest.approx(0.04, rel=0.2)
+    assert lines[first + 3][1] >= 0.04
+    assert lines[first + 1][1] + lines[first + 3][1] >= 0.95 * cumtime
 
 
 @pytest.mark.parametrize("text, kind, where, qual", [

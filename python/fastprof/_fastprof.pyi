@@ -7,7 +7,7 @@ inspect.signature() reads them from the C docstrings.
 
 import sys
 from types import CodeType
-from typing import Any, Callable, Final, Literal, TypedDict, final
+from typing import Any, Callable, Final, Literal, Optional, TypedDict, final
 
 from _typeshed import structseq
 
@@ -83,6 +83,7 @@ class Profiler:
         self, callback: Callable[..., object], /, *args: object
     ) -> None: ...  # disable(), callback(error, was_enabled, *args), enable() if it returned true
     def clear(self, /) -> None: ...
+    def _set_scope(self, decide: Optional[Callable[[CodeType], bool]], /) -> None: ...
     def getstats(self, /, thread: int | None = None) -> list[profiler_entry]: ...
     # (index of the parent path or -1, code or C function name, calls, inlinetime, totaltime)
     def callpaths(self, /, thread: int | None = None) -> list[tuple[int, CodeType | str, int, float, float]]: ...

@@ -37,9 +37,24 @@ class FunctionPatterns:
         self.keys = set(tuple(k) for k in keys)
         self.keys_matched = set()
         self.matched = set()  # indexes into texts
+        self.inside = set()   # code objects nested in matched ones
 
     def matches(self, code, module):
-        """True if *code* (of module named *module*) is named by a pattern."""
+        """True if *code* (of module named *module*) is named by a pattern
+        or defined inside a function that was."""
+        if code in self.inside or self._named(code, module):
+            # what is defined inside runs as part of it (3.9/3.10 have no
+            # co_qualname to tell "hot.<locals>.inner" from "inner")
+            todo = [code]
+            while todo:
+                for const in todo.pop().co_consts:
+                    if isinstance(const, type(code)) and const not in self.inside:
+                        self.inside.add(const)
+                        todo.append(const)
+            return True
+        return False
+
+    def _named(self, code, module):
         hit = False
         key = (code.co_filename, code.co_firstlineno, code.co_name)
         if key in self.keys:

@@ -46,23 +46,11 @@ class _Common:
         self.threads = threads
         self.clock = clock
         self.seen = {}    # code object -> its line table, or None if not matched
-        self.inside = set()  # code objects nested in matched ones
         self.running = False
 
     def _decide(self, code, frame):
         module = frame.f_globals.get("__name__") if frame is not None else None
-        if code in self.inside or self.patterns.matches(code, module):
-            table = {}
-            # what is defined inside runs as part of it (3.9/3.10 have no
-            # co_qualname to tell "hot.<locals>.inner" from "inner")
-            todo = [code]
-            while todo:
-                for const in todo.pop().co_consts:
-                    if isinstance(const, type(code)) and const not in self.inside:
-                        self.inside.add(const)
-                        todo.append(const)
-        else:
-            table = None
+        table = {} if self.patterns.matches(code, module) else None
         self.seen[code] = table
         return table
 

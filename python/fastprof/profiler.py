@@ -128,7 +128,7 @@ def _sort_args(sort):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True, lines=None)
+    max_depth=128, gc=True, lines=None, only=None)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -157,11 +157,14 @@ class Profile(_fastprof.Profiler):
       ``"lines_prog:hot"``, ``"src/app/*.py"``; see docs/lines.md): those
       functions also get each line's hits and time, in ``line_stats()`` and
       the ``.prof`` trailer.
+    - ``only``: function patterns (the same syntax): record only those
+      functions, and the C functions they call directly; the time of calls
+      into other Python code stays in the calling function's own time.
     """
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True, lines=None):
+                 max_depth=128, gc=True, lines=None, only=None):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -196,6 +199,15 @@ class Profile(_fastprof.Profiler):
             # an instance attribute: without lines=, disable() stays the C
             # method (cProfile's "{method 'disable' ...}" row)
             self.disable = self._disable_lines
+        # scoped profiling: the C profiler asks _in_scope once per code object
+        self._only = None
+        if only is not None:
+            from .func_patterns import FunctionPatterns
+            if isinstance(only, str):
+                raise TypeError("only must be a list of patterns, not a str: only=[%r]" % (only,))
+            self._only = FunctionPatterns(list(only))
+            self._options["only"] = list(only)
+            self._set_scope(_scope_decider(self._only))
         # id from threads() -> thread name, kept after the thread is gone
         self._thread_names = {}
         # (ident, native_id) -> name of the threads alive at enable() time
@@ -242,6 +254,17 @@ class Profile(_fastprof.Profiler):
         ``{(file, firstlineno, name): {lineno: (hits, seconds)}}`` (empty
         without ``lines=``)."""
         return self._lines.line_stats() if self._lines is not None else {}
+
+    def unmatched_only_patterns(self):
+        """The ``only=`` patterns that named no function that ran."""
+        return self._only.unmatched() if self._only is not None else []
+
+    def scope_note(self):
+        """One line saying what ``only=`` left out, or None without it."""
+        if self._only is None:
+            return None
+        return ("Only %s: calls into other Python code are not recorded; their time "
+                "is in the calling function's own time" % ", ".join(self._only.texts))
 
     def unmatched_line_patterns(self):
         """The ``lines=`` patterns that named no function that ran."""
@@ -325,7 +348,10 @@ class Profile(_fastprof.Profiler):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
         or a tuple of them); ``thread``: only that thread (an id from
         ``thread_stats()``)."""
-        self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+        stats = self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        if self._only is not None:
+            print(self.scope_note(), file=stats.stream)
+        stats.print_stats()
 
     def print_callers(self, *restrictions, sort=-1, thread=None):
         """Print who called each function (``pstats.Stats.print_callers``);
@@ -484,6 +510,22 @@ def _line_recorder(lines, threads, main_alias=None, keys=()):
     if isinstance(lines, str):
         raise TypeError("lines must be a list of patterns, not a str: lines=[%r]" % (lines,))
     return make_recorder(list(lines), main_alias=main_alias, keys=keys, threads=threads)
+
+
+def _scope_decider(patterns):
+    """The callable the C profiler asks whether a code object is in scope;
+    called from the event callback, in the frame of that code (or its
+    caller's), so the module is read from the frame that runs it."""
+    getframe = sys._getframe
+
+    def in_scope(code):
+        frame = getframe(1)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        module = frame.f_globals.get("__name__") if frame is not None else None
+        return patterns.matches(code, module)
+
+    return in_scope
 
 
 def _threads_mod():

@@ -161,6 +161,10 @@ def build_parser():
     p.add_option("--lines-from", metavar="OLD.prof[:N]",
                  help="line by line for the N functions (default 10) with the most own "
                       "time in an earlier profile OLD.prof")
+    p.add_option("--only", action="append", default=[], metavar="PATTERN",
+                 help="record only the functions PATTERN names (the --lines syntax) and "
+                      "the C functions they call; the time of calls into other Python "
+                      "code stays in the caller's own time. Repeatable")
     p.add_option("--gc", dest="gc", action="store_true", default=True,
                  help="record garbage collections as calls of <gc> from the function "
                       "running when each started (default)")
@@ -173,7 +177,7 @@ def build_parser():
 # options that take a value, for splitting argv at the program's name
 _VALUE_SHORT = ("-o", "-s")
 _VALUE_LONG = ("--outfile", "--to", "--sort", "--clock", "--coroutines", "--max-depth",
-               "--min-percent", "--signal", "--lines", "--lines-from")
+               "--min-percent", "--signal", "--lines", "--lines-from", "--only")
 
 
 def split_argv(argv):
@@ -456,16 +460,20 @@ def _write_output(prof, options, fmt):
                              min_percent=options.min_percent)
 
 
+def _check_patterns(option, patterns):
+    from fastprof.func_patterns import parse_pattern
+    for text in patterns:
+        try:
+            parse_pattern(text)
+        except ValueError as exc:
+            raise UsageError("%s: %s" % (option, exc)) from None
+
+
 def _line_options(options):
     """Check --lines and --lines-from; return --lines-from's pstats keys."""
     if not options.lines and options.lines_from is None:
         return []
-    from fastprof.func_patterns import parse_pattern
-    for text in options.lines:
-        try:
-            parse_pattern(text)
-        except ValueError as exc:
-            raise UsageError("--lines: %s" % exc) from None
+    _check_patterns("--lines", options.lines)
     if options.lines_from is None:
         return []
     from fastprof.line_profiling import parse_lines_from, top_functions
@@ -481,13 +489,13 @@ def _line_options(options):
 
 
 def _report_unmatched_lines(prof, options):
-    """A --lines pattern that named nothing: one line each (a typo must not
-    pass for a function that never ran)."""
-    if prof._lines is None:
-        return
+    """A --lines or --only pattern that named nothing: one line each (a typo
+    must not pass for a function that never ran)."""
     for text in prof.unmatched_line_patterns():
         print("%s: --lines %s: no function that ran matches it" % (PROG, text), file=sys.stderr)
-    missed = prof._lines.patterns.keys_unmatched()
+    for text in prof.unmatched_only_patterns():
+        print("%s: --only %s: no function that ran matches it" % (PROG, text), file=sys.stderr)
+    missed = prof._lines.patterns.keys_unmatched() if prof._lines is not None else []
     if missed:
         print("%s: --lines-from: %d of its %d functions did not run: %s" % (
             PROG, len(missed), len(prof._lines.patterns.keys),
@@ -579,6 +587,7 @@ def main(argv=None):
         elif options.idle:
             raise UsageError("--idle needs --signal SIG")
         line_keys = _line_options(options)
+        _check_patterns("--only", options.only)
         kind = "module"
         if options.module:
             check_module(args[0])
@@ -612,12 +621,16 @@ def main(argv=None):
     prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
                    coroutines=options.coroutines, callpaths=callpaths,
                    max_depth=options.max_depth, gc=options.gc,
-                   lines=options.lines if options.lines or line_keys else None)
+                   lines=options.lines if options.lines or line_keys else None,
+                   only=options.only or None)
+    # the script answers to its file's stem too
+    stem = (os.path.splitext(os.path.basename(args[0]))[0]
+            if not options.module and kind == "script" else None)
     if prof._lines is not None:
-        # the script answers to its file's stem too; --lines-from's functions by key
-        if not options.module and kind == "script":
-            prof._lines.patterns.main_alias = os.path.splitext(os.path.basename(args[0]))[0]
-        prof._lines.patterns.keys.update(line_keys)
+        prof._lines.patterns.main_alias = stem
+        prof._lines.patterns.keys.update(line_keys)  # --lines-from's functions
+    if prof._only is not None:
+        prof._only.main_alias = stem
     toggle = None
     if signum is not None:
         from fastprof.signal_toggle import SignalToggle
