@@ -540,7 +540,7 @@ static int module_exec(PyObject *m)
     if (!st->profiler_type)
         return -1;
     if (fpy_source_module_init(m, st) < 0 || fpy_gc_module_init(m, st) < 0 ||
-        fpy_stats_module_init(m, st) < 0)
+        fpy_stats_module_init(m, st) < 0 || fpy_lines_module_init(m) < 0)
         return -1;
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)st->profiler_type)) < 0) {
         Py_DECREF(st->profiler_type);

@@ -327,6 +327,10 @@ void fpy_gc_detach(fpy_profiler_t *p);
 
 int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
 
+/* ---- fpy_lines.c: LineCounter, line-level profiling's sys.monitoring
+ *      callbacks (used on 3.12+) ---- */
+int fpy_lines_module_init(PyObject *module);
+
 /* ---- fpy_stats.c: tables to Python objects ---- */
 
 /* getstats(thread=None) and callpaths(thread=None); see docs/binding-api.md. */

@@ -18,8 +18,10 @@ callbacks decide again from their caches and stay correct.
 the global trace function returns None for frames of other functions, so
 they get no line events, only the call event.
 
-The callbacks are Python functions (the cost is in docs/lines.md); the
-interpreter runs no profiler hook inside them, so they are never recorded.
+On 3.12+ the line callbacks are C (``_fastprof.LineCounter``); the rest,
+and the trace functions before 3.12, are Python (costs in docs/lines.md).
+The interpreter runs no profiler hook inside callbacks: they are never
+recorded.
 """
 
 import sys
@@ -73,16 +75,28 @@ class _Common:
                 table.clear()
 
 
-def _charge(table, lineno, seconds):
-    rec = table.get(lineno)
-    if rec is None:
-        table[lineno] = [0, seconds]
-    else:
-        rec[1] += seconds
-
-
 class MonitoringRecorder(_Common):
-    """3.12+: see the module docstring."""
+    """3.12+: see the module docstring.  The line events go to the C
+    ``LineCounter`` (fpy_lines.c); PY_START, which decides, stays here and
+    returns DISABLE for every code object (matched ones need no PY_START:
+    their frames are known from their first line on)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from . import _fastprof
+        self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE)
+
+    def line_stats(self):
+        out = {}
+        for code, table in self.counter.stats().items():
+            lines = out.setdefault(label(code), {})
+            for lineno, (hits, seconds) in table.items():
+                prev = lines.get(lineno, (0, 0.0))
+                lines[lineno] = (prev[0] + hits, prev[1] + seconds)
+        return out
+
+    def clear(self):
+        self.counter.clear()
 
     def start(self):
         mon = sys.monitoring
@@ -116,7 +130,6 @@ class MonitoringRecorder(_Common):
             return
         self.running = False
         mon = sys.monitoring
-        now = self.clock()
         mon.set_events(self.tool, 0)
         for code, table in self.seen.items():
             if table is not None:
@@ -124,12 +137,8 @@ class MonitoringRecorder(_Common):
         for event in self._callbacks():
             mon.register_callback(self.tool, event, None)
         mon.free_tool_id(self.tool)
-        # lines still running (frames open at stop) are charged up to now
-        for stack in self._stacks:
-            for code, lineno, t in stack:
-                if lineno:
-                    _charge(self.seen[code], lineno, now - t)
-            del stack[:]
+        # lines still running (frames open at stop) end now
+        self.counter.close()
 
     def _callbacks(self):
         cb = getattr(self, "_cb", None)
@@ -139,102 +148,24 @@ class MonitoringRecorder(_Common):
         ev = mon.events
         DISABLE = mon.DISABLE
         seen = self.seen
-        clock = self.clock
-        local = threading.local()
-        stacks = self._stacks = []   # every thread's stack, for stop()
-        offsets = {}                 # code -> {offset: line}
         decide = self._decide
-        tool_events = self
-
-        def stack_of():
-            try:
-                return local.s
-            except AttributeError:
-                s = local.s = []
-                stacks.append(s)
-                return s
-
-        def line_at(code, offset):
-            m = offsets.get(code)
-            if m is None:
-                m = offsets[code] = {}
-                for start, end, line in code.co_lines():
-                    for off in range(start, end, 2):
-                        m[off] = line
-            return m.get(offset)
+        counter = self.counter
+        recorder = self
 
         def on_start(code, offset):
-            table = seen.get(code, False)
-            if table is False:
-                table = decide(code, sys._getframe(1))
-                if table is not None:
-                    mon.set_local_events(tool_events.tool, code, tool_events.local_events)
-            if table is None:
-                return DISABLE
-            stack_of().append([code, 0, clock()])
-
-        def on_resume(code, offset):
-            # the time until the next line event belongs to the resumed line
-            stack_of().append([code, line_at(code, offset) or 0, clock()])
+            if code not in seen and decide(code, sys._getframe(1)) is not None:
+                counter.add(code)
+                mon.set_local_events(recorder.tool, code, recorder.local_events)
+            return DISABLE
 
         def on_throw(code, offset, exc):
             if seen.get(code) is not None:
-                on_resume(code, offset)
-
-        def new_line(code, lineno, t):
-            s = stack_of()
-            if s and s[-1][0] is code:
-                top = s[-1]
-                table = seen[code]
-                prev = top[1]
-                if prev:
-                    rec = table.get(prev)
-                    if rec is None:
-                        table[prev] = [0, t - top[2]]
-                    else:
-                        rec[1] += t - top[2]
-            else:  # a frame entered before recording started
-                table = seen.get(code)
-                if table is None:
-                    return
-                top = [code, 0, t]
-                s.append(top)
-            rec = table.get(lineno)
-            if rec is None:
-                table[lineno] = [1, 0.0]
-            else:
-                rec[0] += 1
-            top[1] = lineno
-            top[2] = t
-
-        def on_line(code, lineno):
-            new_line(code, lineno, clock())
-
-        def on_jump(code, src, dst):
-            # settrace reports a backward jump within one line as a new line
-            if dst >= src:
-                return DISABLE
-            to_line = line_at(code, dst)
-            if to_line is None or to_line != line_at(code, src):
-                return DISABLE
-            new_line(code, to_line, clock())
-
-        def on_exit(code, offset, value):
-            t = clock()
-            s = stack_of()
-            if s and s[-1][0] is code:
-                code, lineno, start = s.pop()
-                if lineno:
-                    _charge(seen[code], lineno, t - start)
-
-        def on_unwind(code, offset, exc):
-            if seen.get(code) is not None:
-                on_exit(code, offset, exc)
+                counter.resume(code, offset)
 
         self._cb = cb = {
-            ev.PY_START: on_start, ev.PY_RESUME: on_resume, ev.PY_THROW: on_throw,
-            ev.LINE: on_line, ev.JUMP: on_jump, ev.PY_RETURN: on_exit,
-            ev.PY_YIELD: on_exit, ev.PY_UNWIND: on_unwind,
+            ev.PY_START: on_start, ev.PY_RESUME: counter.resume, ev.PY_THROW: on_throw,
+            ev.LINE: counter.line, ev.JUMP: counter.jump, ev.PY_RETURN: counter.exit,
+            ev.PY_YIELD: counter.exit, ev.PY_UNWIND: counter.exit,
         }
         return cb
 
