@@ -253,3 +253,28 @@ def test_merge_sums_lines(prog, tmp_path):
     assert {n: h for n, (h, _t) in lm[key].items()} == {
         n: h + lb[key][n][0] for n, (h, _t) in la[key].items()}
     assert lm[key][7][1] == pytest.approx(la[key][7][1] + lb[key][7][1])
+
+
+def test_threads_each_count_their_lines():
+    import threading
+    expected = settrace_hits(lambda: lines_corpus.loop_branches(30), "lines_corpus")
+    key = label(lines_corpus.loop_branches.__code__)
+    prof = Profile(threads=True, lines=["lines_corpus:loop_branches"])
+    with prof:
+        workers = [threading.Thread(target=lines_corpus.loop_branches, args=(30,)) for _ in range(3)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    got = {n: h for n, (h, _t) in prof.line_stats()[key].items() if h}
+    assert got == {n: 3 * h for n, h in expected[key].items()}
+
+
+def test_lines_with_only():
+    import only_app
+    prof = Profile(only=["only_app"], lines=["only_app:work"])
+    prof.runcall(only_app.main)
+    prof.create_stats()
+    assert {k[2] for k in prof.line_stats()} == {"work"} | (
+        {"<listcomp>"} if sys.version_info < (3, 12) else set())
+    assert all(k[0].endswith("only_app.py") for k in prof.stats if k[0] != "~")
