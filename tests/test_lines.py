@@ -278,3 +278,32 @@ def test_lines_with_only():
     assert {k[2] for k in prof.line_stats()} == {"work"} | (
         {"<listcomp>"} if sys.version_info < (3, 12) else set())
     assert all(k[0].endswith("only_app.py") for k in prof.stats if k[0] != "~")
+
+
+def test_function_defined_after_start_is_matched_when_it_first_runs():
+    import types
+    source = "def late(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n"
+    prof = Profile(lines=["late_mod:late"])
+    with prof:
+        mod = types.ModuleType("late_mod")
+        exec(compile(source, "late_mod.py", "exec"), mod.__dict__)
+        mod.late(4)
+    table = prof.line_stats()[("late_mod.py", 1, "late")]
+    assert {n: h for n, (h, _t) in table.items() if h} == {2: 1, 3: 5, 4: 4, 5: 1}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+def test_no_free_tool_id_is_a_clear_error():
+    from fastprof.line_profiling import TOOL_IDS, LineRecorderError
+    mon = sys.monitoring
+    taken = [t for t in TOOL_IDS if mon.get_tool(t) is None]
+    for t in taken:
+        mon.use_tool_id(t, "test")
+    try:
+        prof = Profile(lines=["lines_corpus"])
+        with pytest.raises(LineRecorderError, match="needs a free sys.monitoring tool id"):
+            prof.enable()
+        assert not prof.enabled
+    finally:
+        for t in taken:
+            mon.free_tool_id(t)
