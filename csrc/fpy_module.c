@@ -30,7 +30,7 @@
  * GIL serialises events (a profiler's tables are updated from every
  * thread without locks), so a free-threaded build must keep the GIL on
  * while fastprof is imported. */
-#include "fpy_profiler.h"
+#include "fpy_scope.h"
 
 static struct PyModuleDef module_def;
 
@@ -344,6 +344,8 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
     Py_VISIT(p->timer);
     Py_VISIT(p->error);
     Py_VISIT(p->gc_callback);
+    if (fpy_scope_traverse(p, visit, arg))
+        return -1;
 #if !FPY_USE_MONITORING
     Py_VISIT(p->hooks);
 #else
@@ -357,6 +359,8 @@ static int profiler_tp_clear(fpy_profiler_t *p)
     Py_CLEAR(p->timer);
     Py_CLEAR(p->error);
     Py_CLEAR(p->gc_callback); /* unreachable: not in gc.callbacks any more */
+    if (!p->enabled)
+        fpy_scope_free(p);
 #if !FPY_USE_MONITORING
     if (!p->enabled)
         Py_CLEAR(p->hooks);
@@ -385,6 +389,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
         p->enabled = 0;
     }
     fp_profiler_destroy(&p->core);
+    fpy_scope_free(p);
     fpy_drain_doomed(p);
     PyMem_Free(p->doomed);
     Py_CLEAR(p->timer);
@@ -417,6 +422,9 @@ static PyMethodDef profiler_methods[] = {
      "_toggle_with($self, callback, /, *args)\n--\n\ndisable(), then callback(error, was_enabled, "
      "*args), "
      "then enable() if it returned true; a signal handler that records no frame of its own."},
+    {"_set_scope", (PyCFunction)fpy_scope_set, METH_O,
+     "_set_scope($self, decide, /)\n--\n\nonly=: record only code objects for which decide(code) is "
+     "true (and the C functions they call); None: everything. Only while disabled."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
@@ -532,7 +540,7 @@ static int module_exec(PyObject *m)
     if (!st->profiler_type)
         return -1;
     if (fpy_source_module_init(m, st) < 0 || fpy_gc_module_init(m, st) < 0 ||
-        fpy_stats_module_init(m, st) < 0)
+        fpy_stats_module_init(m, st) < 0 || fpy_lines_module_init(m) < 0)
         return -1;
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)st->profiler_type)) < 0) {
         Py_DECREF(st->profiler_type);

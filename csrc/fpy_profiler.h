@@ -91,6 +91,8 @@ typedef struct fpy_profiler {
      * found once at creation: nothing on the event path looks it up. */
     PyObject *module;
     fpy_module_state *state;
+    /* only=: the code objects recorded (fpy_scope.c); NULL: all */
+    struct fpy_scope *scope;
 #if FPY_USE_MONITORING
     int tool_id;         /* -1 when not registered */
     PyObject *gen_watch; /* {frame identity: weakref to its generator} */
@@ -324,6 +326,10 @@ int fpy_gc_attach(fpy_profiler_t *p);
 void fpy_gc_detach(fpy_profiler_t *p);
 
 int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
+
+/* ---- fpy_lines.c: LineCounter, line-level profiling's sys.monitoring
+ *      callbacks (used on 3.12+) ---- */
+int fpy_lines_module_init(PyObject *module);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */
 

@@ -6,6 +6,7 @@
  * layout (fpy_hook_target_t). threads=True also hooks the threads already
  * running, and new threads through threading.setprofile. */
 #include "fpy_record_fast.h"
+#include "fpy_scope.h"
 
 #if !FPY_USE_MONITORING
 
@@ -66,6 +67,14 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     const void *key;
     if (!p)
         return 0;
+    /* only=: the frame is the function called or returning, or the caller
+     * of a C function: its events are all ignored out of scope */
+    if (p->scope && !fpy_in_scope(p, fpy_frame_code(frame))) {
+        if (what == PyTrace_RETURN && p->threading_pending &&
+            !(fpy_frame_code(frame)->co_flags & CO_NEWLOCALS))
+            hook_new_threads_if_threading(p);
+        return 0;
+    }
     switch (what) {
     case PyTrace_CALL:
         fpy_record_py_enter(p, t, fpy_frame_code(frame), frame, 0);

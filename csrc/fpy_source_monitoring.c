@@ -5,6 +5,7 @@
  * (fpy_thread_cache.c) keeps each thread's stack apart and filters threads
  * when threads=False. */
 #include "fpy_record_fast.h"
+#include "fpy_scope.h"
 
 #if FPY_USE_MONITORING
 
@@ -121,22 +122,40 @@ typedef struct {
 
 #define PROFILER_OF(callback) (((fpy_callback_t *)(callback))->prof)
 
+/* only=: PY_START, PY_THROW and PY_UNWIND stay global events, the others
+ * are local to the code objects in scope (fpy_scope.c); these three see
+ * every code object, and ignore those out of scope. */
+FP_FORCE_INLINE int out_of_scope(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs)
+{
+    return p && p->scope && nargs >= 1 && PyCode_Check(args[0]) &&
+           !fpy_in_scope(p, (PyCodeObject *)args[0]);
+}
+
 static PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
+    fpy_profiler_t *p = PROFILER_OF(cb);
+    if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
+        return Py_NewRef(p->scope->disable); /* never again for this code */
+    return py_enter(p, args, PyVectorcall_NARGS(nargsf), 1);
 }
 
 static PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+    fpy_profiler_t *p = PROFILER_OF(cb);
+    if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
+        Py_RETURN_NONE;
+    return py_enter(p, args, PyVectorcall_NARGS(nargsf), 0);
 }
 
 static PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
-    return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+    fpy_profiler_t *p = PROFILER_OF(cb);
+    if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
+        Py_RETURN_NONE;
+    return py_leave(p, args, PyVectorcall_NARGS(nargsf), 0);
 }
 
 static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -243,10 +262,12 @@ static const struct {
     int callback; /* index into callback_fns */
     int builtins_only;
     int implied_by_call;
+    int global_only; /* sys.monitoring has no local form of it */
+    int decides;     /* only=: decides the scope of each code object */
 } event_table[] = {
-    {"PY_START", 0, 0, 0},  {"PY_RESUME", 1, 0, 0}, {"PY_THROW", 1, 0, 0},
-    {"PY_RETURN", 2, 0, 0}, {"PY_UNWIND", 2, 0, 0}, {"PY_YIELD", 3, 0, 0},
-    {"CALL", 4, 1, 0},      {"C_RETURN", 5, 1, 1},  {"C_RAISE", 5, 1, 1},
+    {"PY_START", 0, 0, 0, 0, 1},  {"PY_RESUME", 1, 0, 0, 0, 0}, {"PY_THROW", 1, 0, 0, 1, 0},
+    {"PY_RETURN", 2, 0, 0, 0, 0}, {"PY_UNWIND", 2, 0, 0, 1, 0}, {"PY_YIELD", 3, 0, 0, 0, 0},
+    {"CALL", 4, 1, 0, 0, 0},      {"C_RETURN", 5, 1, 1, 0, 0},  {"C_RAISE", 5, 1, 1, 0, 0},
 };
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
@@ -294,7 +315,7 @@ int fpy_source_attach(fpy_profiler_t *p)
     PyObject *mon = monitoring_module();
     if (!mon)
         return -1;
-    long mask = 0;
+    long mask = 0, local = 0;
     if (!p->missing) {
         p->missing = fpy_getattr(mon, "MISSING");
         if (!p->missing)
@@ -317,6 +338,13 @@ int fpy_source_attach(fpy_profiler_t *p)
         Py_DECREF(r);
         if (!event_table[i].implied_by_call)
             mask |= flag;
+        if (!event_table[i].implied_by_call && !event_table[i].global_only && !event_table[i].decides)
+            local |= flag;
+    }
+    if (p->scope) {
+        mask &= ~local;
+        if (fpy_scope_attach(p, mon, local) < 0)
+            goto error;
     }
     PyObject *r = fpy_call_method(mon, "set_events", "(il)", p->tool_id, mask);
     if (!r)
@@ -338,6 +366,8 @@ void fpy_source_detach(fpy_profiler_t *p)
     fpy_exc_save(&saved);
     PyObject *mon = monitoring_module();
     if (mon) {
+        if (p->scope)
+            fpy_scope_detach(p, mon);
         PyObject *r = fpy_call_method(mon, "set_events", "(ii)", p->tool_id, 0);
         Py_XDECREF(r);
         for (int i = 0; i < N_EVENTS; i++) {

@@ -131,6 +131,11 @@ def build_parser():
                    help="what the functions matching NAME (a regex) called, with the time of each")
     g.add_argument("--tree", action="store_true",
                    help="the call paths as an indented tree (estimated for cProfile files)")
+    g.add_argument("--lines", nargs="?", const="", type=_regex, metavar="NAME",
+                   help="line by line: the source of the functions profiled with "
+                        "--lines (all of them, or those matching NAME, a regex) with "
+                        "each line's hits, time, time per hit and %% of the function; "
+                        "the hottest lines marked >>")
     p.add_argument("--min-percent", type=float, default=1.0, metavar="P",
                    help="--tree: fold paths below P%% of the total (default 1)")
     p.add_argument("--thread", metavar="ID",
@@ -260,7 +265,9 @@ def cmd_view(args) -> int:
     if hint:
         lines.append(hint)
     lines.append("")
-    if args.tree:
+    if args.lines is not None:
+        lines.extend(_line_listings(data, shown, args, name, micro))
+    elif args.tree:
         if args.thread is not None:
             data = ProfileData(stats)  # the trailer's call paths cover all threads
         lines.extend(view.tree_lines(data, min_percent=args.min_percent, micro=micro, limit=args.limit))
@@ -277,6 +284,19 @@ def cmd_view(args) -> int:
                                          qualnames=data.qualnames))
     _say(lines)
     return 0
+
+
+def _line_listings(data, shown, args, name, micro):
+    from . import view
+    from .line_view import listings
+    if not data.lines:
+        raise NothingMatched("%s has no line-level stats: profile with "
+                             "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
+    match = view.matcher(args.lines, qualnames=data.qualnames)
+    out = listings(data.lines, shown, data.qualnames, match, micro)
+    if not out:
+        raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
+    return out
 
 
 def cmd_diff(args) -> int:

@@ -23,6 +23,7 @@
   paths alike.  Every other key is kept as is.
 - qualified names (``qualnames``): the union; differing names of one key are
   listed together.
+- line-level stats (``lines``): hits and times summed per function and line.
 """
 
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -137,6 +138,7 @@ class ProfileSum:
         self._stats: Dict[FuncKey, list] = {}
         self._tree: Optional[_TreeSum] = _TreeSum(self.keys)  # None once an input has none
         self._qualnames: Dict[FuncKey, List[str]] = {}
+        self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
@@ -155,6 +157,11 @@ class ProfileSum:
             for q in text.split(QUALNAME_SEPARATOR):
                 if q not in names:
                     names.append(q)
+        for key, table in p.lines.items():
+            out = self._lines.setdefault(self.keys(key), {})
+            for lineno, (hits, seconds) in table.items():
+                h, t = out.get(lineno, (0, 0.0))
+                out[lineno] = (h + hits, t + seconds)
         self.clocks.add(p.clock)
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
@@ -182,6 +189,7 @@ class ProfileSum:
         if self._tree is not None:
             data.callpaths = self._tree.result()
         data.qualnames = {k: QUALNAME_SEPARATOR.join(sorted(v)) for k, v in self._qualnames.items()}
+        data.lines = self._lines
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
         for next_id, (i, t) in enumerate(self._threads):

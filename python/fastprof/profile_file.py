@@ -21,7 +21,12 @@ Trailer (a plain dict; only marshal-able values)::
           {"id": int, "ident": int, "name": str, "stats": <pstats dict>}, ...
       ],
       "qualnames": [(file, line, name, qualname), ...],   # optional
+      "lines": {(file, line, name): {lineno: (hits, seconds)}},  # optional
     }
+
+``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
+line's hits and time (from the line's start to the next line or the
+function's exit, callees included).
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -83,9 +88,12 @@ class ProfileData:
     clock: Optional[str] = None
     # pstats key -> qualified name, where it says more than the key's name
     qualnames: Dict[FuncKey, str] = field(default_factory=dict)
+    # pstats key -> {lineno: (hits, seconds)} (line-level profiling)
+    lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = field(default_factory=dict)
 
     def trailer(self) -> Optional[Dict[str, Any]]:
-        if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames:
+        if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
+                and not self.lines:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -96,6 +104,9 @@ class ProfileData:
             out["threads"] = list(self.threads)
         if self.qualnames:
             out["qualnames"] = [tuple(k) + (q,) for k, q in self.qualnames.items()]
+        if self.lines:
+            out["lines"] = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
+                            for k, v in self.lines.items()}
         return out
 
 
@@ -141,6 +152,8 @@ def load_profile(path) -> ProfileData:
         data.threads = list(trailer.get("threads", []))
         data.clock = trailer.get("clock")
         data.qualnames = {(f, line, name): str(q) for f, line, name, q in trailer.get("qualnames", ())}
+        data.lines = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
+                      for k, v in trailer.get("lines", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

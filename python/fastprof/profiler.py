@@ -128,7 +128,7 @@ def _sort_args(sort):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True)
+    max_depth=128, gc=True, lines=None, only=None)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -153,11 +153,18 @@ class Profile(_fastprof.Profiler):
       ``<gc>`` (pstats key ``('~', 0, '<gc>')``) made by the function that was
       running when it started, so its pause is not charged to that function's
       own time.  ``gc=False`` leaves the pauses where cProfile leaves them.
+    - ``lines``: a list of function patterns (``"myapp.db:Query.*"``,
+      ``"lines_prog:hot"``, ``"src/app/*.py"``; see docs/lines.md): those
+      functions also get each line's hits and time, in ``line_stats()`` and
+      the ``.prof`` trailer.
+    - ``only``: function patterns (the same syntax): record only those
+      functions, and the C functions they call directly; the time of calls
+      into other Python code stays in the calling function's own time.
     """
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True):
+                 max_depth=128, gc=True, lines=None, only=None):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -183,6 +190,24 @@ class Profile(_fastprof.Profiler):
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
             "gc": gc,
         }
+        # line-level profiling (line_profiling.py): started before the C
+        # enable() and stopped after its disable(), so none of it is recorded
+        self._lines = None
+        if lines is not None:
+            self._lines = _line_recorder(lines, threads)
+            self._options["lines"] = list(lines)
+            # an instance attribute: without lines=, disable() stays the C
+            # method (cProfile's "{method 'disable' ...}" row)
+            self.disable = self._disable_lines
+        # scoped profiling: the C profiler asks _in_scope once per code object
+        self._only = None
+        if only is not None:
+            from .func_patterns import FunctionPatterns
+            if isinstance(only, str):
+                raise TypeError("only must be a list of patterns, not a str: only=[%r]" % (only,))
+            self._only = FunctionPatterns(list(only))
+            self._options["only"] = list(only)
+            self._set_scope(_scope_decider(self._only))
         # id from threads() -> thread name, kept after the thread is gone
         self._thread_names = {}
         # (ident, native_id) -> name of the threads alive at enable() time
@@ -212,7 +237,38 @@ class Profile(_fastprof.Profiler):
     def enable(self):
         """Start profiling (cProfile's ``enable``)."""
         self._before_enable()
+        if self._lines is not None and not self.enabled:
+            self._lines.start()
         super().enable()
+
+    def _disable_lines(self, *args, **kwargs):
+        """disable() with line profiling: the lines stop with the profiler."""
+        try:
+            _fastprof.Profiler.disable(self, *args, **kwargs)
+        finally:
+            if not self.enabled:
+                self._lines.stop()
+
+    def line_stats(self):
+        """Line-level stats of the functions ``lines=`` names:
+        ``{(file, firstlineno, name): {lineno: (hits, seconds)}}`` (empty
+        without ``lines=``)."""
+        return self._lines.line_stats() if self._lines is not None else {}
+
+    def unmatched_only_patterns(self):
+        """The ``only=`` patterns that named no function that ran."""
+        return self._only.unmatched() if self._only is not None else []
+
+    def scope_note(self):
+        """One line saying what ``only=`` left out, or None without it."""
+        if self._only is None:
+            return None
+        return ("Only %s: calls into other Python code are not recorded; their time "
+                "is in the calling function's own time" % ", ".join(self._only.texts))
+
+    def unmatched_line_patterns(self):
+        """The ``lines=`` patterns that named no function that ran."""
+        return self._lines.patterns.unmatched() if self._lines is not None else []
 
     def _before_enable(self):
         # what the thread names need before the C enable(); the signal
@@ -231,6 +287,8 @@ class Profile(_fastprof.Profiler):
         # the thread records (and so their names) outlive a clear
         super().clear()
         self._ended_before_start = None
+        if self._lines is not None:
+            self._lines.clear()
 
     # The methods below call the C disable() inline, not through a Python
     # helper: a helper called while profiling would show up as a row that
@@ -290,7 +348,10 @@ class Profile(_fastprof.Profiler):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
         or a tuple of them); ``thread``: only that thread (an id from
         ``thread_stats()``)."""
-        self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+        stats = self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        if self._only is not None:
+            print(self.scope_note(), file=stats.stream)
+        stats.print_stats()
 
     def print_callers(self, *restrictions, sort=-1, thread=None):
         """Print who called each function (``pstats.Stats.print_callers``);
@@ -388,6 +449,7 @@ class Profile(_fastprof.Profiler):
                                 for tid, ident, name, st in self.thread_stats()]
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(self.callpaths())
+            data.lines = self.line_stats()
             return data
         self._disable()
         tid = self._thread_id(thread)
@@ -441,6 +503,29 @@ class Profile(_fastprof.Profiler):
         finally:
             self._remember_thread_names()
         return result
+
+
+def _line_recorder(lines, threads, main_alias=None, keys=()):
+    from .line_profiling import make_recorder
+    if isinstance(lines, str):
+        raise TypeError("lines must be a list of patterns, not a str: lines=[%r]" % (lines,))
+    return make_recorder(list(lines), main_alias=main_alias, keys=keys, threads=threads)
+
+
+def _scope_decider(patterns):
+    """The callable the C profiler asks whether a code object is in scope;
+    called from the event callback, in the frame of that code (or its
+    caller's), so the module is read from the frame that runs it."""
+    getframe = sys._getframe
+
+    def in_scope(code):
+        frame = getframe(1)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        module = frame.f_globals.get("__name__") if frame is not None else None
+        return patterns.matches(code, module)
+
+    return in_scope
 
 
 def _threads_mod():

@@ -161,6 +161,20 @@ def build_parser():
                       "their profiles into the output; with -o FILE, each process's own "
                       "profile is kept in FILE.processes/PID.prof (fastprof view FILE "
                       "--process PID). A child killed before it ends loses only its own.")
+
+    p.add_option("--lines", action="append", default=[], metavar="PATTERN",
+                 help="line by line: each line's hits and time in the functions PATTERN "
+                      "names: MODULE[:QUALNAME] with shell wildcards (myapp.db:Query.*; the "
+                      "script answers to its file's stem: prog:hot) or a file path glob "
+                      "(src/app/*.py). Repeatable. Printed after the table; with -o, "
+                      "stored in the .prof (fastprof view FILE --lines)")
+    p.add_option("--lines-from", metavar="OLD.prof[:N]",
+                 help="line by line for the N functions (default 10) with the most own "
+                      "time in an earlier profile OLD.prof")
+    p.add_option("--only", action="append", default=[], metavar="PATTERN",
+                 help="record only the functions PATTERN names (the --lines syntax) and "
+                      "the C functions they call; the time of calls into other Python "
+                      "code stays in the caller's own time. Repeatable")
     p.add_option("--gc", dest="gc", action="store_true", default=True,
                  help="record garbage collections as calls of <gc> from the function "
                       "running when each started (default)")
@@ -173,7 +187,7 @@ def build_parser():
 # options that take a value, for splitting argv at the program's name
 _VALUE_SHORT = ("-o", "-s")
 _VALUE_LONG = ("--outfile", "--to", "--sort", "--clock", "--coroutines", "--max-depth",
-               "--min-percent", "--signal")
+               "--min-percent", "--signal", "--lines", "--lines-from", "--only")
 
 
 def split_argv(argv):
@@ -467,6 +481,60 @@ def _write_merged(data, options, fmt):
     sys.stdout.flush()
 
 
+def _check_patterns(option, patterns):
+    from fastprof.func_patterns import parse_pattern
+    for text in patterns:
+        try:
+            parse_pattern(text)
+        except ValueError as exc:
+            raise UsageError("%s: %s" % (option, exc)) from None
+
+
+def _line_options(options):
+    """Check --lines and --lines-from; return --lines-from's pstats keys."""
+    if not options.lines and options.lines_from is None:
+        return []
+    _check_patterns("--lines", options.lines)
+    if options.lines_from is None:
+        return []
+    from fastprof.line_profiling import parse_lines_from, top_functions
+    from fastprof.profile_file import ProfileFileError
+    try:
+        path, n = parse_lines_from(options.lines_from)
+        keys = top_functions(path, n)
+    except (ValueError, ProfileFileError) as exc:
+        raise UsageError("--lines-from: %s" % exc) from None
+    if not keys:
+        raise UsageError("--lines-from: %s has no Python functions" % path)
+    return keys
+
+
+def _report_unmatched_lines(prof, options):
+    """A --lines or --only pattern that named nothing: one line each (a typo
+    must not pass for a function that never ran)."""
+    for text in prof.unmatched_line_patterns():
+        print("%s: --lines %s: no function that ran matches it" % (PROG, text), file=sys.stderr)
+    for text in prof.unmatched_only_patterns():
+        print("%s: --only %s: no function that ran matches it" % (PROG, text), file=sys.stderr)
+    missed = prof._lines.patterns.keys_unmatched() if prof._lines is not None else []
+    if missed:
+        print("%s: --lines-from: %d of its %d functions did not run: %s" % (
+            PROG, len(missed), len(prof._lines.patterns.keys),
+            ", ".join("%s:%d(%s)" % (os.path.basename(f), n, name) for f, n, name in missed[:3])
+            + (", ..." if len(missed) > 3 else "")), file=sys.stderr)
+
+
+def _print_lines(prof):
+    from fastprof.line_view import listings
+    from fastprof.view import micro_sign
+    lines = prof.line_stats()
+    if lines:
+        out = listings(lines, prof.stats, prof.qualnames, micro=micro_sign(sys.stdout))
+        print("\nLine by line (time of a line: from its start to the next line or the "
+              "function's exit, callees included)\n")
+        print("\n".join(out))
+
+
 def _usable_stdout():
     """sys.stdout, or a new stream on fd 1 if the program closed or dropped
     it (``python -m json.tool`` closes it; cProfile then fails)."""
@@ -483,6 +551,7 @@ def _print_output(prof, options):
     _usable_stdout()
     if not options.per_thread:
         prof.print_stats(options.sort)
+        _print_lines(prof)
         return
     prof.disable()
     # threads named alike (a server's request threads) share one table
@@ -540,6 +609,9 @@ def main(argv=None):
             raise UsageError("--idle needs --signal SIG")
         if options.subprocesses and options.signal is not None:
             raise UsageError("--subprocesses and --signal cannot be used together")
+
+        line_keys = _line_options(options)
+        _check_patterns("--only", options.only)
         kind = "module"
         if options.module:
             check_module(args[0])
@@ -572,7 +644,17 @@ def main(argv=None):
     callpaths = options.callpaths or fmt in TREE_FORMATS
     prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
                    coroutines=options.coroutines, callpaths=callpaths,
-                   max_depth=options.max_depth, gc=options.gc)
+                   max_depth=options.max_depth, gc=options.gc,
+                   lines=options.lines if options.lines or line_keys else None,
+                   only=options.only or None)
+    # the script answers to its file's stem too
+    stem = (os.path.splitext(os.path.basename(args[0]))[0]
+            if not options.module and kind == "script" else None)
+    if prof._lines is not None:
+        prof._lines.patterns.main_alias = stem
+        prof._lines.patterns.keys.update(line_keys)  # --lines-from's functions
+    if prof._only is not None:
+        prof._only.main_alias = stem
     toggle = None
     if signum is not None:
         from fastprof.signal_toggle import SignalToggle
@@ -625,6 +707,7 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
     except Exception as err:
         failures.append(err)
     prof._remember_thread_names()
+    _report_unmatched_lines(prof, options)
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
               % (PROG, type(err).__name__, err), file=sys.stderr)

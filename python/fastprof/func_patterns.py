@@ -1,0 +1,128 @@
+"""Which functions a ``--lines`` pattern names, decided per code object.
+
+A pattern is ``MODULE[:QUALNAME]`` with shell wildcards (``fnmatch``, case
+sensitive) on the dotted module name and on the qualified function name
+(``myapp.*``, ``myapp.db:Query.*``, ``lines_prog:hot``), or a file path glob
+(it contains ``/`` or ends in ``.py``), optionally ``:QUALNAME`` too.
+Without a qualified name every function of the module (or file) matches.
+
+What runs inside a matched function matches with it: nested functions,
+lambdas, generator expressions and (before 3.12, when they are functions of
+their own) comprehensions, whose qualified names are ``hot.<locals>...``.
+
+The script that ``python -m fastprof`` runs is the module ``__main__``; it
+also answers to its file's stem (``main_alias``), so ``lines_prog:hot``
+names ``hot`` in ``lines_prog.py`` however it is run.
+"""
+
+import os
+from fnmatch import fnmatchcase
+
+_LOCALS = ".<locals>."
+
+
+class FunctionPatterns:
+    """Parsed patterns; ``matches(code, module)`` also notes which matched."""
+
+    def __init__(self, patterns, main_alias=None, keys=()):
+        if isinstance(patterns, str):
+            raise TypeError("lines must be a list of patterns, not a str")
+        self.texts = []
+        self._parsed = []
+        for text in patterns:
+            self._parsed.append(parse_pattern(text))
+            self.texts.append(text)
+        self.main_alias = main_alias
+        # exact pstats keys (file, firstlineno, name): --lines-from
+        self.keys = set(tuple(k) for k in keys)
+        self.keys_matched = set()
+        self.matched = set()  # indexes into texts
+        self.inside = set()   # code objects nested in matched ones
+
+    def matches(self, code, module):
+        """True if *code* (of module named *module*) is named by a pattern
+        or defined inside a function that was."""
+        if code in self.inside or self._named(code, module):
+            # what is defined inside runs as part of it (3.9/3.10 have no
+            # co_qualname to tell "hot.<locals>.inner" from "inner")
+            todo = [code]
+            while todo:
+                for const in todo.pop().co_consts:
+                    if isinstance(const, type(code)) and const not in self.inside:
+                        self.inside.add(const)
+                        todo.append(const)
+            return True
+        return False
+
+    def _named(self, code, module):
+        hit = False
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+        if key in self.keys:
+            self.keys_matched.add(key)
+            hit = True
+        qualname = getattr(code, "co_qualname", code.co_name)
+        for i, (kind, where, qual) in enumerate(self._parsed):
+            if kind == "path":
+                if not _path_matches(code.co_filename, where):
+                    continue
+            elif not self._module_matches(module, where):
+                continue
+            if qual is None or _qualname_matches(qualname, qual):
+                self.matched.add(i)
+                hit = True
+        return hit
+
+    def _module_matches(self, module, where):
+        if not isinstance(module, str):
+            return False
+        if fnmatchcase(module, where):
+            return True
+        return module == "__main__" and self.main_alias is not None and fnmatchcase(self.main_alias, where)
+
+    def unmatched(self):
+        """The patterns that named no function that ran."""
+        return [t for i, t in enumerate(self.texts) if i not in self.matched]
+
+    def keys_unmatched(self):
+        return sorted(self.keys - self.keys_matched)
+
+
+def parse_pattern(text):
+    """``(kind, module or path glob, qualname glob or None)``; ValueError if malformed."""
+    if not isinstance(text, str):
+        raise TypeError("a function pattern must be a str, not %r" % (text,))
+    qual = None
+    body = text
+    head, sep, tail = text.rpartition(":")
+    if sep and "/" not in tail and not tail.endswith(".py"):
+        body, qual = head, tail
+        if not qual:
+            raise ValueError("bad function pattern %r: nothing after ':'" % (text,))
+    if not body:
+        raise ValueError("bad function pattern %r: expected MODULE[:QUALNAME] or a "
+                         "file path glob" % (text,))
+    if "/" in body or body.endswith(".py"):
+        return ("path", body, qual)
+    if any(c.isspace() for c in body):
+        raise ValueError("bad function pattern %r: a module name has no spaces" % (text,))
+    return ("module", body, qual)
+
+
+def _path_matches(filename, glob):
+    path = os.path.abspath(filename)
+    if fnmatchcase(path, os.path.abspath(glob)):
+        return True
+    # a relative glob also matches at any depth: "app/*.py"
+    return not os.path.isabs(glob) and fnmatchcase(path, "*/" + glob.lstrip("./"))
+
+
+def _qualname_matches(qualname, glob):
+    if fnmatchcase(qualname, glob):
+        return True
+    # code inside a matched function: "hot.<locals>.inner" matches "hot"
+    end = qualname.find(_LOCALS)
+    while end >= 0:
+        if fnmatchcase(qualname[:end], glob):
+            return True
+        end = qualname.find(_LOCALS, end + 1)
+    return False

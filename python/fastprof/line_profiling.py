@@ -1,0 +1,264 @@
+"""Line-level profiling of the functions ``--lines`` patterns name.
+
+Each line of a matched function gets its *hits* (exactly the ``line``
+events ``sys.settrace`` would report) and its *time*: from the line's start
+to the next line event in the same frame or the frame's exit (return,
+yield, exception), so time spent in what the line calls is included.
+
+3.12+: ``sys.monitoring`` under a tool id of its own.  ``PY_START`` is a
+global event only to see each code object once: a function no pattern
+names returns ``DISABLE`` and pays nothing more; a matched one gets
+``LINE``, ``JUMP``, ``PY_RESUME``, ``PY_RETURN`` and ``PY_YIELD`` as local
+events (``set_local_events``).  ``PY_UNWIND`` and ``PY_THROW`` can only be
+global; their callbacks compare one pointer for other code.  A
+``restart_events()`` from any tool re-enables disabled locations: the
+callbacks decide again from their caches and stay correct.
+
+3.9-3.11: ``sys.settrace`` (and ``threading.settrace`` with threads=True);
+the global trace function returns None for frames of other functions, so
+they get no line events, only the call event.
+
+On 3.12+ the line callbacks are C (``_fastprof.LineCounter``); the rest,
+and the trace functions before 3.12, are Python (costs in docs/lines.md).
+The interpreter runs no profiler hook inside callbacks: they are never
+recorded.
+"""
+
+import sys
+import threading
+import time
+
+from .func_patterns import FunctionPatterns
+from .names import label
+
+MONITORING = sys.version_info >= (3, 12)
+
+# sys.monitoring ids tried in turn: the optimizer's slot first, then the
+# two fastprof's profiler leaves to a second profiler, then the debugger's
+TOOL_IDS = (5, 4, 3, 0)
+
+
+class LineRecorderError(RuntimeError):
+    """Line profiling cannot start (no free tool id, a tracer already set)."""
+
+
+class _Common:
+    def __init__(self, patterns, main_alias=None, keys=(), threads=False, clock=time.perf_counter):
+        self.patterns = FunctionPatterns(patterns, main_alias=main_alias, keys=keys)
+        self.threads = threads
+        self.clock = clock
+        self.seen = {}    # code object -> its line table, or None if not matched
+        self.running = False
+
+    def _decide(self, code, frame):
+        module = frame.f_globals.get("__name__") if frame is not None else None
+        table = {} if self.patterns.matches(code, module) else None
+        self.seen[code] = table
+        return table
+
+    def line_stats(self):
+        """``{(file, firstlineno, name): {lineno: (hits, seconds)}}``, code
+        objects sharing a key summed."""
+        out = {}
+        for code, table in list(self.seen.items()):
+            if not table:
+                continue
+            lines = out.setdefault(label(code), {})
+            for lineno, (hits, seconds) in list(table.items()):
+                prev = lines.get(lineno, (0, 0.0))
+                lines[lineno] = (prev[0] + hits, prev[1] + seconds)
+        return out
+
+    def clear(self):
+        for table in self.seen.values():
+            if table:
+                table.clear()
+
+
+class MonitoringRecorder(_Common):
+    """3.12+: see the module docstring.  The line events go to the C
+    ``LineCounter`` (fpy_lines.c); PY_START, which decides, stays here and
+    returns DISABLE for every code object (matched ones need no PY_START:
+    their frames are known from their first line on)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from . import _fastprof
+        self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE)
+
+    def line_stats(self):
+        out = {}
+        for code, table in self.counter.stats().items():
+            lines = out.setdefault(label(code), {})
+            for lineno, (hits, seconds) in table.items():
+                prev = lines.get(lineno, (0, 0.0))
+                lines[lineno] = (prev[0] + hits, prev[1] + seconds)
+        return out
+
+    def clear(self):
+        self.counter.clear()
+
+    def start(self):
+        mon = sys.monitoring
+        for tool in TOOL_IDS:
+            if mon.get_tool(tool) is None:
+                break
+        else:
+            raise LineRecorderError(
+                "line profiling needs a free sys.monitoring tool id; ids %s are all "
+                "in use (a debugger, coverage or other profilers)"
+                % ", ".join(map(str, TOOL_IDS)))
+        mon.use_tool_id(tool, "fastprof lines")
+        self.tool = tool
+        ev = mon.events
+        self.local_events = ev.LINE | ev.JUMP | ev.PY_RESUME | ev.PY_RETURN | ev.PY_YIELD
+        for event, fn in self._callbacks().items():
+            mon.register_callback(tool, event, fn)
+        # codes matched in an earlier run of this recorder get their events back
+        for code, table in self.seen.items():
+            if table is not None:
+                mon.set_local_events(tool, code, self.local_events)
+        mon.set_events(tool, ev.PY_START | ev.PY_UNWIND | ev.PY_THROW)
+        # locations an earlier user of this tool id disabled stay disabled
+        # (before 3.14 free_tool_id does not clear them): a function first
+        # run under them would never be seen
+        mon.restart_events()
+        self.running = True
+
+    def stop(self):
+        if not self.running:
+            return
+        self.running = False
+        mon = sys.monitoring
+        mon.set_events(self.tool, 0)
+        for code, table in self.seen.items():
+            if table is not None:
+                mon.set_local_events(self.tool, code, 0)
+        for event in self._callbacks():
+            mon.register_callback(self.tool, event, None)
+        mon.free_tool_id(self.tool)
+        # lines still running (frames open at stop) end now
+        self.counter.close()
+
+    def _callbacks(self):
+        cb = getattr(self, "_cb", None)
+        if cb is not None:
+            return cb
+        mon = sys.monitoring
+        ev = mon.events
+        DISABLE = mon.DISABLE
+        seen = self.seen
+        decide = self._decide
+        counter = self.counter
+        recorder = self
+
+        def on_start(code, offset):
+            if code not in seen and decide(code, sys._getframe(1)) is not None:
+                counter.add(code)
+                mon.set_local_events(recorder.tool, code, recorder.local_events)
+            return DISABLE
+
+        def on_throw(code, offset, exc):
+            if seen.get(code) is not None:
+                counter.resume(code, offset)
+
+        self._cb = cb = {
+            ev.PY_START: on_start, ev.PY_RESUME: counter.resume, ev.PY_THROW: on_throw,
+            ev.LINE: counter.line, ev.JUMP: counter.jump, ev.PY_RETURN: counter.exit,
+            ev.PY_YIELD: counter.exit, ev.PY_UNWIND: counter.exit,
+        }
+        return cb
+
+
+class SettraceRecorder(_Common):
+    """3.9-3.11: see the module docstring."""
+
+    def start(self):
+        if sys.gettrace() is not None:
+            raise LineRecorderError(
+                "line profiling on Python < 3.12 uses sys.settrace, and a trace "
+                "function (a debugger or coverage) is already set")
+        self._tracer = self._make_tracer()
+        sys.settrace(self._tracer)
+        if self.threads:
+            threading.settrace(self._tracer)
+        self.running = True
+
+    def stop(self):
+        if not self.running:
+            return
+        self.running = False
+        if sys.gettrace() is self._tracer:
+            sys.settrace(None)
+        if self.threads:
+            threading.settrace(None)
+
+    def _make_tracer(self):
+        seen = self.seen
+        clock = self.clock
+        decide = self._decide
+
+        def on_call(frame, event, arg):
+            code = frame.f_code
+            table = seen.get(code, False)
+            if table is False:
+                table = decide(code, frame)
+            if table is None:
+                return None
+            state = [0, clock()]  # current line, its start
+
+            def on_event(frame, event, arg):
+                t = clock()
+                prev = state[0]
+                if prev:
+                    rec = table.get(prev)
+                    if rec is None:
+                        table[prev] = [0, t - state[1]]
+                    else:
+                        rec[1] += t - state[1]
+                if event == "line":
+                    lineno = frame.f_lineno
+                    rec = table.get(lineno)
+                    if rec is None:
+                        table[lineno] = [1, 0.0]
+                    else:
+                        rec[0] += 1
+                    state[0] = lineno
+                    state[1] = t
+                elif event == "return":
+                    state[0] = 0
+                else:  # exception: the line goes on
+                    state[1] = t
+                return on_event
+
+            return on_event
+
+        return on_call
+
+
+def make_recorder(patterns, main_alias=None, keys=(), threads=False):
+    """The recorder for this Python; ValueError/TypeError for a bad pattern."""
+    cls = MonitoringRecorder if MONITORING else SettraceRecorder
+    return cls(patterns, main_alias=main_alias, keys=keys, threads=threads)
+
+
+def parse_lines_from(text):
+    """``OLD.prof[:N]`` -> (path, N); N defaults to 10."""
+    path, sep, count = text.rpartition(":")
+    if sep and count.isdigit():
+        n = int(count)
+        if n < 1:
+            raise ValueError("--lines-from %s: N must be at least 1" % (text,))
+        return path, n
+    return text, 10
+
+
+def top_functions(path, n):
+    """The pstats keys of the *n* Python functions with the most own time
+    in the profile at *path* (ProfileFileError if it is not one)."""
+    from .names import is_builtin
+    from .profile_file import load_profile
+    stats = load_profile(path).stats
+    keys = [k for k in stats if not is_builtin(k)]
+    keys.sort(key=lambda k: -stats[k][2])
+    return keys[:n]

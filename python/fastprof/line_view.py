@@ -1,0 +1,82 @@
+"""The line-level listing: a function's source with each line's hits, time,
+time per hit and share of the function, the hottest lines marked
+(``fastprof view FILE --lines [NAME]``, ``python -m fastprof --lines``)."""
+
+import linecache
+from typing import Dict, List, Optional, Tuple
+
+from .names import func_label
+from .profile_file import FuncKey
+from .view import format_count, format_time
+
+LineTable = Dict[int, Tuple[int, float]]
+
+# the lines with the most time get this mark, as many as HOTTEST
+HOT_MARK = ">>"
+HOTTEST = 3
+
+
+def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = None,
+                     qualname: Optional[str] = None, micro: str = "\u00b5") -> List[str]:
+    """The listing of one function.  The percentages are of *cumtime* (the
+    function's cumtime from the pstats table) when known, else of the sum of
+    its line times."""
+    total = cumtime if cumtime else sum(t for _h, t in table.values())
+    hot = sorted((ln for ln, (_h, t) in table.items() if t > 0),
+                 key=lambda ln: -table[ln][1])[:HOTTEST]
+    title = func_label(key)
+    if qualname and qualname != key[2]:
+        title = "%s  %s" % (qualname, title)
+    out = [title,
+           "total %s, %s line hits" % (format_time(total, micro),
+                                        format_count(sum(h for h, _t in table.values())))]
+    headers = ("Line", "Hits", "Time", "Per hit", "% func", "", "Source")
+    rows = []
+    first = key[1]
+    last = max(list(table) + [first])
+    source_seen = False
+    for lineno in range(first, last + 1):
+        text = linecache.getline(key[0], lineno).rstrip("\n")
+        source_seen = source_seen or bool(text)
+        if lineno not in table:
+            rows.append((str(lineno), "", "", "", "", "", text))
+            continue
+        hits, seconds = table[lineno]
+        rows.append((str(lineno), format_count(hits) if hits else "",
+                     format_time(seconds, micro),
+                     format_time(seconds / hits, micro) if hits else "",
+                     "%.1f" % (100.0 * seconds / total) if total else "",
+                     HOT_MARK if lineno in hot else "", text))
+    widths = [max(len(r[i]) for r in rows + [headers]) for i in range(6)]
+    def fmt(r):
+        cells = [r[0].rjust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:5], widths[1:5])]
+        return "  ".join(cells + [r[5].ljust(2), r[6]]).rstrip()
+    out.append(fmt(headers))
+    out.extend(fmt(r) for r in rows)
+    if not source_seen:
+        out.append("(source of %s not found)" % key[0])
+    return out
+
+
+def listings(lines: Dict[FuncKey, LineTable], stats: Optional[dict] = None,
+             qualnames: Optional[Dict[FuncKey, str]] = None, match=None,
+             micro: str = "\u00b5") -> List[str]:
+    """The listings of every function in *lines* that *match* accepts, the
+    one with the most time first."""
+    stats = stats or {}
+    qualnames = qualnames or {}
+
+    def weight(key):
+        if key in stats:
+            return stats[key][3]
+        return sum(t for _h, t in lines[key].values())
+
+    out: List[str] = []
+    for key in sorted(lines, key=lambda k: -weight(k)):
+        if match is not None and not match(key):
+            continue
+        if out:
+            out.append("")
+        cum = stats[key][3] if key in stats else None
+        out.extend(function_listing(key, lines[key], cum, qualnames.get(key), micro))
+    return out

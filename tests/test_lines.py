@@ -1,0 +1,309 @@
+"""Line-level profiling (``Profile(lines=...)``, ``--lines``): hits equal
+sys.settrace's line events, line times add up, the .prof trailer, merge,
+the view and the command line."""
+import re
+import sys
+import time
+
+import lines_corpus
+import pytest
+
+from fastprof import Profile
+from fastprof.func_patterns import FunctionPatterns, parse_pattern
+from fastprof.names import label
+from helpers import USING_CPROFILE
+
+pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
+
+
+def settrace_hits(func, module):
+    """The oracle: sys.settrace's line events per function of *module*."""
+    hits = {}
+
+    def local(frame, event, arg):
+        if event == "line":
+            table = hits.setdefault(label(frame.f_code), {})
+            table[frame.f_lineno] = table.get(frame.f_lineno, 0) + 1
+        return local
+
+    def on_call(frame, event, arg):
+        if frame.f_globals.get("__name__") == module:
+            return local
+        return None
+
+    sys.settrace(on_call)
+    try:
+        func()
+    finally:
+        sys.settrace(None)
+    return hits
+
+
+def profiled_hits(func, patterns):
+    prof = Profile(lines=patterns)
+    prof.runcall(func)
+    return prof, {k: {n: h for n, (h, _t) in v.items() if h}
+                  for k, v in prof.line_stats().items()}
+
+
+def test_hits_equal_settrace_line_events():
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    prof, got = profiled_hits(lines_corpus.run_all, ["lines_corpus"])
+    assert len(expected) >= 10
+    assert got == expected
+    assert prof.unmatched_line_patterns() == []
+
+
+def test_function_pattern_selects_function_and_its_nested_code():
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    _prof, got = profiled_hits(lines_corpus.run_all, ["lines_corpus:nested", "lines_corpus:comp*"])
+    names = {k[2] for k in got}
+    want = {k for k in expected if k[2] in ("nested", "inner", "comprehensions", "<lambda>")
+            or (k[2] in ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"))}
+    assert {"nested", "inner", "comprehensions"} <= names
+    assert got == {k: expected[k] for k in want}
+
+
+def test_unmatched_pattern_is_reported():
+    prof = Profile(lines=["lines_corpus:no_such_function", "lines_corpus:early_return"])
+    prof.runcall(lines_corpus.early_return, [1, -2])
+    assert prof.unmatched_line_patterns() == ["lines_corpus:no_such_function"]
+
+
+def test_other_functions_get_no_line_stats():
+    _prof, got = profiled_hits(lines_corpus.run_all, ["lines_corpus:caught"])
+    assert [k[2] for k in got] == ["caught"]
+
+
+def busy(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def timed():
+    busy(0.03)
+    for _ in range(2):
+        busy(0.02)
+    return 1
+
+
+def test_line_times_add_up_to_cumtime():
+    prof = Profile(lines=["test_lines:timed"])
+    prof.runcall(timed)
+    prof.create_stats()
+    key = label(timed.__code__)
+    cumtime = prof.stats[key][3]
+    lines = prof.line_stats()[key]
+    first = timed.__code__.co_firstlineno
+    assert sum(t for _h, t in lines.values()) == pytest.approx(cumtime, rel=0.05)
+    # busy-waits last at least their time (longer if the machine is busy)
+    assert lines[first + 1][1] >= 0.03
+    assert lines[first + 3][0] == 2  # busy(0.02) ran twice
+    assert lines[first + 3][1] >= 0.04
+    assert lines[first + 1][1] + lines[first + 3][1] >= 0.95 * cumtime
+
+
+@pytest.mark.parametrize("text, kind, where, qual", [
+    ("myapp.*", "module", "myapp.*", None),
+    ("myapp.db:Query.*", "module", "myapp.db", "Query.*"),
+    ("src/app/*.py", "path", "src/app/*.py", None),
+    ("app.py:main", "path", "app.py", "main"),
+])
+def test_parse_pattern(text, kind, where, qual):
+    assert parse_pattern(text) == (kind, where, qual)
+
+
+@pytest.mark.parametrize("bad", ["", ":x", "mod:", "my mod"])
+def test_bad_pattern_is_refused(bad):
+    with pytest.raises(ValueError, match="bad function pattern"):
+        Profile(lines=[bad])
+
+
+def test_lines_must_be_a_list():
+    with pytest.raises(TypeError, match="list of patterns"):
+        Profile(lines="lines_corpus")
+
+
+def test_main_alias_matches_script_stem():
+    pats = FunctionPatterns(["lines_prog:hot"], main_alias="lines_prog")
+    code = compile("def hot(): pass", "/x/lines_prog.py", "exec").co_consts[0]
+    assert pats.matches(code, "__main__")
+    assert not FunctionPatterns(["other:hot"], main_alias="lines_prog").matches(code, "__main__")
+
+
+# -- files, merge and the command lines ---------------------------------------
+
+PROG = '''\
+def helper(k):
+    return sum(range(k))
+
+
+def hot(n):
+    total = 0
+    for i in range(n):
+        if i % 2:
+            total += helper(i)
+        else:
+            total -= 1
+    return total
+
+
+def cold():
+    return 1
+
+
+hot(50)
+cold()
+'''
+
+
+@pytest.fixture
+def prog(tmp_path):
+    path = tmp_path / "lines_prog.py"
+    path.write_text(PROG)
+    return path
+
+
+def fastprof_cli(*args, cwd=None):
+    from helpers import run_python
+    return run_python(["-m", "fastprof"] + [str(a) for a in args], cwd=cwd)
+
+
+def cli_tool(*args):
+    from helpers import run_python
+    return run_python(["-m", "fastprof.cli"] + [str(a) for a in args])
+
+
+def hot_table(path):
+    """settrace's line hits of hot() when the program runs."""
+    ns = {"__name__": "lines_prog"}
+    code = compile(path.read_text(), str(path), "exec")
+    return settrace_hits(lambda: exec(code, ns), "lines_prog")
+
+
+def test_cli_lines_matches_script_stem_and_writes_trailer(prog, tmp_path):
+    import pstats
+
+    from fastprof.profile_file import load_profile
+    out = tmp_path / "out.prof"
+    r = fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    data = load_profile(str(out))
+    key = (str(prog), 5, "hot")
+    assert list(data.lines) == [key]
+    expected = hot_table(prog)[key]
+    assert {n: h for n, (h, _t) in data.lines[key].items() if h} == expected
+    assert expected[7] == 51 and expected[9] == 25
+    pstats.Stats(str(out))  # pstats still reads the file
+
+    view = cli_tool("view", out, "--lines")
+    assert view.returncode == 0, view.stderr
+    text = view.stdout
+    assert re.search(r"^hot \(.*lines_prog.py:5\)$", text, re.M)
+    row = [ln for ln in text.splitlines() if ln.rstrip().endswith("total += helper(i)")][0]
+    assert row.split()[:2] == ["9", "25"]
+    assert ">>" in text
+
+    nothing = cli_tool("view", out, "--lines", "nomatch")
+    assert nothing.returncode == 1
+    assert "no function with line stats matches /nomatch/" in nothing.stderr
+
+
+def test_cli_prints_lines_and_reports_unmatched_pattern(prog):
+    r = fastprof_cli("--lines", "lines_prog:hot", "--lines", "lines_prog:hto", prog)
+    assert r.returncode == 0, r.stderr
+    assert "Line by line" in r.stdout
+    assert "total -= 1" in r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "python -m fastprof: --lines lines_prog:hto: no function that ran matches it"]
+
+
+def test_cli_bad_pattern_is_a_usage_error(prog):
+    r = fastprof_cli("--lines", "lines_prog:", prog)
+    assert r.returncode == 2
+    assert "bad function pattern" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_lines_from_old_profile(prog, tmp_path):
+    from fastprof.profile_file import load_profile
+    old = tmp_path / "old.prof"
+    assert fastprof_cli("-o", old, prog).returncode == 0
+    new = tmp_path / "new.prof"
+    r = fastprof_cli("--lines-from", "%s:1" % old, "-o", new, prog)
+    assert r.returncode == 0, r.stderr
+    stats = load_profile(str(old)).stats
+    top = max((k for k in stats if k[0] != "~"), key=lambda k: stats[k][2])
+    assert list(load_profile(str(new)).lines) == [top]
+    r = fastprof_cli("--lines-from", tmp_path / "missing.prof", prog)
+    assert r.returncode == 2 and "--lines-from" in r.stderr
+
+
+def test_merge_sums_lines(prog, tmp_path):
+    from fastprof.profile_file import load_profile
+    a, b, m = tmp_path / "a.prof", tmp_path / "b.prof", tmp_path / "m.prof"
+    for out in (a, b):
+        assert fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog).returncode == 0
+    r = cli_tool("merge", a, b, "-o", m)
+    assert r.returncode == 0, r.stderr
+    la, lb, lm = (load_profile(str(p)).lines for p in (a, b, m))
+    key = (str(prog), 5, "hot")
+    assert {n: h for n, (h, _t) in lm[key].items()} == {
+        n: h + lb[key][n][0] for n, (h, _t) in la[key].items()}
+    assert lm[key][7][1] == pytest.approx(la[key][7][1] + lb[key][7][1])
+
+
+def test_threads_each_count_their_lines():
+    import threading
+    expected = settrace_hits(lambda: lines_corpus.loop_branches(30), "lines_corpus")
+    key = label(lines_corpus.loop_branches.__code__)
+    prof = Profile(threads=True, lines=["lines_corpus:loop_branches"])
+    with prof:
+        workers = [threading.Thread(target=lines_corpus.loop_branches, args=(30,)) for _ in range(3)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    got = {n: h for n, (h, _t) in prof.line_stats()[key].items() if h}
+    assert got == {n: 3 * h for n, h in expected[key].items()}
+
+
+def test_lines_with_only():
+    import only_app
+    prof = Profile(only=["only_app"], lines=["only_app:work"])
+    prof.runcall(only_app.main)
+    prof.create_stats()
+    assert {k[2] for k in prof.line_stats()} == {"work"} | (
+        {"<listcomp>"} if sys.version_info < (3, 12) else set())
+    assert all(k[0].endswith("only_app.py") for k in prof.stats if k[0] != "~")
+
+
+def test_function_defined_after_start_is_matched_when_it_first_runs():
+    import types
+    source = "def late(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n"
+    prof = Profile(lines=["late_mod:late"])
+    with prof:
+        mod = types.ModuleType("late_mod")
+        exec(compile(source, "late_mod.py", "exec"), mod.__dict__)
+        mod.late(4)
+    table = prof.line_stats()[("late_mod.py", 1, "late")]
+    assert {n: h for n, (h, _t) in table.items() if h} == {2: 1, 3: 5, 4: 4, 5: 1}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+def test_no_free_tool_id_is_a_clear_error():
+    from fastprof.line_profiling import TOOL_IDS, LineRecorderError
+    mon = sys.monitoring
+    taken = [t for t in TOOL_IDS if mon.get_tool(t) is None]
+    for t in taken:
+        mon.use_tool_id(t, "test")
+    try:
+        prof = Profile(lines=["lines_corpus"])
+        with pytest.raises(LineRecorderError, match="needs a free sys.monitoring tool id"):
+            prof.enable()
+        assert not prof.enabled
+    finally:
+        for t in taken:
+            mon.free_tool_id(t)
