@@ -60,16 +60,18 @@ static PyType_Spec hook_spec = {
 
 static void hook_new_threads_if_threading(fpy_profiler_t *p);
 
-static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+/* The hook. `scoped` (only=): the frame is the function called or
+ * returning, or the caller of a C function: its events are all ignored out
+ * of scope. Two hooks (callback, callback_scoped), so that the common case
+ * pays nothing for the test. */
+FP_FORCE_INLINE int on_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg, int scoped)
 {
     fpy_profiler_t *p = HOOK_TARGET(obj)->prof;
     fp_thread_t *t = HOOK_TARGET(obj)->thread;
     const void *key;
     if (!p)
         return 0;
-    /* only=: the frame is the function called or returning, or the caller
-     * of a C function: its events are all ignored out of scope */
-    if (p->scope && !fpy_in_scope(p, fpy_frame_code(frame))) {
+    if (scoped && !fpy_in_scope(p, fpy_frame_code(frame))) {
         if (what == PyTrace_RETURN && p->threading_pending &&
             !(fpy_frame_code(frame)->co_flags & CO_NEWLOCALS))
             hook_new_threads_if_threading(p);
@@ -103,11 +105,28 @@ static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     return 0;
 }
 
+static int callback(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return on_event(obj, frame, what, arg, 0);
+}
+
+static int callback_scoped(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return on_event(obj, frame, what, arg, 1);
+}
+
+/* The hook for `p`'s threads (the scope cannot change while enabled). */
+static Py_tracefunc hook_func(fpy_profiler_t *p)
+{
+    return p->scope ? callback_scoped : callback;
+}
+
 static int is_our_hook(PyThreadState *ts, fpy_profiler_t *p)
 {
     /* with our callback, the object is one of ours: a hook or a profiler */
     PyObject *obj = fpy_profile_obj(ts);
-    return fpy_profile_func(ts) == callback && obj && HOOK_TARGET(obj)->prof == p;
+    Py_tracefunc func = fpy_profile_func(ts);
+    return (func == callback || func == callback_scoped) && obj && HOOK_TARGET(obj)->prof == p;
 }
 
 /* The hook of thread `tid`, made if missing; borrowed (p->hooks owns it),
@@ -158,7 +177,7 @@ static int install_hook(fpy_profiler_t *p, PyThreadState *ts)
         return -1;
     }
     HOOK_TARGET(hook)->thread = t;
-    return fpy_set_profile(ts, callback, hook);
+    return fpy_set_profile(ts, hook_func(p), hook);
 }
 
 /* Hooks thread state `ts`, which must stay alive meanwhile (the current
@@ -220,7 +239,7 @@ static PyObject *thread_starter(PyObject *self, PyObject *args)
     if (hook_thread(p, tstate) < 0)
         return NULL;
     if (PyFrame_Check(frame) && PyUnicode_CompareWithASCIIString(event, "call") == 0)
-        callback(fpy_profile_obj(tstate), (PyFrameObject *)frame, PyTrace_CALL, Py_None);
+        hook_func(p)(fpy_profile_obj(tstate), (PyFrameObject *)frame, PyTrace_CALL, Py_None);
     Py_RETURN_NONE;
 }
 

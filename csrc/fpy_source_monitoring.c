@@ -122,40 +122,54 @@ typedef struct {
 
 #define PROFILER_OF(callback) (((fpy_callback_t *)(callback))->prof)
 
+static PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    (void)kwnames;
+    return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
+}
+
+static PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    (void)kwnames;
+    return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+}
+
+static PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    (void)kwnames;
+    return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
+}
+
 /* only=: PY_START, PY_THROW and PY_UNWIND stay global events, the others
  * are local to the code objects in scope (fpy_scope.c); these three see
- * every code object, and ignore those out of scope. */
+ * every code object, and ignore those out of scope. Registered instead of
+ * the three above only with only=, so the common case pays nothing. */
 FP_FORCE_INLINE int out_of_scope(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs)
 {
     return p && p->scope && nargs >= 1 && PyCode_Check(args[0]) &&
            !fpy_in_scope(p, (PyCodeObject *)args[0]);
 }
 
-static PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *on_start_scoped(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
     if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
         return Py_NewRef(p->scope->disable); /* never again for this code */
-    return py_enter(p, args, PyVectorcall_NARGS(nargsf), 1);
+    return on_start(cb, args, nargsf, kwnames);
 }
 
-static PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *on_resume_scoped(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    (void)kwnames;
-    fpy_profiler_t *p = PROFILER_OF(cb);
-    if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
+    if (out_of_scope(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf)))
         Py_RETURN_NONE;
-    return py_enter(p, args, PyVectorcall_NARGS(nargsf), 0);
+    return on_resume(cb, args, nargsf, kwnames);
 }
 
-static PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *on_return_scoped(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    (void)kwnames;
-    fpy_profiler_t *p = PROFILER_OF(cb);
-    if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
+    if (out_of_scope(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf)))
         Py_RETURN_NONE;
-    return py_leave(p, args, PyVectorcall_NARGS(nargsf), 0);
+    return on_return(cb, args, nargsf, kwnames);
 }
 
 static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -199,6 +213,8 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
 
 static const vectorcallfunc callback_fns[] = {on_start, on_resume, on_return,
                                               on_yield, on_call,   on_c_return};
+static const vectorcallfunc scoped_callback_fns[] = {on_start_scoped, on_resume_scoped, on_return_scoped,
+                                                     on_yield,        on_call,          on_c_return};
 
 static void callback_dealloc(fpy_callback_t *self)
 {
@@ -328,7 +344,8 @@ int fpy_source_attach(fpy_profiler_t *p)
         if (event_table[i].builtins_only && !p->builtins)
             continue;
         long flag = p->state->monitoring_events[i];
-        PyObject *fn = new_callback(p, callback_type, callback_fns[event_table[i].callback]);
+        const vectorcallfunc *fns = p->scope ? scoped_callback_fns : callback_fns;
+        PyObject *fn = new_callback(p, callback_type, fns[event_table[i].callback]);
         if (!fn)
             goto error;
         PyObject *r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, flag, fn);
