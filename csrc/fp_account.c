@@ -199,16 +199,3 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
         close_parked(t, park, park->dead ? park->frame.seg : now);
     }
 }
-
-void fp_thread_abandon(fp_thread_t *t)
-{
-    while (t->depth > 0)
-        fp_deactivate(t, t->stack[t->depth - 1].seg);
-    t->lost = 0;
-    fp_parked_t *park, *tmp;
-    HASH_ITER(hh, t->parked, park, tmp)
-    {
-        HASH_DEL(t->parked, park);
-        fp_free(park);
-    }
-}

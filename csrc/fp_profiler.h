@@ -306,8 +306,4 @@ void fp_mark_dead(fp_thread_t *t, const void *ident);
  * they parked. */
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now);
 
-/* Drops the open and parked frames of `t` without booking them: its thread
- * is gone (e.g. in a fork child) and those calls will never return. */
-void fp_thread_abandon(fp_thread_t *t);
-
 #endif

@@ -483,8 +483,10 @@ static PyObject *mem_fail_after(PyObject *module, PyObject *arg)
 }
 
 /* In a fork child only the forking thread survives: the open frames of the
- * other threads would otherwise be closed at the next disable() with the
- * child's clock, inflating their times. Their finished calls are kept.
+ * other threads are closed at their thread's last event before the fork
+ * (at the next disable() the child's clock would inflate them). Closed, not
+ * dropped: a recursive call finished inside an open one keeps its own time,
+ * so its outermost call must keep the cumulative time that covers it.
  * Each module instance registers its own handler, for its own profilers. */
 static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
@@ -495,7 +497,7 @@ static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored)
         fp_thread_t *t;
         for (t = p->core.threads; t; t = t->hh.next) {
             if (t->id != me)
-                fp_thread_abandon(t);
+                fp_thread_flush(&p->core, t, t->last_now);
         }
         fpy_thread_cache_reset(p);
     }

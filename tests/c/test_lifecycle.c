@@ -1,7 +1,8 @@
 /* Lifecycle (fp_profiler.c): fp_profiler_clear keeps the thread records but
  * empties them, fp_profiler_destroy frees everything; both hand every
  * non-NULL entry user pointer to the release callback exactly once, open
- * and parked frames included; fp_thread_abandon drops open frames unbooked. */
+ * and parked frames included; a fork child's other threads are flushed at
+ * their last event. */
 #define _GNU_SOURCE
 #include "fp_testlib.h"
 
@@ -158,11 +159,13 @@ static void test_thread_free_releases(void **state)
     fp_thread_free(NULL, tl_release, &log);
 }
 
-/* fp_thread_abandon (a fork child's record of a thread it did not
- * inherit): the open and parked frames are dropped without being booked;
- * what was already booked stays; levels are back to zero, so the record
- * counts exactly when used again. */
-static void test_thread_abandon(void **state)
+/* A fork child's record of a thread it did not inherit is flushed at that
+ * thread's last event (fpy_module.c after_fork_child): a recursive call that
+ * finished inside the still open outer one keeps its own time, and the
+ * outer call's cumulative time covers it (dropping the open frames instead
+ * left owntime > cumtime). Levels are back to zero, so the record counts
+ * exactly when used again. */
+static void test_flush_at_last_event_after_fork(void **state)
 {
     (void)state;
     tl_release_log_t log = {0};
@@ -170,45 +173,32 @@ static void test_thread_abandon(void **state)
     fp_profiler_init(&p, FP_SUBCALLS | FP_CALLPATHS, 8, tl_release, &log);
     fp_thread_t *t = fp_thread_get(&p, 1);
     assert_non_null(t);
-    fp_enter(&p, t, entry_u(t, KA, 1), NULL, 0);
-    fp_enter(&p, t, entry_u(t, KB, 2), NULL, 1);
-    fp_leave(&p, t, KB, 3); /* booked: b 2/2 */
-    fp_enter(&p, t, entry_u(t, KG, 3), G1, 4);
-    fp_suspend(&p, t, KG, G1, 5);
-    fp_enter(&p, t, entry_u(t, KA, 1), NULL, 6); /* a recursive a */
-    fp_enter(&p, t, entry_u(t, KB, 2), NULL, 7);
-    fp_enter(&p, t, NULL, NULL, 8); /* one dropped call */
-    assert_int_equal(t->depth, 3);
-    assert_int_equal(t->lost, 1);
+    fp_enter(&p, t, entry_u(t, KA, 1), NULL, 0); /* outer a, open at the fork */
+    fp_enter(&p, t, entry_u(t, KA, 1), NULL, 1); /* recursive a */
+    fp_enter(&p, t, entry_u(t, KB, 2), NULL, 2);
+    fp_leave(&p, t, KB, 3);
+    fp_leave(&p, t, KA, 6); /* inner a: cum 5, own 4 */
+    assert_int_equal(t->depth, 1);
+    assert_true(t->last_now == 6);
 
-    fp_thread_abandon(t);
+    fp_thread_flush(&p, t, t->last_now);
 
     assert_int_equal(t->depth, 0);
-    assert_int_equal(t->lost, 0);
-    assert_int_equal(tl_count_parked(t), 0);
     tl_assert_idle(t); /* every reclevel back to 0 */
-    assert_entry(t, KA, 0, 0, 0, 0);
-    assert_entry(t, KB, 1, 0, 2, 2);
-    assert_entry(t, KG, 0, 0, 0, 0);
-    assert_edge(t, KA, KB, 1, 0, 2, 2);
-    assert_int_equal(log.total, 0); /* entries stay */
+    /* a: 2 calls, 1 recursive; cum 0..6 (outermost only) covers own 4 + 1 */
+    assert_entry(t, KA, 2, 1, 6, 5);
+    assert_entry(t, KB, 1, 0, 1, 1);
 
     /* the record is usable: a fresh a -> b counts exactly, not recursively */
     tl_call(&p, t, KA, 100);
     tl_call(&p, t, KB, 101);
     tl_ret(&p, t, KB, 104);
     tl_ret(&p, t, KA, 105);
-    assert_entry(t, KA, 1, 0, 5, 2);
-    assert_entry(t, KB, 2, 0, 5, 5);
-    assert_edge(t, KA, KB, 2, 0, 5, 5);
-    fp_node_t *na = tl_node(t, NULL, KA);
-    assert_node(na, 1, 5, 2, 1);
-    assert_node(tl_node(t, na, KB), 2, 5, 5, 2);
+    assert_entry(t, KA, 3, 1, 11, 7);
+    assert_entry(t, KB, 2, 0, 4, 4);
     tl_assert_idle(t);
-    fp_thread_abandon(t); /* nothing open: no change */
-    assert_entry(t, KA, 1, 0, 5, 2);
     fp_profiler_destroy(&p);
-    assert_int_equal(log.total, 3);
+    assert_int_equal(log.total, 2);
 }
 
 int main(void)
@@ -218,7 +208,7 @@ int main(void)
         cmocka_unit_test(test_destroy_releases_once),
         cmocka_unit_test(test_no_release_callback),
         cmocka_unit_test(test_thread_free_releases),
-        cmocka_unit_test(test_thread_abandon),
+        cmocka_unit_test(test_flush_at_last_event_after_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
