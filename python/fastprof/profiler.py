@@ -126,9 +126,9 @@ def _sort_args(sort):
 
 
 class Profile(_fastprof.Profiler):
-    """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
+    """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True)
+    max_depth=128, gc=True, fast=False)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -153,11 +153,17 @@ class Profile(_fastprof.Profiler):
       ``<gc>`` (pstats key ``('~', 0, '<gc>')``) made by the function that was
       running when it started, so its pause is not charged to that function's
       own time.  ``gc=False`` leaves the pauses where cProfile leaves them.
+    - ``fast``: Python functions only, through a PEP 523 frame evaluator
+      instead of the interpreter's events: much cheaper, counts as
+      ``cProfile.Profile(builtins=False)``; a C function's time is its
+      caller's own time.  ``builtins`` then defaults to False (True is a
+      ValueError) and ``coroutines`` must be ``"call"``.  Refused while
+      another frame evaluator is installed, or another fast profiler runs.
     """
 
-    def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
+    def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True):
+                 max_depth=128, gc=True, fast=False):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -167,7 +173,14 @@ class Profile(_fastprof.Profiler):
         if not timeunit >= 0.0:
             raise ValueError("timeunit must be >= 0, not %r" % (timeunit,))
         subcalls = check_bool("subcalls", subcalls)
-        builtins = check_bool("builtins", builtins)
+        fast = check_bool("fast", fast)
+        builtins = not fast if builtins is None else check_bool("builtins", builtins)
+        if fast and builtins:
+            raise ValueError("fast=True profiles Python functions only: "
+                             "builtins=True cannot be combined with it")
+        if fast and coroutines == "wall":
+            raise ValueError("fast=True supports coroutines='call' only "
+                             "(coroutines='wall' needs the default mode)")
         threads = check_bool("threads", threads)
         callpaths = check_bool("callpaths", callpaths)
         gc = check_bool("gc", gc)
@@ -176,12 +189,12 @@ class Profile(_fastprof.Profiler):
         check_max_depth("max_depth", max_depth)
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
-                         max_depth=max_depth, gc=gc)
+                         max_depth=max_depth, gc=gc, fast=fast)
         self._options = {
             "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
             "builtins": builtins, "threads": threads, "clock": clock,
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
-            "gc": gc,
+            "gc": gc, "fast": fast,
         }
         # id from threads() -> thread name, kept after the thread is gone
         self._thread_names = {}

@@ -38,7 +38,7 @@ PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {%s}] [--coroutines {%s}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] "
+         "[--max-depth N] [--no-builtins] [--fast] [--signal SIG [--idle]] "
          "(-m module | script.py | app.pyz | directory) [args ...]"
          % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
 
@@ -137,8 +137,13 @@ def build_parser():
                       ".pb.gz and --to gecko)")
     p.add_option("--max-depth", type="int", default=128, metavar="N",
                  help="with --callpaths, cut call paths deeper than N (default 128)")
-    p.add_option("--no-builtins", dest="builtins", action="store_false", default=True,
+    p.add_option("--no-builtins", dest="builtins", action="store_false", default=None,
                  help="do not profile C functions (len, list.append, ...)")
+    p.add_option("--fast", action="store_true", default=False,
+                 help="Python functions only, through a frame evaluator (PEP 523): "
+                      "much cheaper, counts as cProfile with builtins=False; C functions' "
+                      "time is their callers' own time (implies --no-builtins; "
+                      "--coroutines call only)")
     p.add_option("--min-percent", type="float", default=None, metavar="P",
                  help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
                       "of the total time into their callers (default 0.01; 0 keeps all)")
@@ -550,7 +555,7 @@ def main(argv=None):
     callpaths = options.callpaths or fmt in TREE_FORMATS
     prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
                    coroutines=options.coroutines, callpaths=callpaths,
-                   max_depth=options.max_depth, gc=options.gc)
+                   max_depth=options.max_depth, gc=options.gc, fast=options.fast)
     toggle = None
     if signum is not None:
         from fastprof.signal_toggle import SignalToggle
