@@ -244,6 +244,17 @@ static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
 #endif
 }
 
+/* Why fast=True is refused on this version, or undefined if it is not.
+ * 3.13 (checked on 3.13.0) specializes calls of Python classes
+ * (CALL_ALLOC_AND_ENTER_INIT) even while an evaluator is installed, and
+ * that instruction runs __init__ without it: those calls would be missed.
+ * 3.11, 3.12 and 3.14 check for an evaluator there. */
+#if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
+#define FPY_EVALFRAME_UNAVAILABLE                                                                     \
+    "fast=True is not available on Python 3.13: its specialized class calls run __init__ without "  \
+    "the frame evaluator, so those calls would be missed (use the default mode)"
+#endif
+
 /* Whether the evaluator's call of a frame of generator-like `code` only
  * makes the generator (its RETURN_GENERATOR, before any RESUME: no profile
  * event). 3.11+ runs that through the evaluator; before, the generator is

@@ -65,6 +65,12 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     int wall_coroutines = parse_choice("coroutines", coroutines, "call", "wall");
     if (cpu < 0 || wall_coroutines < 0)
         return -1;
+#ifdef FPY_EVALFRAME_UNAVAILABLE
+    if (fast) {
+        PyErr_SetString(PyExc_RuntimeError, FPY_EVALFRAME_UNAVAILABLE);
+        return -1;
+    }
+#endif
     if (fast && builtins == 1) {
         PyErr_SetString(PyExc_ValueError,
                         "fast=True profiles Python functions only: builtins=True cannot be combined with it");

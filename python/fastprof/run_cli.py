@@ -553,9 +553,13 @@ def main(argv=None):
 
     # formats that draw the call tree get exact call paths without asking
     callpaths = options.callpaths or fmt in TREE_FORMATS
-    prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
-                   coroutines=options.coroutines, callpaths=callpaths,
-                   max_depth=options.max_depth, gc=options.gc, fast=options.fast)
+    try:
+        prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
+                       coroutines=options.coroutines, callpaths=callpaths,
+                       max_depth=options.max_depth, gc=options.gc, fast=options.fast)
+    except (RuntimeError, ValueError) as exc:  # --fast where it is not available
+        cmdline.report(PROG, exc)
+        return 2
     toggle = None
     if signum is not None:
         from fastprof.signal_toggle import SignalToggle
