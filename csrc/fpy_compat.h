@@ -207,7 +207,8 @@ static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
  * checked fail to build: the frame layout and the calls below are private
  * and change without notice. */
 #if PY_VERSION_HEX >= 0x03100000
-#error "fastprof: the frame evaluator (fpy_compat.h) was checked on CPython 3.9-3.15 only; check it on this version"
+#error                                                                                                  \
+    "fastprof: the frame evaluator (fpy_compat.h) was checked on CPython 3.9-3.15 only; check it on this version"
 #endif
 #if PY_VERSION_HEX >= 0x030B0000
 typedef struct _PyInterpreterFrame fpy_eval_frame_t;
@@ -250,8 +251,8 @@ static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
  * that instruction runs __init__ without it: those calls would be missed.
  * 3.11, 3.12 and 3.14 check for an evaluator there. */
 #if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
-#define FPY_EVALFRAME_UNAVAILABLE                                                                     \
-    "fast=True is not available on Python 3.13: its specialized class calls run __init__ without "  \
+#define FPY_EVALFRAME_UNAVAILABLE                                                                       \
+    "fast=True is not available on Python 3.13: its specialized class calls run __init__ without "      \
     "the frame evaluator, so those calls would be missed (use the default mode)"
 #endif
 

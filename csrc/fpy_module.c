@@ -47,7 +47,7 @@ static int parse_choice(const char *what, const char *value, const char *a, cons
 static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"timer",      "timeunit",  "subcalls",  "builtins", "threads", "clock",
-                             "coroutines", "callpaths", "max_depth", "gc",       "fast", NULL};
+                             "coroutines", "callpaths", "max_depth", "gc",       "fast",    NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
     /* builtins: -1 when not given (fast=True then means False) */
@@ -72,13 +72,15 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     }
 #endif
     if (fast && builtins == 1) {
-        PyErr_SetString(PyExc_ValueError,
-                        "fast=True profiles Python functions only: builtins=True cannot be combined with it");
+        PyErr_SetString(
+            PyExc_ValueError,
+            "fast=True profiles Python functions only: builtins=True cannot be combined with it");
         return -1;
     }
     if (fast && wall_coroutines) {
-        PyErr_SetString(PyExc_ValueError,
-                        "fast=True supports coroutines='call' only (coroutines='wall' needs the default mode)");
+        PyErr_SetString(
+            PyExc_ValueError,
+            "fast=True supports coroutines='call' only (coroutines='wall' needs the default mode)");
         return -1;
     }
     if (builtins < 0)
@@ -458,9 +460,10 @@ static PyGetSetDef profiler_getset[] = {
 };
 
 static PyType_Slot profiler_slots[] = {
-    {Py_tp_doc, "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
-                "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False)\n--\n\n"
-                "The C profiler behind fastprof.Profile."},
+    {Py_tp_doc,
+     "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
+     "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False)\n--\n\n"
+     "The C profiler behind fastprof.Profile."},
     {Py_tp_new, (void *)profiler_new},
     {Py_tp_init, (void *)profiler_init},
     {Py_tp_dealloc, (void *)profiler_dealloc},

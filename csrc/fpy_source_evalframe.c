@@ -110,10 +110,11 @@ int fpy_evalframe_attach(fpy_profiler_t *p)
         return -1;
     }
     if (fpy_get_evaluator(interp) != _PyEval_EvalFrameDefault) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "fastprof: fast=True needs the interpreter's frame evaluator, but another tool "
-                        "(torch.compile, a debugger, ...) has installed its own; fastprof does not replace "
-                        "it (use the default mode)");
+        PyErr_SetString(
+            PyExc_RuntimeError,
+            "fastprof: fast=True needs the interpreter's frame evaluator, but another tool "
+            "(torch.compile, a debugger, ...) has installed its own; fastprof does not replace "
+            "it (use the default mode)");
         return -1;
     }
     p->fast_ts = NULL;

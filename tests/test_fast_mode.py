@@ -17,8 +17,8 @@
 import asyncio
 import gc
 import marshal
-import pstats
 import os
+import pstats
 import subprocess
 import sys
 import threading
@@ -28,9 +28,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cProfile  # noqa: E402
 
-import helpers  # noqa: E402
 import test_conformance as conf  # noqa: E402
 import test_timing as timing  # noqa: E402
+
+import helpers  # noqa: E402
 
 if helpers.USING_CPROFILE:
     pytest.skip("fast=True is fastprof's", allow_module_level=True)
@@ -359,7 +360,7 @@ def test_enable_inside_a_function_then_return():
     rows = {k[2]: v for k, v in stats.items()}
     assert rows["helper_leaf"][1] == 2
     assert "enabled_inside" not in rows
-    for key, (cc, nc, tt, ct, callers) in stats.items():
+    for key, (cc, nc, tt, ct, _callers) in stats.items():
         assert cc >= 0 and nc >= 0 and tt >= 0 and ct >= 0, key
 
 
