@@ -295,6 +295,17 @@ static inline void fpy_set_evaluator(PyInterpreterState *interp, _PyFrameEvalFun
     _PyInterpreterState_SetEvalFrameFunc(interp, f);
 }
 
+/* Whether the default evaluator is installed; installs it back. */
+static inline int fpy_evaluator_is_default(PyInterpreterState *interp)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(interp) == _PyEval_EvalFrameDefault;
+}
+
+static inline void fpy_set_default_evaluator(PyInterpreterState *interp)
+{
+    _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
+}
+
 /* Whether the thread is inside a trace/profile callback or fastprof's own
  * Python calls (PyThreadState_EnterTracing): its frames are not profiled. */
 static inline int fpy_thread_tracing(PyThreadState *ts)

@@ -109,7 +109,7 @@ int fpy_evalframe_attach(fpy_profiler_t *p)
                         "only one can be at a time");
         return -1;
     }
-    if (fpy_get_evaluator(interp) != _PyEval_EvalFrameDefault) {
+    if (!fpy_evaluator_is_default(interp)) {
         PyErr_SetString(
             PyExc_RuntimeError,
             "fastprof: fast=True needs the interpreter's frame evaluator, but another tool "
@@ -131,7 +131,7 @@ void fpy_evalframe_detach(fpy_profiler_t *p)
     /* restore the default only if the evaluator is still ours */
     PyInterpreterState *interp = PyInterpreterState_Get();
     if (fpy_get_evaluator(interp) == evaluate)
-        fpy_set_evaluator(interp, _PyEval_EvalFrameDefault);
+        fpy_set_default_evaluator(interp);
     active = NULL;
     active_epoch++;
 }
@@ -166,6 +166,6 @@ PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on)
     if (install)
         fpy_set_evaluator(interp, dummy_evaluate);
     else if (fpy_get_evaluator(interp) == dummy_evaluate)
-        fpy_set_evaluator(interp, _PyEval_EvalFrameDefault);
+        fpy_set_default_evaluator(interp);
     return PyBool_FromLong(fpy_get_evaluator(interp) == evaluate);
 }
