@@ -232,7 +232,13 @@ typedef struct {
  * holds it), or NULL if it has none. */
 static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
 {
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+    /* 3.12's frame starts with its code object (internal/pycore_frame.h,
+     * 3.12.1): read in place, which spares a call and two reference
+     * count writes per frame; PyCode_Check keeps it honest */
+    PyObject *code = *(PyObject **)frame;
+    return code && PyCode_Check(code) ? (PyCodeObject *)code : NULL;
+#elif PY_VERSION_HEX >= 0x030C0000
     PyObject *code = PyUnstable_InterpreterFrame_GetCode(frame);
     if (!code)
         return NULL;
@@ -353,7 +359,9 @@ static inline int fpy_thread_tracing(PyThreadState *ts)
  *                                  (its first eight fields copied:
  *                                  fpy_frame311_head); PyCodeObject.co_code_adaptive
  *                                  (cpython/code.h) there too;
- *                                  3.12-3.15 use PyUnstable_InterpreterFrame_GetCode
+ *   _PyInterpreterFrame.f_code     fpy_eval_frame_code, 3.12 only (the first
+ *                                  field); 3.13-3.15 use
+ *                                  PyUnstable_InterpreterFrame_GetCode
  *   PyThreadState.tracing          fpy_thread_tracing, 3.9-3.15 (cpython/pystate.h)
  * In C, used directly (fields of cpython/ headers, unchanged 3.9-3.15):
  *   PyThreadState.id, .thread_id, .interp (thread records and hooks);
