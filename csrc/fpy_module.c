@@ -17,6 +17,11 @@
  *  - fp_clock.c: the TSC rate once calibrated (the machine's), atomic.
  *  - fp_mem.c: the fault-injection counter (_mem_fail_after, testing
  *    only), atomic.
+ *  - fpy_source_evalframe.c: the fast profiler that the frame evaluator
+ *    feeds (`active`) and its attach count. The evaluator is a plain C
+ *    function the interpreter calls, with no object to carry it; fast
+ *    mode is refused outside the main interpreter, so the main GIL guards
+ *    both.
  *  - constant tables (event names, tool ids to try, method tables, type
  *    specs): never written.
  * sys.monitoring tool ids, gc.callbacks, the thread states walked on

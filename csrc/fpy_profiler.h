@@ -58,7 +58,6 @@ typedef struct fpy_profiler {
     int threads_all;     /* every thread, not only the enabling one */
     int coroutines_wall; /* generators: one call from start to finish */
     int gc;              /* record collections as <gc> (fpy_gc.c) */
-    int fast;            /* events from the frame evaluator (fpy_source_evalframe.c) */
     int enabled;
     uint64_t generation; /* bumped by enable/disable/clear: events that
                             straddle one (a custom timer can release the
@@ -77,11 +76,6 @@ typedef struct fpy_profiler {
     uint64_t cached_epoch;      /* fpy_os_threads_ended then */
     fp_thread_t *cached_thread; /* its record, NULL: not recorded */
 #endif
-    /* fast=True: the thread of the last event (fpy_source_evalframe.c),
-     * valid while `generation` is fast_generation */
-    PyThreadState *fast_ts;
-    uint64_t fast_ts_id, fast_generation;
-    fp_thread_t *fast_thread; /* its record, NULL: not recorded */
     /* fpy_gc.c: the callable in gc.callbacks while enabled, and the
      * collection being recorded (one at a time: collections never overlap) */
     PyObject *gc_callback;
@@ -111,6 +105,13 @@ typedef struct fpy_profiler {
      * thread that is between events may still hold it after disable() */
     PyObject *hooks;
 #endif
+    /* fast=True (fpy_source_evalframe.c), last so that the default mode's
+     * fields keep their places: the source, and the thread of the last
+     * frame, valid while `generation` is fast_generation */
+    int fast;
+    PyThreadState *fast_ts;
+    uint64_t fast_ts_id, fast_generation;
+    fp_thread_t *fast_thread; /* its record, NULL: not recorded */
 } fpy_profiler_t;
 
 /* Whether the frames of `code` are parked when they suspend: generators

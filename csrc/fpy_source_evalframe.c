@@ -30,9 +30,12 @@ static fp_thread_t *thread_of_slow(fpy_profiler_t *p, PyThreadState *ts)
     uint64_t id = ts->id;
     if (p->threads_all || id == p->owner_tid) {
         if (p->threads_all && !fp_thread_find(&p->core, id)) {
+            Py_INCREF(p); /* naming runs Python code, which may drop the last one */
             fpy_thread_started(p, id);
-            if (active != p)
-                return NULL; /* disabled meanwhile */
+            int gone = active != p; /* disabled meanwhile */
+            Py_DECREF(p);
+            if (gone)
+                return NULL;
         }
         t = fpy_thread_record(p, ts);
         if (!t)
@@ -56,21 +59,27 @@ FP_FORCE_INLINE fp_thread_t *thread_of(fpy_profiler_t *p, PyThreadState *ts)
 }
 
 /* The general paths run "tracing": a custom timer's Python code (or a
- * finalizer run by an allocation) is not profiled and cannot recurse. */
+ * finalizer run by an allocation) is not profiled and cannot recurse. The
+ * evaluator holds no reference to the profiler, so they take one: a timer
+ * may disable it and drop the last one. */
 static __attribute__((noinline)) void enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                                  PyThreadState *ts)
 {
+    Py_INCREF(p);
     PyThreadState_EnterTracing(ts);
     fpy_record_py_enter_slow(p, t, code, NULL, 0);
     PyThreadState_LeaveTracing(ts);
+    Py_DECREF(p);
 }
 
 static __attribute__((noinline)) void leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                                  PyThreadState *ts)
 {
+    Py_INCREF(p);
     PyThreadState_EnterTracing(ts);
     fpy_record_py_leave_slow(p, t, code, NULL, 0);
     PyThreadState_LeaveTracing(ts);
+    Py_DECREF(p);
 }
 
 static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwflag)

@@ -532,3 +532,23 @@ def test_cli_fast_with_wall_coroutines_is_a_usage_error(tmp_path):
                           timeout=120)
     assert proc.returncode == 2
     assert "--fast supports --coroutines call only" in proc.stderr
+
+
+def test_timer_that_disables_and_drops_the_profiler():
+    # the evaluator holds no reference to the profiler: the general path
+    # takes one, so this must not touch freed memory (the ASan run checks)
+    holder, n = {}, [0]
+
+    def timer():
+        n[0] += 1
+        if n[0] == 20:
+            prof = holder.pop("p")
+            prof.disable()
+        return float(n[0])
+
+    holder["p"] = fastprof.Profile(timer, fast=True, gc=False)
+    holder["p"].enable()
+    thread_work(50)
+    gc.collect()
+    assert "p" not in holder
+    assert _fastprof._test_set_dummy_evaluator(False) is False  # default restored
