@@ -181,6 +181,8 @@ def _make_profiler(mode, standin):
         import cProfile
         if mode == "fastprof-cpu":
             prof = cProfile.Profile(time.process_time)
+        elif mode == "fastprof-fast":
+            prof = cProfile.Profile(builtins=False)
         else:
             prof = cProfile.Profile()
         files = {os.path.abspath(cProfile.__file__)}
@@ -190,9 +192,9 @@ def _make_profiler(mode, standin):
         info = {"standin": True} if mode != "cprofile" else {}
         return prof.enable, prof.disable, stats_fn, info
 
-    if mode in ("fastprof", "fastprof-cpu"):
+    if mode in ("fastprof", "fastprof-cpu", "fastprof-fast"):
         import fastprof
-        kwargs = {"clock": "cpu"} if mode == "fastprof-cpu" else {}
+        kwargs = {"fastprof-cpu": {"clock": "cpu"}, "fastprof-fast": {"fast": True}}.get(mode, {})
         prof = fastprof.Profile(**kwargs)
         files = _package_files(fastprof)
 

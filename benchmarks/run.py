@@ -61,12 +61,14 @@ SCHEMA = "fastprof-bench/1"
 OPTIONAL_MODES = ["floor", "yappi", "pyinstrument"]
 CPU_MODE = "fastprof-cpu"
 CPU_MODE_WORKLOADS = ["fib"]
-ALL_MODES = ["none", "floor", "cprofile", "fastprof", CPU_MODE, "yappi", "pyinstrument"]
+FAST_MODE = "fastprof-fast"  # Profile(fast=True): Python functions only
+ALL_MODES = ["none", "floor", "cprofile", "fastprof", FAST_MODE, CPU_MODE, "yappi", "pyinstrument"]
 MODE_LABELS = {
     "none": "none",
     "floor": "floor (hook only)",
     "cprofile": "cProfile",
     "fastprof": "fastprof",
+    "fastprof-fast": "fastprof --fast",
     "fastprof-cpu": "fastprof clock=cpu",
     "yappi": "yappi (deterministic, wall)",
     "pyinstrument": "pyinstrument (sampling)",
@@ -357,6 +359,11 @@ def summarize(record, metric="wall"):
         out["worst_fraction"] = fractions[worst]
         out["worst_workload"] = worst
         out["ranked"] = sorted(fractions, key=fractions.get, reverse=True)
+    fast = [w["modes"][FAST_MODE]["slowdown"] for w in out["workloads"].values()
+            if "slowdown" in w["modes"].get(FAST_MODE, {})]
+    if fast:  # the goal of --fast: slowdown over the unprofiled run
+        out["fast_median_slowdown"] = statistics.median(fast)
+        out["fast_worst_slowdown"] = max(fast)
     if floor_fractions:
         out["median_floor_fraction"] = statistics.median(floor_fractions.values())
         out["worst_floor_fraction"] = max(floor_fractions.values())
@@ -433,6 +440,10 @@ def print_table(record, metric="wall", out=sys.stdout):
               % (100 * s["median_fraction"], 100 * s["worst_fraction"], s["worst_workload"],
                  ", ".join("%s %.0f%%" % (n, 100 * s["workloads"][n]["fraction"])
                            for n in s["ranked"])), file=out)
+    if "fast_median_slowdown" in s:
+        print("fastprof --fast slowdown over the unprofiled run: median %.2fx, worst %.2fx "
+              "(goal: <= 1.15x median, <= 2x worst)"
+              % (s["fast_median_slowdown"], s["fast_worst_slowdown"]), file=out)
     if "median_floor_fraction" in s:
         print("floor (a hook that only reads the clock) / cProfile added time: median %.0f%%, "
               "highest %.0f%%: no profiler fed by the same hooks costs less"

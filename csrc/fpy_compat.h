@@ -200,6 +200,125 @@ static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
 }
 #endif
 
+/* ---- the PEP 523 frame evaluator (fpy_source_evalframe.c, fast=True) ----
+ *
+ * The evaluator gets a PyFrameObject before 3.11, an interpreter frame
+ * (struct _PyInterpreterFrame, opaque) since. Versions after the last one
+ * checked fail to build: the frame layout and the calls below are private
+ * and change without notice. */
+#if PY_VERSION_HEX >= 0x03100000
+#error                                                                                                  \
+    "fastprof: the frame evaluator (fpy_compat.h) was checked on CPython 3.9-3.15 only; check it on this version"
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+typedef struct _PyInterpreterFrame fpy_eval_frame_t;
+#else
+typedef PyFrameObject fpy_eval_frame_t;
+#endif
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* 3.11's _PyInterpreterFrame up to prev_instr (internal/pycore_frame.h,
+ * 3.11.7). */
+typedef struct {
+    PyObject *f_func, *f_globals, *f_builtins, *f_locals;
+    PyCodeObject *f_code;
+    PyObject *frame_obj;
+    void *previous;
+    _Py_CODEUNIT *prev_instr;
+} fpy_frame311_head;
+#endif
+
+/* The code object of a frame given to the evaluator (borrowed: the frame
+ * holds it), or NULL if it has none. */
+static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
+{
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+    /* 3.12's frame starts with its code object (internal/pycore_frame.h,
+     * 3.12.1): read in place, which spares a call and two reference
+     * count writes per frame; PyCode_Check keeps it honest */
+    PyObject *code = *(PyObject **)frame;
+    return code && PyCode_Check(code) ? (PyCodeObject *)code : NULL;
+#elif PY_VERSION_HEX >= 0x030C0000
+    PyObject *code = PyUnstable_InterpreterFrame_GetCode(frame);
+    if (!code)
+        return NULL;
+    Py_DECREF(code);
+    return PyCode_Check(code) ? (PyCodeObject *)code : NULL;
+#elif PY_VERSION_HEX >= 0x030B0000
+    return ((fpy_frame311_head *)frame)->f_code;
+#else
+    return frame->f_code;
+#endif
+}
+
+/* Why fast=True is refused on this version, or undefined if it is not.
+ * 3.13 (checked on 3.13.0) specializes calls of Python classes
+ * (CALL_ALLOC_AND_ENTER_INIT) even while an evaluator is installed, and
+ * that instruction runs __init__ without it: those calls would be missed.
+ * 3.11, 3.12 and 3.14 check for an evaluator there. */
+#if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
+#define FPY_EVALFRAME_UNAVAILABLE                                                                       \
+    "fast=True is not available on Python 3.13: its specialized class calls run __init__ without "      \
+    "the frame evaluator, so those calls would be missed (use the default mode)"
+#endif
+
+/* Whether the evaluator's call of a frame of generator-like `code` only
+ * makes the generator (its RETURN_GENERATOR, before any RESUME: no profile
+ * event). 3.11+ runs that through the evaluator; before, the generator is
+ * made without it. The frame has not run any instruction yet: 3.11 and
+ * 3.12 point before the first one (lasti -1), 3.13+ at it (lasti 0); a
+ * made generator's frame is past RETURN_GENERATOR. */
+static inline int fpy_eval_frame_makes_generator(fpy_eval_frame_t *frame, PyCodeObject *code)
+{
+    if (!(code->co_flags & FPY_CO_SUSPENDABLE))
+        return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyUnstable_InterpreterFrame_GetLasti(frame) <= 0;
+#elif PY_VERSION_HEX >= 0x030C0000
+    return PyUnstable_InterpreterFrame_GetLasti(frame) < 0;
+#elif PY_VERSION_HEX >= 0x030B0000
+    return (char *)((fpy_frame311_head *)frame)->prev_instr < code->co_code_adaptive;
+#else
+    (void)frame;
+    return 0;
+#endif
+}
+
+/* The interpreter's default evaluator, and reading / setting the one
+ * installed (3.11+ stores the default as NULL; Get returns it anyway). */
+static inline PyObject *fpy_eval_default(PyThreadState *ts, fpy_eval_frame_t *frame, int throwflag)
+{
+    return _PyEval_EvalFrameDefault(ts, frame, throwflag);
+}
+
+static inline _PyFrameEvalFunction fpy_get_evaluator(PyInterpreterState *interp)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(interp);
+}
+
+static inline void fpy_set_evaluator(PyInterpreterState *interp, _PyFrameEvalFunction f)
+{
+    _PyInterpreterState_SetEvalFrameFunc(interp, f);
+}
+
+/* Whether the default evaluator is installed; installs it back. */
+static inline int fpy_evaluator_is_default(PyInterpreterState *interp)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(interp) == _PyEval_EvalFrameDefault;
+}
+
+static inline void fpy_set_default_evaluator(PyInterpreterState *interp)
+{
+    _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
+}
+
+/* Whether the thread is inside a trace/profile callback or fastprof's own
+ * Python calls (PyThreadState_EnterTracing): its frames are not profiled. */
+static inline int fpy_thread_tracing(PyThreadState *ts)
+{
+    return ts->tracing;
+}
+
 /* ==== Private CPython internals ========================================
  *
  * Everything fastprof uses that CPython does not promise to keep: names
@@ -229,6 +348,21 @@ static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
  *     .cframe->use_tracing (3.10),
  *     .c_tracefunc
  *   PyThreadState.native_thread_id fpy_native_thread_id, 3.11-3.15
+ *   _PyInterpreterState_GetEvalFrameFunc, fpy_get_evaluator / fpy_set_evaluator /
+ *     _PyInterpreterState_SetEvalFrameFunc, fpy_eval_default: the PEP 523 evaluator
+ *     _PyEval_EvalFrameDefault,    (fast=True); cpython/pystate.h and
+ *     _PyFrameEvalFunction         cpython/ceval.h, 3.9-3.15 (frame argument:
+ *                                  PyFrameObject 3.9-3.10, struct
+ *                                  _PyInterpreterFrame 3.11-3.15)
+ *   _PyInterpreterFrame.f_code,    fpy_eval_frame_code and
+ *     .prev_instr                  fpy_eval_frame_makes_generator, 3.11 only
+ *                                  (its first eight fields copied:
+ *                                  fpy_frame311_head); PyCodeObject.co_code_adaptive
+ *                                  (cpython/code.h) there too;
+ *   _PyInterpreterFrame.f_code     fpy_eval_frame_code, 3.12 only (the first
+ *                                  field); 3.13-3.15 use
+ *                                  PyUnstable_InterpreterFrame_GetCode
+ *   PyThreadState.tracing          fpy_thread_tracing, 3.9-3.15 (cpython/pystate.h)
  * In C, used directly (fields of cpython/ headers, unchanged 3.9-3.15):
  *   PyThreadState.id, .thread_id, .interp (thread records and hooks);
  *   PyCFunctionObject.m_ml, PyMethodDescrObject.d_method, PyDescr_TYPE

@@ -17,6 +17,11 @@
  *  - fp_clock.c: the TSC rate once calibrated (the machine's), atomic.
  *  - fp_mem.c: the fault-injection counter (_mem_fail_after, testing
  *    only), atomic.
+ *  - fpy_source_evalframe.c: the fast profiler that the frame evaluator
+ *    feeds (`active`) and its attach count. The evaluator is a plain C
+ *    function the interpreter calls, with no object to carry it; fast
+ *    mode is refused outside the main interpreter, so the main GIL guards
+ *    both.
  *  - constant tables (event names, tool ids to try, method tables, type
  *    specs): never written.
  * sys.monitoring tool ids, gc.callbacks, the thread states walked on
@@ -47,14 +52,15 @@ static int parse_choice(const char *what, const char *value, const char *a, cons
 static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"timer",      "timeunit",  "subcalls",  "builtins", "threads", "clock",
-                             "coroutines", "callpaths", "max_depth", "gc",       NULL};
+                             "coroutines", "callpaths", "max_depth", "gc",       "fast",    NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
-    int subcalls = 1, builtins = 1, threads = 0, callpaths = 0, max_depth = 128, gc = 0;
+    /* builtins: -1 when not given (fast=True then means False) */
+    int subcalls = 1, builtins = -1, threads = 0, callpaths = 0, max_depth = 128, gc = 0, fast = 0;
     const char *clock = "wall", *coroutines = "call";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspip", kwlist, &timer, &timeunit, &subcalls,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspipp", kwlist, &timer, &timeunit, &subcalls,
                                      &builtins, &threads, &clock, &coroutines, &callpaths, &max_depth,
-                                     &gc))
+                                     &gc, &fast))
         return -1;
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot re-initialise an enabled profiler");
@@ -64,6 +70,26 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     int wall_coroutines = parse_choice("coroutines", coroutines, "call", "wall");
     if (cpu < 0 || wall_coroutines < 0)
         return -1;
+#ifdef FPY_EVALFRAME_UNAVAILABLE
+    if (fast) {
+        PyErr_SetString(PyExc_RuntimeError, FPY_EVALFRAME_UNAVAILABLE);
+        return -1;
+    }
+#endif
+    if (fast && builtins == 1) {
+        PyErr_SetString(
+            PyExc_ValueError,
+            "fast=True profiles Python functions only: builtins=True cannot be combined with it");
+        return -1;
+    }
+    if (fast && wall_coroutines) {
+        PyErr_SetString(
+            PyExc_ValueError,
+            "fast=True supports coroutines='call' only (coroutines='wall' needs the default mode)");
+        return -1;
+    }
+    if (builtins < 0)
+        builtins = !fast;
     if (timer != Py_None && !PyCallable_Check(timer)) {
         PyErr_SetString(PyExc_TypeError, "timer must be callable or None");
         return -1;
@@ -94,6 +120,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     p->threads_all = threads;
     p->coroutines_wall = wall_coroutines;
     p->gc = gc;
+    p->fast = fast;
     fpy_thread_cache_reset(p);
     p->generation++;
     return 0;
@@ -156,12 +183,12 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
     p->failed = 0;
     p->generation++;
     p->enabled = 1;
-    if (fpy_source_attach(p) < 0) {
+    if (fpy_events_attach(p) < 0) {
         p->enabled = 0;
         return NULL;
     }
     if (fpy_gc_attach(p) < 0) {
-        fpy_source_detach(p);
+        fpy_events_detach(p);
         p->enabled = 0;
         return NULL;
     }
@@ -174,7 +201,7 @@ static void disable_and_flush(fpy_profiler_t *p)
     if (!p->enabled)
         return;
     fpy_gc_detach(p);
-    fpy_source_detach(p);
+    fpy_events_detach(p);
     p->enabled = 0;
     p->generation++;
     fp_time_t now = p->failed ? p->last_now : fpy_now(p);
@@ -206,7 +233,7 @@ static int stop_this_thread(fpy_profiler_t *p)
     /* no event of this thread is recorded from here on, so a custom timer
      * read below does not show up either */
     t->stopped = 1;
-    fpy_source_detach_thread(p, me);
+    fpy_events_detach_thread(p, me);
     fpy_thread_cache_reset(p);
     fp_thread_flush(&p->core, t, p->failed ? p->last_now : fpy_now(p));
     return 0;
@@ -385,7 +412,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
         p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
         fpy_gc_detach(p);
-        fpy_source_detach(p);
+        fpy_events_detach(p);
         p->enabled = 0;
     }
     fp_profiler_destroy(&p->core);
@@ -446,9 +473,10 @@ static PyGetSetDef profiler_getset[] = {
 };
 
 static PyType_Slot profiler_slots[] = {
-    {Py_tp_doc, "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
-                "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False)\n--\n\n"
-                "The C profiler behind fastprof.Profile."},
+    {Py_tp_doc,
+     "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
+     "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False)\n--\n\n"
+     "The C profiler behind fastprof.Profile."},
     {Py_tp_new, (void *)profiler_new},
     {Py_tp_init, (void *)profiler_init},
     {Py_tp_dealloc, (void *)profiler_dealloc},
@@ -510,6 +538,10 @@ static PyMethodDef module_methods[] = {
     {"_mem_fail_after", mem_fail_after, METH_O,
      "_mem_fail_after($module, n, /)\n--\n\n"
      "Testing only: let the next n core allocations succeed and fail the rest (n < 0: never fail)."},
+    {"_test_set_dummy_evaluator", fpy_test_set_dummy_evaluator, METH_O,
+     "_test_set_dummy_evaluator($module, on, /)\n--\n\n"
+     "Testing only: install (on) or remove a pass-through PEP 523 frame evaluator that is not "
+     "fastprof's, as another tool would."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -107,6 +107,13 @@ typedef struct fpy_profiler {
      * thread that is between events may still hold it after disable() */
     PyObject *hooks;
 #endif
+    /* fast=True (fpy_source_evalframe.c), last so that the default mode's
+     * fields keep their places: the source, and the thread of the last
+     * frame, valid while `generation` is fast_generation */
+    int fast;
+    PyThreadState *fast_ts;
+    uint64_t fast_ts_id, fast_generation;
+    fp_thread_t *fast_thread; /* its record, NULL: not recorded */
 } fpy_profiler_t;
 
 /* Whether the frames of `code` are parked when they suspend: generators
@@ -315,6 +322,44 @@ fp_thread_t *fpy_source_thread(fpy_profiler_t *p);
 /* Fills the source's part of the module state (its type, event flags);
  * called by each module instance's exec. */
 int fpy_source_module_init(PyObject *module, fpy_module_state *st);
+
+/* ---- fpy_source_evalframe.c: the PEP 523 source, fast=True ----
+ * The same four jobs as the fpy_source_* functions above; the fpy_events_*
+ * wrappers pick the profiler's source. */
+int fpy_evalframe_attach(fpy_profiler_t *p);
+void fpy_evalframe_detach(fpy_profiler_t *p);
+fp_thread_t *fpy_evalframe_thread(fpy_profiler_t *p);
+
+/* Module function _test_set_dummy_evaluator(on): test-only. */
+PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on);
+
+static inline int fpy_events_attach(fpy_profiler_t *p)
+{
+    return p->fast ? fpy_evalframe_attach(p) : fpy_source_attach(p);
+}
+
+static inline void fpy_events_detach(fpy_profiler_t *p)
+{
+    if (p->fast)
+        fpy_evalframe_detach(p);
+    else
+        fpy_source_detach(p);
+}
+
+/* The thread's record is marked stopped already: the evaluator sees that
+ * on its next lookup, once its cached thread is forgotten. */
+static inline void fpy_events_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
+{
+    if (p->fast)
+        p->fast_ts = NULL;
+    else
+        fpy_source_detach_thread(p, ts);
+}
+
+static inline fp_thread_t *fpy_events_thread(fpy_profiler_t *p)
+{
+    return p->fast ? fpy_evalframe_thread(p) : fpy_source_thread(p);
+}
 
 /* ---- fpy_gc.c: garbage collections as the pseudo-function <gc> ---- */
 

@@ -32,6 +32,8 @@ def check_run_options(options):
         arguments.check_max_depth("--max-depth", options.max_depth)
         if options.min_percent is not None:
             arguments.check_percent("--min-percent", options.min_percent)
+        if getattr(options, "fast", False) and options.coroutines == "wall":
+            raise ValueError("--fast supports --coroutines call only")
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 

@@ -126,9 +126,9 @@ def _sort_args(sort):
 
 
 class Profile(_fastprof.Profiler):
-    """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
+    """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True, lines=None, only=None)
+    max_depth=128, gc=True, lines=None, only=None, fast=False)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -160,11 +160,17 @@ class Profile(_fastprof.Profiler):
     - ``only``: function patterns (the same syntax): record only those
       functions, and the C functions they call directly; the time of calls
       into other Python code stays in the calling function's own time.
+    - ``fast``: Python functions only, through a PEP 523 frame evaluator
+      instead of the interpreter's events: much cheaper, counts as
+      ``cProfile.Profile(builtins=False)``; a C function's time is its
+      caller's own time.  ``builtins`` then defaults to False (True is a
+      ValueError) and ``coroutines`` must be ``"call"``.  Refused while
+      another frame evaluator is installed, or another fast profiler runs.
     """
 
-    def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=True, *,
+    def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True, lines=None, only=None):
+                 max_depth=128, gc=True, lines=None, only=None, fast=False):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -174,21 +180,33 @@ class Profile(_fastprof.Profiler):
         if not timeunit >= 0.0:
             raise ValueError("timeunit must be >= 0, not %r" % (timeunit,))
         subcalls = check_bool("subcalls", subcalls)
-        builtins = check_bool("builtins", builtins)
+        fast = check_bool("fast", fast)
+        builtins = not fast if builtins is None else check_bool("builtins", builtins)
+        if fast and builtins:
+            raise ValueError("fast=True profiles Python functions only: "
+                             "builtins=True cannot be combined with it")
+        if fast and coroutines == "wall":
+            raise ValueError("fast=True supports coroutines='call' only "
+                             "(coroutines='wall' needs the default mode)")
         threads = check_bool("threads", threads)
         callpaths = check_bool("callpaths", callpaths)
         gc = check_bool("gc", gc)
         check_choice("clock", clock, CLOCKS)
         check_choice("coroutines", coroutines, COROUTINE_MODES)
         check_max_depth("max_depth", max_depth)
+        if fast and (lines is not None or only is not None):
+            # the frame evaluator neither scopes its events nor starts the
+            # line recording: refused rather than silently ignored
+            raise ValueError("fast=True cannot be combined with %s= (not supported yet)"
+                             % ("lines" if lines is not None else "only"))
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
-                         max_depth=max_depth, gc=gc)
+                         max_depth=max_depth, gc=gc, fast=fast)
         self._options = {
             "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
             "builtins": builtins, "threads": threads, "clock": clock,
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
-            "gc": gc,
+            "gc": gc, "fast": fast,
         }
         # line-level profiling (line_profiling.py): started before the C
         # enable() and stopped after its disable(), so none of it is recorded

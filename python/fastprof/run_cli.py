@@ -38,7 +38,7 @@ PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {%s}] [--coroutines {%s}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] [--signal SIG [--idle]] [--subprocesses] "
+         "[--max-depth N] [--no-builtins] [--fast] [--signal SIG [--idle]] [--subprocesses] "
          "(-m module | script.py | app.pyz | directory) [args ...]"
          % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
 
@@ -139,8 +139,13 @@ def build_parser():
                       ".pb.gz and --to gecko)")
     p.add_option("--max-depth", type="int", default=128, metavar="N",
                  help="with --callpaths, cut call paths deeper than N (default 128)")
-    p.add_option("--no-builtins", dest="builtins", action="store_false", default=True,
+    p.add_option("--no-builtins", dest="builtins", action="store_false", default=None,
                  help="do not profile C functions (len, list.append, ...)")
+    p.add_option("--fast", action="store_true", default=False,
+                 help="Python functions only, through a frame evaluator (PEP 523): "
+                      "much cheaper, counts as cProfile with builtins=False; C functions' "
+                      "time is their callers' own time (implies --no-builtins; "
+                      "--coroutines call only)")
     p.add_option("--min-percent", type="float", default=None, metavar="P",
                  help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
                       "of the total time into their callers (default 0.01; 0 keeps all)")
@@ -642,11 +647,15 @@ def main(argv=None):
 
     # formats that draw the call tree get exact call paths without asking
     callpaths = options.callpaths or fmt in TREE_FORMATS
-    prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
-                   coroutines=options.coroutines, callpaths=callpaths,
-                   max_depth=options.max_depth, gc=options.gc,
-                   lines=options.lines if options.lines or line_keys else None,
-                   only=options.only or None)
+    try:
+        prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
+                       coroutines=options.coroutines, callpaths=callpaths,
+                       max_depth=options.max_depth, gc=options.gc,
+                       lines=options.lines if options.lines or line_keys else None,
+                       only=options.only or None, fast=options.fast)
+    except (RuntimeError, ValueError) as exc:  # --fast where it is not available
+        cmdline.report(PROG, exc)
+        return 2
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
             if not options.module and kind == "script" else None)

@@ -30,7 +30,13 @@ MODES = {
     "nosubcalls": ({"subcalls": False}, {}),
     "callpaths": ({}, {"callpaths": True}),
     "threads": ({}, {"threads": True}),
+    # fast=True (test_fast_mode.py): Python functions only, so the oracle
+    # is cProfile with builtins=False; run only when asked for by name
+    "fast": ({"builtins": False}, {"fast": True}),
+    "fast_callpaths": ({"builtins": False}, {"fast": True, "callpaths": True}),
+    "fast_threads": ({"builtins": False}, {"fast": True, "threads": True}),
 }
+FAST_MODES = [m for m in MODES if m.startswith("fast")]
 
 
 def test_class():
@@ -99,7 +105,7 @@ def entry_record(entry):
 
 def main():
     module_name, outfile = sys.argv[1], sys.argv[2]
-    modes = sys.argv[3].split(",") if len(sys.argv) > 3 else list(MODES)
+    modes = sys.argv[3].split(",") if len(sys.argv) > 3 else [m for m in MODES if m not in FAST_MODES]
     factory, fastprof_dir = test_class()
     module = importlib.import_module(module_name)
     module.main()  # warm-up: import-time work, re/functools caches, lazy imports

@@ -1,0 +1,180 @@
+/* Event source for fast=True, every version: a PEP 523 frame evaluator.
+ * The interpreter calls it for each Python frame it runs: a function's
+ * call, each resume of a generator or coroutine (also by throw()), so it
+ * records the enter, runs the default evaluator and records the leave
+ * (a return, a yield or an exception), with no event dispatch in between.
+ * Installing one makes 3.11+ stop inlining Python-to-Python calls, so
+ * every call comes through here. C functions are not seen: their time is
+ * their caller's own time.
+ *
+ * The frames already running at enable() keep the evaluator they started
+ * with: their returns are not seen (as for the frames running when the
+ * default mode is enabled, nothing is recorded for them). A leave is
+ * recorded only for an enter that was, in the same enable and generation.
+ */
+#include "fpy_record_fast.h"
+
+/* The profiler the evaluator feeds, and a count of attaches and detaches
+ * (an event checks it before touching its profiler again after running
+ * the frame, which may have disabled and freed it). Process-wide, like
+ * the evaluator the interpreter calls: fast mode is refused outside the
+ * main interpreter, so one GIL guards both. */
+static fpy_profiler_t *active;
+static uint64_t active_epoch;
+
+/* The record of thread state `ts` (a cache miss): NULL if its frames are
+ * not recorded. May run Python code (naming a new thread, as "tracing"). */
+static fp_thread_t *thread_of_slow(fpy_profiler_t *p, PyThreadState *ts)
+{
+    fp_thread_t *t = NULL;
+    uint64_t id = ts->id;
+    if (p->threads_all || id == p->owner_tid) {
+        if (p->threads_all && !fp_thread_find(&p->core, id)) {
+            Py_INCREF(p); /* naming runs Python code, which may drop the last one */
+            fpy_thread_started(p, id);
+            int gone = active != p; /* disabled meanwhile */
+            Py_DECREF(p);
+            if (gone)
+                return NULL;
+        }
+        t = fpy_thread_record(p, ts);
+        if (!t)
+            return NULL; /* out of memory: try again next frame */
+        if (t->stopped)
+            t = NULL; /* disable(this_thread=True) */
+    }
+    p->fast_ts = ts;
+    p->fast_ts_id = id;
+    p->fast_generation = p->generation;
+    p->fast_thread = t;
+    return t;
+}
+
+/* A thread state's address can be reused by a later thread: its id tells. */
+FP_FORCE_INLINE fp_thread_t *thread_of(fpy_profiler_t *p, PyThreadState *ts)
+{
+    if (ts == p->fast_ts && ts->id == p->fast_ts_id && p->generation == p->fast_generation)
+        return p->fast_thread;
+    return thread_of_slow(p, ts);
+}
+
+/* The general paths run "tracing": a custom timer's Python code (or a
+ * finalizer run by an allocation) is not profiled and cannot recurse. The
+ * evaluator holds no reference to the profiler, so they take one: a timer
+ * may disable it and drop the last one. */
+static __attribute__((noinline)) void enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                                                 PyThreadState *ts)
+{
+    Py_INCREF(p);
+    PyThreadState_EnterTracing(ts);
+    fpy_record_py_enter_slow(p, t, code, NULL, 0);
+    PyThreadState_LeaveTracing(ts);
+    Py_DECREF(p);
+}
+
+static __attribute__((noinline)) void leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
+                                                 PyThreadState *ts)
+{
+    Py_INCREF(p);
+    PyThreadState_EnterTracing(ts);
+    fpy_record_py_leave_slow(p, t, code, NULL, 0);
+    PyThreadState_LeaveTracing(ts);
+    Py_DECREF(p);
+}
+
+static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwflag)
+{
+    fpy_profiler_t *p = active;
+    if (!p || fpy_thread_tracing(ts))
+        return fpy_eval_default(ts, frame, throwflag);
+    PyCodeObject *code = fpy_eval_frame_code(frame);
+    fp_thread_t *t = code && !fpy_eval_frame_makes_generator(frame, code) ? thread_of(p, ts) : NULL;
+    if (!t)
+        return fpy_eval_default(ts, frame, throwflag);
+    uint64_t epoch = active_epoch;
+    uint64_t gen = p->generation;
+    fp_entry_t *e;
+    if (!(fpy_fast_ok(p) && (e = fp_entry_cached(t, code)) &&
+          fp_try_enter(&p->core, t, e, NULL, fp_tsc_read())))
+        enter_slow(p, t, code, ts);
+    PyObject *result = fpy_eval_default(ts, frame, throwflag);
+    /* p may be gone (disabled and freed) or cleared (t freed) meanwhile */
+    if (active_epoch == epoch && p->generation == gen &&
+        !(fpy_fast_ok(p) && fp_try_leave(t, code, NULL, fp_tsc_read())))
+        leave_slow(p, t, code, ts);
+    return result;
+}
+
+int fpy_evalframe_attach(fpy_profiler_t *p)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (interp != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: fast=True works in the main interpreter only");
+        return -1;
+    }
+    if (active) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "fastprof: another profiler is already enabled with fast=True; "
+                        "only one can be at a time");
+        return -1;
+    }
+    if (!fpy_evaluator_is_default(interp)) {
+        PyErr_SetString(
+            PyExc_RuntimeError,
+            "fastprof: fast=True needs the interpreter's frame evaluator, but another tool "
+            "(torch.compile, a debugger, ...) has installed its own; fastprof does not replace "
+            "it (use the default mode)");
+        return -1;
+    }
+    p->fast_ts = NULL;
+    active = p;
+    active_epoch++;
+    fpy_set_evaluator(interp, evaluate);
+    return 0;
+}
+
+void fpy_evalframe_detach(fpy_profiler_t *p)
+{
+    if (active != p)
+        return;
+    /* restore the default only if the evaluator is still ours */
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (fpy_get_evaluator(interp) == evaluate)
+        fpy_set_default_evaluator(interp);
+    active = NULL;
+    active_epoch++;
+}
+
+fp_thread_t *fpy_evalframe_thread(fpy_profiler_t *p)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (active != p)
+        return NULL;
+    if (ts == p->fast_ts && ts->id == p->fast_ts_id && p->generation == p->fast_generation)
+        return p->fast_thread;
+    if (!p->threads_all && ts->id != p->owner_tid)
+        return NULL;
+    fp_thread_t *t = fp_thread_find(&p->core, ts->id);
+    return t && !t->stopped ? t : NULL;
+}
+
+/* ---- test-only: another tool's evaluator ---- */
+
+static PyObject *dummy_evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwflag)
+{
+    return fpy_eval_default(ts, frame, throwflag);
+}
+
+PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on)
+{
+    (void)module;
+    int install = PyObject_IsTrue(on);
+    if (install < 0)
+        return NULL;
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (install)
+        fpy_set_evaluator(interp, dummy_evaluate);
+    else if (fpy_get_evaluator(interp) == dummy_evaluate)
+        fpy_set_default_evaluator(interp);
+    return PyBool_FromLong(fpy_get_evaluator(interp) == evaluate);
+}
