@@ -118,3 +118,11 @@ def test_cli_only(tmp_path):
     assert {k[2] for k in stats if k[0] != "~"} == {"<module>", "run"}
     r = run_python(["-m", "fastprof", "--only", "bad:", str(prog)], env=env)
     assert r.returncode == 2 and "--only: bad function pattern" in r.stderr
+
+
+@pytest.mark.parametrize("kw", ["lines", "only"])
+def test_fast_mode_refuses_lines_and_only(kw):
+    # the frame evaluator neither scopes its events nor records lines: a
+    # clear error, not a silently unscoped profile
+    with pytest.raises(ValueError, match="fast=True cannot be combined with %s=" % kw):
+        Profile(fast=True, **{kw: ["app"]})
