@@ -487,6 +487,8 @@ def _write_merged(data, options, fmt):
 
 
 def _check_patterns(option, patterns):
+    if not patterns:
+        return  # (func_patterns imports fnmatch: not without the option)
     from fastprof.func_patterns import parse_pattern
     for text in patterns:
         try:
