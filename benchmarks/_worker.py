@@ -70,6 +70,10 @@ def probe():
         ci = _clock_info(fastprof.Profile())
         if ci:
             info["fastprof"]["clock_info"] = ci
+        try:
+            fastprof.Profile(fast=True)
+        except (RuntimeError, ValueError, TypeError) as exc:  # e.g. 3.13: no fast mode
+            info["fast_error"] = "%s: %s" % (type(exc).__name__, exc)
     except Exception as exc:
         info["fastprof_error"] = "%s: %s" % (type(exc).__name__, exc)
     try:

@@ -200,20 +200,35 @@ POOL = textwrap.dedent("""\
     if __name__ == "__main__":
         with multiprocessing.get_context(sys.argv[1]).Pool(2) as pool:
             assert pool.map(f_task, range(10), chunksize=1) == list(range(10))
-        # leaving the with block terminates the workers (SIGTERM)
+            if sys.argv[2] == "join":
+                pool.close()
+                pool.join()
+        # leaving the with block terminates the workers still there (SIGTERM)
 """)
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_pool_workers_ended_by_terminate(tmp_path, method):
+def test_pool_workers_closed_and_joined_are_merged(tmp_path, method):
     prog = write_program(tmp_path, POOL)
     out = tmp_path / "out.prof"
-    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, method], tmp_path)
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, method, "join"], tmp_path)
     assert r.returncode == 0, r.stderr
-    # every task's call is there (a worker still starting when the pool is
-    # terminated has done none: how many workers are merged is timing)
     assert "merged " in r.stderr
     assert calls_by_name(load_profile(str(out)).stats, {"f_task"}) == {"f_task": 10}
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_pool_workers_terminated_lose_only_their_own(tmp_path, method):
+    # Pool.terminate() kills the workers (SIGTERM) as without fastprof:
+    # their profiles are lost, the run and the parent's profile are not
+    prog = write_program(tmp_path, POOL)
+    out = tmp_path / "out.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, method, "terminate"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    stats = load_profile(str(out)).stats
+    # the parent's own calls are there
+    assert [k for k in stats if k[2] == "map" and k[0].endswith("pool.py")], sorted(stats)[:20]
+    assert calls_by_name(stats, {"f_task"}).get("f_task", 0) <= 10
 
 
 def test_without_the_option_children_are_not_counted(tmp_path):

@@ -259,6 +259,8 @@ def top_functions(path, n):
     from .names import is_builtin
     from .profile_file import load_profile
     stats = load_profile(path).stats
-    keys = [k for k in stats if not is_builtin(k)]
+    # functions: not C functions, nor module bodies (run once, before any
+    # pattern could match them)
+    keys = [k for k in stats if not is_builtin(k) and k[2] != "<module>"]
     keys.sort(key=lambda k: -stats[k][2])
     return keys[:n]

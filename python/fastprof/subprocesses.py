@@ -21,8 +21,11 @@ nothing of the parent is counted twice.
 Each child writes ``DIR/PID.prof`` (atomically: a temporary name, then
 ``os.replace``) when it ends: at exit (atexit), or, for multiprocessing
 workers, which end with ``os._exit`` after their ``Process._bootstrap``,
-when that returns; on SIGTERM (``Pool.terminate()``) before dying of it.
-A child killed before it writes loses its own profile only.  At the
+when that returns.  A child killed before it writes (SIGKILL, SIGTERM from
+``Pool.terminate()``, so leaving ``with Pool()``) loses its own profile only:
+writing from a signal handler at an arbitrary point of a forked worker is
+not safe (it hung a CI run once), so a killed child dies as it would
+without fastprof.  At the
 parent's end :meth:`Follower.finish` sums the files into the parent's
 profile (merge.ProfileSum, one file at a time) and removes DIR.
 
@@ -245,7 +248,6 @@ def start_child(cfg):
     os.register_at_fork(after_in_child=_after_fork)
     atexit.register(_write_child_profile)
     if not _is_helper():
-        _write_on_sigterm()
         _state.prof = _new_profiler(cfg)
         _state.prof.enable()
 
@@ -270,31 +272,8 @@ def _after_fork():
     state.pid = os.getpid()
     state.written = False
     _patch_multiprocessing()
-    _write_on_sigterm()
     state.prof = _new_profiler(state.cfg)
     state.prof.enable()
-
-
-def _write_on_sigterm():
-    """multiprocessing.Pool.terminate() (so ``with Pool() as pool:``) ends
-    its workers with SIGTERM: where SIGTERM still kills the process, write
-    the profile first, then die of it as before (same exit status)."""
-    import signal
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError, AttributeError):
-        pass
-
-
-def _on_sigterm(signum, frame):
-    import signal
-    _write_child_profile()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
 
 
 def _patch_multiprocessing():
