@@ -261,6 +261,7 @@ def cmd_view(args) -> int:
         about = view.threads_line(data)
         if about:
             lines.append(about)
+    lines.extend(view.mode_notes(data))
     hint = view.clock_hint(shown, data.clock)
     if hint:
         lines.append(hint)

@@ -140,6 +140,9 @@ class ProfileSum:
         self._qualnames: Dict[FuncKey, List[str]] = {}
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
+        # the inputs' only= patterns (None: unscoped) and fast flags
+        self._scopes: Set[Optional[Tuple[str, ...]]] = set()
+        self._fast: Set[bool] = set()
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
@@ -163,6 +166,8 @@ class ProfileSum:
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
         self.clocks.add(p.clock)
+        self._scopes.add(tuple(p.only) if p.only is not None else None)
+        self._fast.add(p.fast)
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
             for i, t in self._threads:
@@ -192,6 +197,10 @@ class ProfileSum:
         data.lines = self._lines
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
+        # what the sum leaves out is said only if every input left it out
+        if None not in self._scopes:
+            data.only = sorted({p for scope in self._scopes for p in scope})
+        data.fast = self._fast == {True}
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id

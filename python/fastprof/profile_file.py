@@ -22,11 +22,19 @@ Trailer (a plain dict; only marshal-able values)::
       ],
       "qualnames": [(file, line, name, qualname), ...],   # optional
       "lines": {(file, line, name): {lineno: (hits, seconds)}},  # optional
+      "only": [pattern, ...],                             # optional
+      "fast": True,                                       # optional
     }
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
 function's exit, callees included).
+
+``only`` (``--only``, ``Profile(only=...)``): the patterns the profile was
+scoped to; calls into other Python code are in their callers' own time.
+``fast`` (``--fast``, ``Profile(fast=True)``): Python functions only; C
+functions' time is in their callers' own time.  Both are there so a viewer
+of the file can say what it leaves out.
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -90,10 +98,13 @@ class ProfileData:
     qualnames: Dict[FuncKey, str] = field(default_factory=dict)
     # pstats key -> {lineno: (hits, seconds)} (line-level profiling)
     lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = field(default_factory=dict)
+    # the only= patterns it was scoped to, and whether it was fast mode
+    only: Optional[List[str]] = None
+    fast: bool = False
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
-                and not self.lines:
+                and not self.lines and self.only is None and not self.fast:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -107,6 +118,10 @@ class ProfileData:
         if self.lines:
             out["lines"] = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
                             for k, v in self.lines.items()}
+        if self.only is not None:
+            out["only"] = [str(p) for p in self.only]
+        if self.fast:
+            out["fast"] = True
         return out
 
 
@@ -154,6 +169,9 @@ def load_profile(path) -> ProfileData:
         data.qualnames = {(f, line, name): str(q) for f, line, name, q in trailer.get("qualnames", ())}
         data.lines = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
                       for k, v in trailer.get("lines", {}).items()}
+        if "only" in trailer:
+            data.only = [str(p) for p in trailer["only"]]
+        data.fast = bool(trailer.get("fast", False))
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

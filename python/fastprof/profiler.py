@@ -281,8 +281,8 @@ class Profile(_fastprof.Profiler):
         """One line saying what ``only=`` left out, or None without it."""
         if self._only is None:
             return None
-        return ("Only %s: calls into other Python code are not recorded; their time "
-                "is in the calling function's own time" % ", ".join(self._only.texts))
+        from .view import scope_note
+        return scope_note(self._only.texts)
 
     def unmatched_line_patterns(self):
         """The ``lines=`` patterns that named no function that ran."""
@@ -468,13 +468,16 @@ class Profile(_fastprof.Profiler):
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(self.callpaths())
             data.lines = self.line_stats()
+            data.only = self._options.get("only")
+            data.fast = self._options["fast"]
             return data
         self._disable()
         tid = self._thread_id(thread)
         from .names import qualnames_of
         entries = self.getstats(tid)
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
-                           qualnames=qualnames_of(e.code for e in entries))
+                           qualnames=qualnames_of(e.code for e in entries),
+                           only=self._options.get("only"), fast=self._options["fast"])
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data

@@ -415,6 +415,25 @@ _WAITING = re.compile(
 WAITING_SHARE = 0.5
 
 
+def scope_note(patterns: Sequence[str]) -> str:
+    """What a profile scoped to *patterns* (``--only``) leaves out."""
+    return ("Only %s: calls into other Python code are not recorded; their time "
+            "is in the calling function's own time" % ", ".join(patterns))
+
+
+FAST_NOTE = ("Fast mode: Python functions only; the time of C functions "
+             "(builtins, methods of C types) is in their callers' own time")
+
+
+def mode_notes(data: ProfileData) -> List[str]:
+    """One line for each way *data* was recorded that leaves something out
+    (``--only``, ``--fast``), so a reader of the file knows."""
+    notes = [scope_note(data.only)] if data.only is not None else []
+    if data.fast:
+        notes.append(FAST_NOTE)
+    return notes
+
+
 def waiting_time(stats: Dict[FuncKey, tuple]) -> float:
     """The tottime of the known blocking C functions (lock acquire, sleep,
     select/poll, socket accept/recv, waitpid, queue get)."""

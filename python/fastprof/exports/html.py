@@ -237,6 +237,8 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
         "clock": data.clock,
+        "only": data.only,
+        "fast": data.fast,
         "functions": functions,
         "views": views,
         "sources": sources,

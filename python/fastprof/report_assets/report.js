@@ -92,6 +92,8 @@
     add('calls', fmtInt(VIEW.total_calls) + (VIEW.primitive_calls !== VIEW.total_calls ?
         ' (' + fmtInt(VIEW.primitive_calls) + ' primitive)' : ''));
     if (D.clock) add('clock', D.clock);
+    if (D.only) add('only', D.only.join(', '), "calls into other Python code are not recorded; their time is in the calling function's own time");
+    if (D.fast) add('mode', 'fast', "Python functions only; the time of C functions is in their callers' own time");
     if (VIEW.threads) add('threads', fmtInt(VIEW.threads));
     add('written', D.created);
   }
