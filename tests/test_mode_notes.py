@@ -2,21 +2,16 @@
 (other Python code; C functions): the file says so in its trailer, and
 ``fastprof view``, the HTML report and ``fastprof merge`` pass it on, so a
 reader of the file later is told what is missing."""
-import os
-import sys
-
+import only_app
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import helpers  # noqa: E402
-import only_app  # noqa: E402
+from fastprof import Profile
+from fastprof.exports.html import report_data
+from fastprof.merge import merge_profiles
+from fastprof.profile_file import load_profile
+from helpers import USING_CPROFILE, cli_env, run_python
 
-pytestmark = pytest.mark.skipif(helpers.USING_CPROFILE, reason="fastprof-only feature")
-
-from fastprof import Profile  # noqa: E402
-from fastprof.exports.html import report_data  # noqa: E402
-from fastprof.merge import merge_profiles  # noqa: E402
-from fastprof.profile_file import load_profile  # noqa: E402
+pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
 
 
 def fast_available():
@@ -35,7 +30,7 @@ def write(path, **options):
 
 
 def view(path):
-    proc = helpers.run_python(["-m", "fastprof.cli", "view", path], env=helpers.cli_env())
+    proc = run_python(["-m", "fastprof.cli", "view", path], env=cli_env())
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
 
