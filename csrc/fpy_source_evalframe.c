@@ -130,6 +130,7 @@ int fpy_evalframe_attach(fpy_profiler_t *p)
     active = p;
     active_epoch++;
     fpy_set_evaluator(interp, evaluate);
+    fpy_evaluator_allow_specialization(interp, 1); /* calls still come here: fpy_compat.h */
     return 0;
 }
 
@@ -139,8 +140,10 @@ void fpy_evalframe_detach(fpy_profiler_t *p)
         return;
     /* restore the default only if the evaluator is still ours */
     PyInterpreterState *interp = PyInterpreterState_Get();
-    if (fpy_get_evaluator(interp) == evaluate)
+    if (fpy_get_evaluator(interp) == evaluate) {
         fpy_set_default_evaluator(interp);
+        fpy_evaluator_allow_specialization(interp, 0); /* the interpreter's default */
+    }
     active = NULL;
     active_epoch++;
 }
@@ -172,9 +175,13 @@ PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on)
     if (install < 0)
         return NULL;
     PyInterpreterState *interp = PyInterpreterState_Get();
-    if (install)
+    /* specializing as under fastprof's: the pass-through cost compares */
+    if (install) {
         fpy_set_evaluator(interp, dummy_evaluate);
-    else if (fpy_get_evaluator(interp) == dummy_evaluate)
+        fpy_evaluator_allow_specialization(interp, 1);
+    } else if (fpy_get_evaluator(interp) == dummy_evaluate) {
         fpy_set_default_evaluator(interp);
+        fpy_evaluator_allow_specialization(interp, 0);
+    }
     return PyBool_FromLong(fpy_get_evaluator(interp) == evaluate);
 }
