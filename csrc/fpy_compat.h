@@ -264,7 +264,8 @@ static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
 #if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
 #define FPY_EVALFRAME_UNAVAILABLE                                                                       \
     "fast=True is not available on Python 3.13: its specialized class calls run __init__ without "      \
-    "the frame evaluator, so those calls would be missed (use the default mode)"
+    "the frame evaluator, so those calls would be missed (no 3.13 release fixes it; use the "           \
+    "default mode, or Python 3.14+)"
 #endif
 
 /* 3.15 (gh-146031, checked on 3.15.2): an evaluator may let the
