@@ -269,11 +269,12 @@ static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
 #endif
 
 /* 3.15 (gh-146031, checked on 3.15.2): an evaluator may let the
- * specializer keep specializing while it is installed (otherwise 3.15
- * specializes nothing then: attribute loads, operators, globals stay
- * generic). The default loop still deoptimizes the specialized calls that
- * would push a Python frame in place (their _CHECK_PEP_523), so every
- * Python call still comes through the evaluator:
+ * specializer keep specializing Python calls while it is installed
+ * (otherwise their call sites stay generic CALL). The default loop still
+ * deoptimizes the specialized calls that would push a Python frame in
+ * place (their _CHECK_PEP_523), so every Python call still comes through
+ * the evaluator (and nothing is gained: docs/performance.md, "Fast mode:
+ * where the cost comes from"):
  * _PyInterpreterState_SetEvalFrameAllowSpecialization, called after the
  * evaluator is installed (installing one resets it). Before 3.15 a no-op. */
 #if PY_VERSION_HEX >= 0x030F0000
