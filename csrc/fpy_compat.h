@@ -252,15 +252,45 @@ static inline PyCodeObject *fpy_eval_frame_code(fpy_eval_frame_t *frame)
 }
 
 /* Why fast=True is refused on this version, or undefined if it is not.
- * 3.13 (checked on 3.13.0) specializes calls of Python classes
- * (CALL_ALLOC_AND_ENTER_INIT) even while an evaluator is installed, and
- * that instruction runs __init__ without it: those calls would be missed.
- * 3.11, 3.12 and 3.14 check for an evaluator there. */
+ * 3.13 specializes calls of Python classes (CALL_ALLOC_AND_ENTER_INIT)
+ * even while an evaluator is installed, and that instruction runs
+ * __init__ without it: those calls would be missed. No 3.13 release
+ * fixed it: checked on 3.13.0 and 3.13.18 (an evaluator sees 1 of 400
+ * __init__ calls: the one before the call site specialized). 3.14 added
+ * the check (_CHECK_PEP_523) when it split the instruction into micro-ops
+ * (gh-118093, a 3.14 feature, not backported); 3.11 and 3.12 have no such
+ * instruction. tests/test_fast_mode_availability.py checks this gate
+ * against the interpreter itself. */
 #if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
 #define FPY_EVALFRAME_UNAVAILABLE                                                                       \
     "fast=True is not available on Python 3.13: its specialized class calls run __init__ without "      \
-    "the frame evaluator, so those calls would be missed (use the default mode)"
+    "the frame evaluator, so those calls would be missed (no 3.13 release fixes it; use the "           \
+    "default mode, or Python 3.14+)"
 #endif
+
+/* 3.15 (gh-146031, checked on 3.15.2): an evaluator may let the
+ * specializer keep specializing Python calls while it is installed
+ * (otherwise their call sites stay generic CALL). The default loop still
+ * deoptimizes the specialized calls that would push a Python frame in
+ * place (their _CHECK_PEP_523), so every Python call still comes through
+ * the evaluator (and nothing is gained: docs/performance.md, "Fast mode:
+ * where the cost comes from"):
+ * _PyInterpreterState_SetEvalFrameAllowSpecialization, called after the
+ * evaluator is installed (installing one resets it). Before 3.15 a no-op. */
+#if PY_VERSION_HEX >= 0x030F0000
+#define FPY_EVALFRAME_KEEPS_SPECIALIZATION 1
+#else
+#define FPY_EVALFRAME_KEEPS_SPECIALIZATION 0
+#endif
+static inline void fpy_evaluator_allow_specialization(PyInterpreterState *interp, int allow)
+{
+#if FPY_EVALFRAME_KEEPS_SPECIALIZATION
+    _PyInterpreterState_SetEvalFrameAllowSpecialization(interp, allow);
+#else
+    (void)interp;
+    (void)allow;
+#endif
+}
 
 /* Whether the evaluator's call of a frame of generator-like `code` only
  * makes the generator (its RETURN_GENERATOR, before any RESUME: no profile
@@ -363,6 +393,9 @@ static inline int fpy_thread_tracing(PyThreadState *ts)
  *                                  field); 3.13-3.15 use
  *                                  PyUnstable_InterpreterFrame_GetCode
  *   PyThreadState.tracing          fpy_thread_tracing, 3.9-3.15 (cpython/pystate.h)
+ *   _PyInterpreterState_SetEvalFrameAllowSpecialization,
+ *                                  fpy_evaluator_allow_specialization, 3.15
+ *                                  (cpython/pystate.h, checked on 3.15.2)
  * In C, used directly (fields of cpython/ headers, unchanged 3.9-3.15):
  *   PyThreadState.id, .thread_id, .interp (thread records and hooks);
  *   PyCFunctionObject.m_ml, PyMethodDescrObject.d_method, PyDescr_TYPE

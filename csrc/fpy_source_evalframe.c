@@ -58,26 +58,20 @@ FP_FORCE_INLINE fp_thread_t *thread_of(fpy_profiler_t *p, PyThreadState *ts)
     return thread_of_slow(p, ts);
 }
 
-/* The general paths run "tracing": a custom timer's Python code (or a
- * finalizer run by an allocation) is not profiled and cannot recurse. The
- * evaluator holds no reference to the profiler, so they take one: a timer
- * may disable it and drop the last one. */
-static __attribute__((noinline)) void enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                                                 PyThreadState *ts)
-{
-    Py_INCREF(p);
-    PyThreadState_EnterTracing(ts);
-    fpy_record_py_enter_slow(p, t, code, NULL, 0);
-    PyThreadState_LeaveTracing(ts);
-    Py_DECREF(p);
-}
+/* The general paths (fpy_record_py_enter_slow / _leave_slow) run
+ * "tracing": a custom timer's Python code (or a finalizer run by an
+ * allocation) is not profiled and cannot recurse. The evaluator holds no
+ * reference to the profiler, so they take one: a timer may disable it and
+ * drop the last one. */
+typedef void (*record_slow_t)(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code, const void *frame,
+                              int flag);
 
-static __attribute__((noinline)) void leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
-                                                 PyThreadState *ts)
+static __attribute__((noinline)) void record_slow(record_slow_t record, fpy_profiler_t *p,
+                                                  fp_thread_t *t, PyCodeObject *code, PyThreadState *ts)
 {
     Py_INCREF(p);
     PyThreadState_EnterTracing(ts);
-    fpy_record_py_leave_slow(p, t, code, NULL, 0);
+    record(p, t, code, NULL, 0);
     PyThreadState_LeaveTracing(ts);
     Py_DECREF(p);
 }
@@ -96,12 +90,12 @@ static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwf
     fp_entry_t *e;
     if (!(fpy_fast_ok(p) && (e = fp_entry_cached(t, code)) &&
           fp_try_enter(&p->core, t, e, NULL, fp_tsc_read())))
-        enter_slow(p, t, code, ts);
+        record_slow(fpy_record_py_enter_slow, p, t, code, ts);
     PyObject *result = fpy_eval_default(ts, frame, throwflag);
     /* p may be gone (disabled and freed) or cleared (t freed) meanwhile */
     if (active_epoch == epoch && p->generation == gen &&
         !(fpy_fast_ok(p) && fp_try_leave(t, code, NULL, fp_tsc_read())))
-        leave_slow(p, t, code, ts);
+        record_slow(fpy_record_py_leave_slow, p, t, code, ts);
     return result;
 }
 
@@ -130,6 +124,7 @@ int fpy_evalframe_attach(fpy_profiler_t *p)
     active = p;
     active_epoch++;
     fpy_set_evaluator(interp, evaluate);
+    fpy_evaluator_allow_specialization(interp, 1); /* calls still come here: fpy_compat.h */
     return 0;
 }
 
@@ -139,8 +134,10 @@ void fpy_evalframe_detach(fpy_profiler_t *p)
         return;
     /* restore the default only if the evaluator is still ours */
     PyInterpreterState *interp = PyInterpreterState_Get();
-    if (fpy_get_evaluator(interp) == evaluate)
+    if (fpy_get_evaluator(interp) == evaluate) {
         fpy_set_default_evaluator(interp);
+        fpy_evaluator_allow_specialization(interp, 0); /* the interpreter's default */
+    }
     active = NULL;
     active_epoch++;
 }
@@ -172,9 +169,13 @@ PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on)
     if (install < 0)
         return NULL;
     PyInterpreterState *interp = PyInterpreterState_Get();
-    if (install)
+    /* specializing as under fastprof's: the pass-through cost compares */
+    if (install) {
         fpy_set_evaluator(interp, dummy_evaluate);
-    else if (fpy_get_evaluator(interp) == dummy_evaluate)
+        fpy_evaluator_allow_specialization(interp, 1);
+    } else if (fpy_get_evaluator(interp) == dummy_evaluate) {
         fpy_set_default_evaluator(interp);
+        fpy_evaluator_allow_specialization(interp, 0);
+    }
     return PyBool_FromLong(fpy_get_evaluator(interp) == evaluate);
 }

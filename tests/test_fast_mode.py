@@ -190,6 +190,55 @@ async def coro_main():
     return sum(await asyncio.gather(*(coro_leaf(i) for i in range(5))))
 
 
+class Point:
+    def __init__(self, x, y=0):
+        self.x, self.y = x, y
+
+    def norm(self):
+        return abs(self.x) + abs(self.y)
+
+    @property
+    def twice(self):
+        return 2 * self.x
+
+    def __getitem__(self, i):
+        return self.x + i
+
+
+class Watched:
+    def __getattribute__(self, name):
+        return name
+
+
+def kw_leaf(a, b=1, *rest, c=2):
+    return a + b + c + len(rest)
+
+
+def gen_range(n):
+    yield from range(n)
+
+
+def gen_delegate(n):
+    yield from gen_range(n)
+
+
+def specialized_calls_program():
+    """Every kind of call site 3.11+ specializes into pushing the callee's
+    frame in place (3.15's opt-in keeps them specialized under fastprof's
+    evaluator, which must still see each call), each hot enough to
+    specialize."""
+    total = 0
+    for i in range(100):
+        p = Point(i)                       # class call: __init__
+        total += p.norm()                  # bound method
+        total += p.twice + p[i]            # property, __getitem__
+        total += kw_leaf(i) + kw_leaf(i, c=3) + kw_leaf(*(i, 2, 3))
+        total += len(Watched().anything)   # __getattribute__
+        for v in gen_delegate(3):          # generator resumes, yield from
+            total += v
+    return total
+
+
 def generator_program():
     list(gen_simple())
     it = gen_guarded()
@@ -222,7 +271,8 @@ def coroutine_program():
     asyncio.run(coro_main())
 
 
-@pytest.mark.parametrize("program", [generator_program, exception_program, coroutine_program],
+@pytest.mark.parametrize("program", [generator_program, exception_program, coroutine_program,
+                                     specialized_calls_program],
                          ids=lambda f: f.__name__)
 def test_same_counts_as_cprofile(program):
     program()  # warm-up: imports, caches
