@@ -147,13 +147,17 @@ def build_parser():
     p = sub.add_parser(
         "diff", help="compare two profiles: what got slower or faster",
         description="Compare two profiles of the same program: the functions whose tottime, "
-                    "cumtime or call count changed most, with absolute and relative change.")
+                    "cumtime or call count changed most, with absolute and relative change. "
+                    "Functions with line stats (--lines) in both profiles also get their changed "
+                    "lines: hits changed, or time beyond the same noise, biggest time change "
+                    "first, with the source line.")
     p.add_argument("base", metavar="BASE", help="the profile before")
     p.add_argument("new", metavar="NEW", help="the profile after")
     p.add_argument("-s", "--sort", type=_type(_diff_metric), default="tottime", metavar="METRIC",
                    help="rank by the change of this: tottime, cumtime or calls (default: tottime)")
     p.add_argument("-n", "--limit", type=_positive_or_zero, default=20, metavar="N",
-                   help="show the first N functions (default 20; 0 = all)")
+                   help="show the first N functions, and of line stats the first N functions "
+                        "and N lines of each (default 20; 0 = all)")
     p.add_argument("--threshold", type=_type(_diff_threshold), default=10.0, metavar="PERCENT",
                    help="a time that moved by at most PERCENT of its base value is noise "
                         "(default 10; 0: any change counts). Changed call counts always count")
