@@ -16,14 +16,25 @@ HOT_MARK = ">>"
 HOTTEST = 3
 
 
+def function_total(table: LineTable, cumtime: Optional[float] = None) -> float:
+    """What a line's percent is of: the function's cumtime when known, else
+    the sum of its line times."""
+    return cumtime if cumtime else sum(t for _h, t in table.values())
+
+
+def hottest(table: LineTable) -> List[int]:
+    """The HOTTEST lines with the most time (none without time), hottest first."""
+    return sorted((ln for ln, (_h, t) in table.items() if t > 0),
+                  key=lambda ln: (-table[ln][1], ln))[:HOTTEST]
+
+
 def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = None,
                      qualname: Optional[str] = None, micro: str = "\u00b5") -> List[str]:
     """The listing of one function.  The percentages are of *cumtime* (the
     function's cumtime from the pstats table) when known, else of the sum of
     its line times."""
-    total = cumtime if cumtime else sum(t for _h, t in table.values())
-    hot = sorted((ln for ln, (_h, t) in table.items() if t > 0),
-                 key=lambda ln: -table[ln][1])[:HOTTEST]
+    total = function_total(table, cumtime)
+    hot = hottest(table)
     title = func_label(key)
     if qualname and qualname != key[2]:
         title = "%s  %s" % (qualname, title)
