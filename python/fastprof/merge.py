@@ -23,7 +23,9 @@
   paths alike.  Every other key is kept as is.
 - qualified names (``qualnames``): the union; differing names of one key are
   listed together.
-- line-level stats (``lines``): hits and times summed per function and line.
+- line-level stats (``lines``): hits and times summed per function and line;
+  own times (``lines_own``) too, for the functions every input with their
+  lines has them for.
 """
 
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -139,6 +141,8 @@ class ProfileSum:
         self._tree: Optional[_TreeSum] = _TreeSum(self.keys)  # None once an input has none
         self._qualnames: Dict[FuncKey, List[str]] = {}
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
+        self._lines_own: Dict[FuncKey, Dict[int, float]] = {}
+        self._own_missing: Set[FuncKey] = set()  # an input had its lines without own times
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
@@ -162,6 +166,12 @@ class ProfileSum:
             for lineno, (hits, seconds) in table.items():
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
+            if key not in p.lines_own:
+                self._own_missing.add(self.keys(key))
+                continue
+            own = self._lines_own.setdefault(self.keys(key), {})
+            for lineno, seconds in p.lines_own[key].items():
+                own[lineno] = own.get(lineno, 0.0) + seconds
         self.clocks.add(p.clock)
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
@@ -190,6 +200,7 @@ class ProfileSum:
             data.callpaths = self._tree.result()
         data.qualnames = {k: QUALNAME_SEPARATOR.join(sorted(v)) for k, v in self._qualnames.items()}
         data.lines = self._lines
+        data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
         for next_id, (i, t) in enumerate(self._threads):

@@ -22,11 +22,14 @@ Trailer (a plain dict; only marshal-able values)::
       ],
       "qualnames": [(file, line, name, qualname), ...],   # optional
       "lines": {(file, line, name): {lineno: (hits, seconds)}},  # optional
+      "lines_own": {(file, line, name): {lineno: seconds}},      # optional
     }
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
-function's exit, callees included).
+function's exit, callees included).  ``lines_own`` (added without a
+version bump, like ``qualnames``): each line's own time, its time less
+the calls made from it, for the functions of ``lines`` where it is exact.
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -90,6 +93,8 @@ class ProfileData:
     qualnames: Dict[FuncKey, str] = field(default_factory=dict)
     # pstats key -> {lineno: (hits, seconds)} (line-level profiling)
     lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = field(default_factory=dict)
+    # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
+    lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
@@ -107,6 +112,9 @@ class ProfileData:
         if self.lines:
             out["lines"] = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
                             for k, v in self.lines.items()}
+        if self.lines_own:
+            out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
+                                for k, v in self.lines_own.items()}
         return out
 
 
@@ -154,6 +162,8 @@ def load_profile(path) -> ProfileData:
         data.qualnames = {(f, line, name): str(q) for f, line, name, q in trailer.get("qualnames", ())}
         data.lines = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
                       for k, v in trailer.get("lines", {}).items()}
+        data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
+                          for k, v in trailer.get("lines_own", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data
