@@ -12,7 +12,9 @@
  * profiler's clock and its stack: when the top frame is this code's, its
  * `subt` (callee time so far) is the calls' time, so own = the change of
  * (now - subt). A code object gets own times only if every one of its
- * lines could be measured so (`own_lost` otherwise: see own_mark). */
+ * lines could be measured so (`own_lost` otherwise: see own_mark). The
+ * sys.settrace recorder (<= 3.11) reads the same through
+ * Profiler._line_clock. */
 #include "fpy_profiler.h"
 
 #include "fp_hash.h"
@@ -25,9 +27,9 @@ typedef struct code_lines {
     int base; /* line number of slot 0 */
     int n;    /* slots */
     uint64_t *hits;
-    uint64_t *ns;  /* clock ticks: ns, or the bound profiler's */
-    int64_t *own;  /* the same, the calls made from the line excluded */
-    int own_lost;  /* a line of it ran where own time was not exact */
+    uint64_t *ns; /* clock ticks: ns, or the bound profiler's */
+    int64_t *own; /* the same, the calls made from the line excluded */
+    int own_lost; /* a line of it ran where own time was not exact */
     UT_hash_handle hh;
 } code_lines_t;
 

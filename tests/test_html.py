@@ -892,18 +892,20 @@ def test_report_embeds_line_stats(tmp_path):
     assert list(syn["lines"]) == [str(leaf)]
     block = syn["lines"][str(leaf)]
     # unreadable: the lines with stats only, no text; % of leaf's cumtime
-    assert block == {"rows": [[31, 3, 0.1, ""], [33, 30, 0.55, ""], [34, 3, 0.05, ""]],
-                     "total": 0.7, "hot": [33, 31, 34], "readable": False}
+    assert block == {"rows": [[31, 3, 0.1, "", None], [33, 30, 0.55, "", None], [34, 3, 0.05, "", None]],
+                     "total": 0.7, "hot": [33, 31, 34], "readable": False, "own": False}
     assert report_data(synthetic_data())["lines"] == {}
 
 
 def _line_rows(browser):
     return browser.eval("""Array.prototype.map.call(document.querySelectorAll('#detail table.linestats tbody tr'),
-        function(tr){ var c = tr.children; return {line: +c[0].textContent, hits: c[1].textContent,
-            pct: c[3].textContent, bar: c[4].querySelector('.bar') ?
-                c[4].querySelector('.bar').getBoundingClientRect().width /
-                c[4].querySelector('.track').getBoundingClientRect().width : null,
-            hot: tr.classList.contains('hot'), code: c[5].textContent}; })""")
+        function(tr){ function c(k) { return tr.querySelector('td.' + k); }
+            var own = c('own'), bar = c('heat').querySelector('.bar');
+            return {line: +c('ln').textContent, hits: c('hits').textContent, time: c('time').textContent,
+            own: own ? own.textContent : null, pct: c('pct').textContent,
+            bar: bar ? bar.getBoundingClientRect().width /
+                       c('heat').querySelector('.track').getBoundingClientRect().width : null,
+            hot: tr.classList.contains('hot'), code: c('code').textContent}; })""")
 
 
 def _select(browser, name):
@@ -934,7 +936,11 @@ def test_line_panel_shows_source_with_heat(browser, tmp_path):
         assert r["hits"] == str(hits)
         assert float(r["pct"]) == pytest.approx(100 * seconds / cum, abs=0.051)
         assert r["bar"] == pytest.approx(seconds / cum, abs=0.01)
+    # own time per line: a column, the call's line mostly its callee's time
+    own = data.lines_own[key]
+    assert all((r["own"] != "") == (r["line"] in table) for r in rows)
     spin_line = [r for r in rows if "spin(0.002)" in r["code"]][0]
+    assert own[spin_line["line"]] < 0.5 * table[spin_line["line"]][1]
     # serve(4): 4 requests x (parse_config(2) + parse_config(1))
     assert spin_line["hits"] == "12" and spin_line["hot"] and float(spin_line["pct"]) > 90
     assert sum(r["hot"] for r in rows) == min(3, sum(1 for h, t in table.values() if t > 0))
@@ -956,6 +962,16 @@ def test_line_panel_without_readable_source(browser, tmp_path):
     rows = _line_rows(browser)
     assert [(r["line"], r["hits"], r["pct"], r["code"], r["hot"]) for r in rows] == [
         (31, "3", "14.3", "", True), (33, "30", "78.6", "", True), (34, "3", "7.1", "", True)]
+    assert all(r["own"] is None for r in rows)  # no own times: no column
     note = browser.eval("document.querySelector('#detail .lines-box .note').textContent")
-    assert "line numbers only" in note
+    assert "line numbers only" in note and "own:" not in note
+    data = synthetic_lines_data()
+    data.lines_own = {("/nonexistent/app.py", 30, "leaf"): {31: 0.1, 33: 0.25, 34: 0.0}}
+    export(data, str(out))
+    _open(browser, out)
+    _select(browser, "leaf")
+    assert [(r["line"], r["time"], r["own"]) for r in _line_rows(browser)] == [
+        (31, "100 ms", "100 ms"), (33, "550 ms", "250 ms"), (34, "50.0 ms", "0 s")]
+    assert "own: less those calls" in browser.eval(
+        "document.querySelector('#detail .lines-box .note').textContent")
     assert browser.problems() == []

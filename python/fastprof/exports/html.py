@@ -88,11 +88,13 @@ def _source_block(key: FuncKey) -> Optional[Dict]:
             "truncated": len(block) >= MAX_SOURCE_LINES}
 
 
-def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Optional[float]) -> Dict:
+def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Optional[float],
+                own: Optional[Dict[int, float]] = None) -> Dict:
     """A function's line stats for the page: one row per line from its first
-    to its last line with stats, ``[lineno, hits, seconds, text]`` (hits
-    None for a line without stats, text "" when the file is not readable
-    now), the time the percents are of, and the hottest lines."""
+    to its last line with stats, ``[lineno, hits, seconds, text, own]``
+    (hits None for a line without stats, text "" when the file is not
+    readable now, own None when not known), the time the percents are of,
+    and the hottest lines."""
     first = key[1] if isinstance(key[1], int) else min(table)
     last = max(list(table) + [first])
     filename = str(key[0])
@@ -102,11 +104,12 @@ def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Opti
         text = linecache.getline(filename, lineno).rstrip("\r\n") if readable else ""
         if lineno in table:
             hits, seconds = table[lineno]
-            rows.append([lineno, _num(hits), _num(seconds), text])
+            rows.append([lineno, _num(hits), _num(seconds), text,
+                         _num(own.get(lineno, 0.0)) if own is not None else None])
         elif readable:
-            rows.append([lineno, None, 0, text])
+            rows.append([lineno, None, 0, text, None])
     return {"rows": rows, "total": _num(function_total(table, cumtime)), "hot": hottest(table),
-            "readable": readable}
+            "readable": readable, "own": own is not None}
 
 
 # A thread selector lists each thread when there are at most this many, else
@@ -259,7 +262,8 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
 
     return {
         "title": title or "profile",
-        "lines": {str(index[k]): _line_block(k, table, stats[k][3] if k in stats else None)
+        "lines": {str(index[k]): _line_block(k, table, stats[k][3] if k in stats else None,
+                                             data.lines_own.get(k))
                   for k, table in data.lines.items() if k in index},
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),

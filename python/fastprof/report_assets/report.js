@@ -403,7 +403,8 @@
     var wrap = el('div', { 'class': 'lines-box' });
     var t = el('table', { 'class': 'linestats' });
     var hr = el('tr');
-    ['line', 'hits', 'time', '% func', '', 'source'].forEach(function (h) { hr.appendChild(el('th', null, h)); });
+    var heads = L.own ? ['line', 'hits', 'time', 'own', '% func', '', 'source'] : ['line', 'hits', 'time', '% func', '', 'source'];
+    heads.forEach(function (h) { hr.appendChild(el('th', null, h)); });
     t.appendChild(el('thead')).appendChild(hr);
     var tb = el('tbody');
     L.rows.forEach(function (r) {
@@ -411,8 +412,9 @@
       var tr = el('tr', { 'data-line': String(r[0]), 'class': hot ? 'hot' : '' });
       var share = L.total > 0 && r[1] !== null ? r[2] / L.total : 0;
       tr.appendChild(el('td', { 'class': 'ln' }, String(r[0])));
-      tr.appendChild(el('td', null, r[1] === null ? '' : fmtInt(r[1])));
-      tr.appendChild(el('td', null, r[1] === null ? '' : fmtTime(r[2])));
+      tr.appendChild(el('td', { 'class': 'hits' }, r[1] === null ? '' : fmtInt(r[1])));
+      tr.appendChild(el('td', { 'class': 'time' }, r[1] === null ? '' : fmtTime(r[2])));
+      if (L.own) tr.appendChild(el('td', { 'class': 'own' }, r[1] === null ? '' : fmtTime(r[4])));
       tr.appendChild(el('td', { 'class': 'pct' }, r[1] === null ? '' : (100 * share).toFixed(1)));
       var bar = el('td', { 'class': 'heat' });
       if (r[1] !== null) {
@@ -426,7 +428,8 @@
     t.appendChild(tb);
     wrap.appendChild(t);
     wrap.appendChild(el('p', { 'class': 'note' }, 'time of a line: from its start to the next line or the ' +
-      'exit, its calls included; % of the function\'s cumtime; hottest lines marked' +
+      'exit, its calls included' + (L.own ? '; own: less those calls' : '') +
+      '; % of the function\'s cumtime; hottest lines marked' +
       (L.readable ? '' : '; source not readable when the report was written: line numbers only')));
     return wrap;
   }
