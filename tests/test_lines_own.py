@@ -163,3 +163,19 @@ def test_cli_view_shows_own_column(tmp_path):
     (key, own), = data.lines_own.items()
     # the call's line: own well under its time (leaf's time excluded)
     assert own[6] < data.lines[key][6][1] and own[6] >= 0
+
+
+def test_threads_recorded_each_get_their_own_times():
+    T[0] = 0
+    prof = Profile(timer=fake_timer, timeunit=0.001, threads=True,
+                   lines=[__name__ + ":own_recursive"])
+    with prof:
+        for _ in range(2):  # one after the other: the fake clock stays exact
+            worker = threading.Thread(target=own_recursive, args=(1,))
+            worker.start()
+            worker.join()
+    prof.create_stats()
+    r = label(own_recursive.__code__)
+    b = first(own_recursive)
+    assert ms(prof.line_own_stats()[r]) == {b + 1: 28, b + 2: 0, b + 3: 4, b + 4: 0}
+    assert sum(prof.line_own_stats()[r].values()) == pytest.approx(prof.stats[r][2], abs=1e-12)
