@@ -229,41 +229,56 @@ static PyObject *lc_jump(line_counter_t *lc, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* What a frame event does to the frame's open line, read at `t`. */
+typedef void (*frame_step_fn)(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t);
+
+/* The shape of the frame events: `args[0]` a code object (of at least
+ * `min_args` arguments), the clock read first, then `step` on the frame's
+ * open line (made first if `make`). */
+static inline PyObject *frame_event(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs,
+                                    Py_ssize_t min_args, int make, frame_step_fn step)
+{
+    if (nargs < min_args || !PyCode_Check(args[0]))
+        Py_RETURN_NONE;
+    uint64_t t = lc_now(lc);
+    frame_line_t *fl = frame_of(lc, args[0], make);
+    if (fl)
+        step(lc, fl, args, t);
+    Py_RETURN_NONE;
+}
+
 /* PY_RESUME, PY_THROW: until the next line, the time is the resumed line's.
  * The profiler's callbacks come after these (own_mark): it has not put the
  * frame back on its stack yet. When it puts it back as a new activation
  * (not parked), whose callee time starts at 0, the mark is now; a parked
  * frame brings back its callee time from before: not known here. */
+static void resume_line(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t)
+{
+    int line = PyCode_Addr2Line((PyCodeObject *)args[0], (int)PyLong_AsLong(args[1]));
+    PyErr_Clear();
+    fl->line = line > 0 ? line : 0;
+    fl->t0 = t;
+    fl->m0 = (fp_time_t)t;
+    fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]);
+}
+
 static PyObject *lc_resume(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 2 || !PyCode_Check(args[0]))
-        Py_RETURN_NONE;
-    uint64_t t = lc_now(lc);
-    frame_line_t *fl = frame_of(lc, args[0], 1);
-    if (fl) {
-        int line = PyCode_Addr2Line((PyCodeObject *)args[0], (int)PyLong_AsLong(args[1]));
-        PyErr_Clear();
-        fl->line = line > 0 ? line : 0;
-        fl->t0 = t;
-        fl->m0 = (fp_time_t)t;
-        fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]);
-    }
-    Py_RETURN_NONE;
+    return frame_event(lc, args, nargs, 2, 1, resume_line);
 }
 
 /* PY_RETURN, PY_YIELD, PY_UNWIND: the open line ends */
+static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t)
+{
+    (void)args;
+    charge(lc, fl, t, 1);
+    HASH_DEL(lc->frames, fl);
+    PyMem_Free(fl);
+}
+
 static PyObject *lc_exit(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 1 || !PyCode_Check(args[0]))
-        Py_RETURN_NONE;
-    uint64_t t = lc_now(lc);
-    frame_line_t *fl = frame_of(lc, args[0], 0);
-    if (fl) {
-        charge(lc, fl, t, 1);
-        HASH_DEL(lc->frames, fl);
-        PyMem_Free(fl);
-    }
-    Py_RETURN_NONE;
+    return frame_event(lc, args, nargs, 1, 0, end_frame);
 }
 
 static PyObject *lc_add(line_counter_t *lc, PyObject *code)
