@@ -449,9 +449,25 @@ static PyObject *lc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)lc;
 }
 
+/* The profiler holds its line recorder, which holds this: a cycle the
+ * collector must see through. */
+static int lc_traverse(line_counter_t *lc, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(lc));
+    Py_VISIT(lc->prof);
+    return 0;
+}
+
+static int lc_clear_refs(line_counter_t *lc)
+{
+    Py_CLEAR(lc->prof);
+    return 0;
+}
+
 static void lc_dealloc(line_counter_t *lc)
 {
     PyTypeObject *type = Py_TYPE(lc);
+    PyObject_GC_UnTrack(lc);
     drop_frames(lc, 0);
     Py_CLEAR(lc->prof);
     code_lines_t *cl, *tmp;
@@ -496,6 +512,8 @@ static PyMethodDef lc_methods[] = {
 static PyType_Slot lc_slots[] = {
     {Py_tp_new, (void *)lc_new},
     {Py_tp_dealloc, (void *)lc_dealloc},
+    {Py_tp_traverse, (void *)lc_traverse},
+    {Py_tp_clear, (void *)lc_clear_refs},
     {Py_tp_methods, lc_methods},
     {Py_tp_doc, "LineCounter(disable)\n--\n\nLine hits and times of the code objects added."},
     {0, NULL},
@@ -505,9 +523,9 @@ static PyType_Spec lc_spec = {
     .name = "fastprof._fastprof.LineCounter",
     .basicsize = sizeof(line_counter_t),
 #ifdef Py_TPFLAGS_IMMUTABLETYPE
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
 #else
-    .flags = Py_TPFLAGS_DEFAULT,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
 #endif
     .slots = lc_slots,
 };

@@ -179,3 +179,14 @@ def test_threads_recorded_each_get_their_own_times():
     b = first(own_recursive)
     assert ms(prof.line_own_stats()[r]) == {b + 1: 28, b + 2: 0, b + 3: 4, b + 4: 0}
     assert sum(prof.line_own_stats()[r].values()) == pytest.approx(prof.stats[r][2], abs=1e-12)
+
+
+def test_a_profile_with_lines_is_collected():
+    # the recorder holds its profiler (bind): the cycle must be collectable
+    import gc
+    import weakref
+    prof = profiled(own_work, 1)
+    ref = weakref.ref(prof)
+    del prof
+    gc.collect()
+    assert ref() is None
