@@ -5,7 +5,16 @@
  * counts each line's hits and times it: from its LINE event to the next
  * event of the same frame (LINE, a backward JUMP within one line, return,
  * yield, unwind). Each frame's open line is kept by frame object, so
- * threads and generators need no stacks. */
+ * threads and generators need no stacks.
+ *
+ * Own time (bind()): a line's time minus the time of the calls made while
+ * it was open, as the profiler measures them. Both ends of a line read the
+ * profiler's clock and its stack: when the top frame is this code's, its
+ * `subt` (callee time so far) is the calls' time, so own = the change of
+ * (now - subt). A code object gets own times only if every one of its
+ * lines could be measured so (`own_lost` otherwise: see own_mark). The
+ * sys.settrace recorder (<= 3.11) reads the same through
+ * Profiler._line_clock. */
 #include "fpy_profiler.h"
 
 #include "fp_hash.h"
@@ -18,7 +27,9 @@ typedef struct code_lines {
     int base; /* line number of slot 0 */
     int n;    /* slots */
     uint64_t *hits;
-    uint64_t *ns;
+    uint64_t *ns; /* clock ticks: ns, or the bound profiler's */
+    int64_t *own; /* the same, the calls made from the line excluded */
+    int own_lost; /* a line of it ran where own time was not exact */
     UT_hash_handle hh;
 } code_lines_t;
 
@@ -27,6 +38,8 @@ typedef struct frame_line {
     code_lines_t *lines;
     int line; /* 0: none yet */
     uint64_t t0;
+    fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
+    int own_ok;
     UT_hash_handle hh;
 } frame_line_t;
 
@@ -36,6 +49,8 @@ typedef struct {
     frame_line_t *frames;
     PyObject *disable; /* sys.monitoring.DISABLE */
     int nomem;
+    fpy_profiler_t *prof; /* bind(): its clock, and own times; NULL: none */
+    int tool_id;          /* the sys.monitoring tool id of these callbacks */
 } line_counter_t;
 
 static uint64_t now_ns(void)
@@ -43,6 +58,38 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Own-time mark of the running frame of `code` at `now` (p's clock): now
+ * minus the time its callees took so far, as p's stack says, when p's top
+ * frame on this thread is that frame; 0 when it cannot say: p not
+ * recording (stopped, timer failed, thread not recorded, frames dropped),
+ * or its top frame another function's. On 3.12+ only if these callbacks
+ * run before p's for the same event (a higher tool id: sys.monitoring
+ * calls the highest first), so that at PY_RETURN the frame is still on
+ * p's stack: else the caller, maybe of the same code, would be read. */
+static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t now, fp_time_t *mark)
+{
+    (void)tool_id;
+    if (!p || !p->enabled || p->failed)
+        return 0;
+#if FPY_USE_MONITORING
+    if (p->tool_id < 0 || p->tool_id >= tool_id)
+        return 0;
+#endif
+    fp_thread_t *t = fpy_events_thread(p);
+    if (!t || t->stopped || t->lost || t->depth == 0)
+        return 0;
+    const fp_frame_t *f = &t->stack[t->depth - 1];
+    if (!f->entry || f->entry->key != (const void *)code)
+        return 0;
+    *mark = now - f->subt;
+    return 1;
+}
+
+static uint64_t lc_now(line_counter_t *lc)
+{
+    return lc->prof ? (uint64_t)fpy_now(lc->prof) : now_ns();
 }
 
 /* The slot of `line` in `cl`, grown to hold it; -1 when out of memory. */
@@ -55,32 +102,52 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, int line)
     int n = hi - lo + 8;
     uint64_t *hits = PyMem_Calloc((size_t)n, sizeof *hits);
     uint64_t *ns = PyMem_Calloc((size_t)n, sizeof *ns);
-    if (!hits || !ns) {
+    int64_t *own = PyMem_Calloc((size_t)n, sizeof *own);
+    if (!hits || !ns || !own) {
         PyMem_Free(hits);
         PyMem_Free(ns);
+        PyMem_Free(own);
         lc->nomem = 1;
         return -1;
     }
     if (cl->n) {
         memcpy(hits + (cl->base - lo), cl->hits, (size_t)cl->n * sizeof *hits);
         memcpy(ns + (cl->base - lo), cl->ns, (size_t)cl->n * sizeof *ns);
+        memcpy(own + (cl->base - lo), cl->own, (size_t)cl->n * sizeof *own);
     }
     PyMem_Free(cl->hits);
     PyMem_Free(cl->ns);
+    PyMem_Free(cl->own);
     cl->hits = hits;
     cl->ns = ns;
+    cl->own = own;
     cl->base = lo;
     cl->n = n;
     return line - lo;
 }
 
-static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t)
+/* The open line of `fl` ends at `t`; `own_end`: whether its own time can
+ * be read now (0 when stopping). */
+static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end)
 {
-    if (fl->line > 0) {
-        int i = slot_of(lc, fl->lines, fl->line);
-        if (i >= 0)
-            fl->lines->ns[i] += t - fl->t0;
-    }
+    if (fl->line <= 0)
+        return;
+    code_lines_t *cl = fl->lines;
+    int i = slot_of(lc, cl, fl->line);
+    if (i < 0)
+        return;
+    cl->ns[i] += t - fl->t0;
+    fp_time_t m;
+    if (fl->own_ok && own_end && own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m))
+        cl->own[i] += (int64_t)(m - fl->m0);
+    else
+        cl->own_lost = 1;
+}
+
+/* `fl`'s line starts at `t`: the own-time mark then. */
+static void start_own(line_counter_t *lc, frame_line_t *fl, uint64_t t)
+{
+    fl->own_ok = own_mark(lc->prof, lc->tool_id, fl->lines->code, (fp_time_t)t, &fl->m0);
 }
 
 static code_lines_t *find_code(line_counter_t *lc, PyObject *code)
@@ -126,16 +193,17 @@ static frame_line_t *frame_of(line_counter_t *lc, PyObject *code, int make)
 
 static void new_line(line_counter_t *lc, PyObject *code, int line)
 {
-    uint64_t t = now_ns();
+    uint64_t t = lc_now(lc);
     frame_line_t *fl = frame_of(lc, code, 1);
     if (!fl)
         return;
-    charge(lc, fl, t);
+    charge(lc, fl, t, 1);
     int i = slot_of(lc, fl->lines, line);
     if (i >= 0)
         fl->lines->hits[i]++;
     fl->line = line;
     fl->t0 = t;
+    start_own(lc, fl, t);
 }
 
 static PyObject *lc_line(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
@@ -161,35 +229,56 @@ static PyObject *lc_jump(line_counter_t *lc, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* PY_RESUME, PY_THROW: until the next line, the time is the resumed line's */
-static PyObject *lc_resume(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
+/* What a frame event does to the frame's open line, read at `t`. */
+typedef void (*frame_step_fn)(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t);
+
+/* The shape of the frame events: `args[0]` a code object (of at least
+ * `min_args` arguments), the clock read first, then `step` on the frame's
+ * open line (made first if `make`). */
+static inline PyObject *frame_event(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs,
+                                    Py_ssize_t min_args, int make, frame_step_fn step)
 {
-    if (nargs < 2 || !PyCode_Check(args[0]))
+    if (nargs < min_args || !PyCode_Check(args[0]))
         Py_RETURN_NONE;
-    uint64_t t = now_ns();
-    frame_line_t *fl = frame_of(lc, args[0], 1);
-    if (fl) {
-        int line = PyCode_Addr2Line((PyCodeObject *)args[0], (int)PyLong_AsLong(args[1]));
-        PyErr_Clear();
-        fl->line = line > 0 ? line : 0;
-        fl->t0 = t;
-    }
+    uint64_t t = lc_now(lc);
+    frame_line_t *fl = frame_of(lc, args[0], make);
+    if (fl)
+        step(lc, fl, args, t);
     Py_RETURN_NONE;
 }
 
+/* PY_RESUME, PY_THROW: until the next line, the time is the resumed line's.
+ * The profiler's callbacks come after these (own_mark): it has not put the
+ * frame back on its stack yet. When it puts it back as a new activation
+ * (not parked), whose callee time starts at 0, the mark is now; a parked
+ * frame brings back its callee time from before: not known here. */
+static void resume_line(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t)
+{
+    int line = PyCode_Addr2Line((PyCodeObject *)args[0], (int)PyLong_AsLong(args[1]));
+    PyErr_Clear();
+    fl->line = line > 0 ? line : 0;
+    fl->t0 = t;
+    fl->m0 = (fp_time_t)t;
+    fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]);
+}
+
+static PyObject *lc_resume(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
+{
+    return frame_event(lc, args, nargs, 2, 1, resume_line);
+}
+
 /* PY_RETURN, PY_YIELD, PY_UNWIND: the open line ends */
+static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t)
+{
+    (void)args;
+    charge(lc, fl, t, 1);
+    HASH_DEL(lc->frames, fl);
+    PyMem_Free(fl);
+}
+
 static PyObject *lc_exit(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 1 || !PyCode_Check(args[0]))
-        Py_RETURN_NONE;
-    uint64_t t = now_ns();
-    frame_line_t *fl = frame_of(lc, args[0], 0);
-    if (fl) {
-        charge(lc, fl, t);
-        HASH_DEL(lc->frames, fl);
-        PyMem_Free(fl);
-    }
-    Py_RETURN_NONE;
+    return frame_event(lc, args, nargs, 1, 0, end_frame);
 }
 
 static PyObject *lc_add(line_counter_t *lc, PyObject *code)
@@ -215,12 +304,12 @@ static PyObject *lc_add(line_counter_t *lc, PyObject *code)
 
 static void drop_frames(line_counter_t *lc, int charge_open)
 {
-    uint64_t t = now_ns();
+    uint64_t t = charge_open ? lc_now(lc) : 0;
     frame_line_t *fl, *tmp;
     HASH_ITER(hh, lc->frames, fl, tmp)
     {
         if (charge_open)
-            charge(lc, fl, t);
+            charge(lc, fl, t, 0);
         HASH_DEL(lc->frames, fl);
         PyMem_Free(fl);
     }
@@ -242,23 +331,35 @@ static PyObject *lc_clear(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
         if (cl->n) {
             memset(cl->hits, 0, (size_t)cl->n * sizeof *cl->hits);
             memset(cl->ns, 0, (size_t)cl->n * sizeof *cl->ns);
+            memset(cl->own, 0, (size_t)cl->n * sizeof *cl->own);
         }
+        cl->own_lost = 0;
     }
     Py_RETURN_NONE;
 }
 
-/* stats(): {code: {lineno: (hits, seconds)}} of the lines that ran */
-static PyObject *lc_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+static double ticks_per_second(line_counter_t *lc)
+{
+    return lc->prof ? lc->prof->clock.ticks_per_second : 1e9;
+}
+
+/* stats(): {code: {lineno: (hits, seconds)}} of the lines that ran;
+ * own_stats(): {code: {lineno: own seconds}} of those, for the code objects
+ * bound to a profiler whose every line's own time was measured */
+static PyObject *lines_dict(line_counter_t *lc, int own)
 {
     if (lc->nomem) {
         lc->nomem = 0;
         PyErr_SetString(PyExc_MemoryError, "fastprof: line stats lost for lack of memory");
         return NULL;
     }
+    double hz = ticks_per_second(lc);
     PyObject *out = PyDict_New();
     code_lines_t *cl, *tmp;
     HASH_ITER(hh, lc->codes, cl, tmp)
     {
+        if (own && (!lc->prof || cl->own_lost))
+            continue;
         PyObject *lines = out ? PyDict_New() : NULL;
         if (!lines || PyDict_SetItem(out, cl->code, lines) < 0)
             goto error;
@@ -267,7 +368,8 @@ static PyObject *lc_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
             if (!cl->hits[i] && !cl->ns[i])
                 continue;
             PyObject *k = PyLong_FromLong(cl->base + i);
-            PyObject *v = Py_BuildValue("(Kd)", (unsigned long long)cl->hits[i], cl->ns[i] / 1e9);
+            PyObject *v = own ? PyFloat_FromDouble((double)cl->own[i] / hz)
+                              : Py_BuildValue("(Kd)", (unsigned long long)cl->hits[i], cl->ns[i] / hz);
             int r = k && v ? PyDict_SetItem(lines, k, v) : -1;
             Py_XDECREF(k);
             Py_XDECREF(v);
@@ -282,6 +384,59 @@ static PyObject *lc_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
     return out;
 }
 
+static PyObject *lc_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+{
+    return lines_dict(lc, 0);
+}
+
+static PyObject *lc_own_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+{
+    return lines_dict(lc, 1);
+}
+
+/* bind(profiler, tool_id): time lines with the profiler's clock and measure
+ * their own time against its stack; before any line is counted */
+static PyObject *lc_bind(line_counter_t *lc, PyObject *args)
+{
+    PyObject *prof;
+    int tool_id;
+    if (!PyArg_ParseTuple(args, "Oi:bind", &prof, &tool_id))
+        return NULL;
+    fpy_module_state *st = PyType_GetModuleState(Py_TYPE(lc));
+    if (!st || !PyObject_TypeCheck(prof, st->profiler_type)) {
+        PyErr_SetString(PyExc_TypeError, "bind() takes a fastprof profiler");
+        return NULL;
+    }
+    if (lc->prof != (fpy_profiler_t *)prof) {
+        code_lines_t *cl, *tmp;
+        HASH_ITER(hh, lc->codes, cl, tmp)
+        {
+            if (cl->n) {
+                PyErr_SetString(PyExc_RuntimeError, "bind() after lines were counted");
+                return NULL;
+            }
+        }
+        drop_frames(lc, 0);
+        Py_XSETREF(lc->prof, (fpy_profiler_t *)Py_NewRef(prof));
+    }
+    lc->tool_id = tool_id;
+    Py_RETURN_NONE;
+}
+
+/* Profiler._line_clock(code): (now, mark) in seconds of the profiler's
+ * clock, mark the own-time mark of the running frame of `code` (own_mark),
+ * or None: the sys.settrace recorder's clock (<= 3.11), whose trace events
+ * come before the profiler's at a return (own_mark's condition). */
+PyObject *fpy_profiler_line_clock(fpy_profiler_t *p, PyObject *code)
+{
+    fp_time_t now = fpy_now(p); /* a failing timer: its last reading (fpy_now_custom) */
+    double hz = p->clock.ticks_per_second;
+    fp_time_t mark;
+    if (own_mark(p, 1 << 30, code, now, &mark))
+        return Py_BuildValue("(dd)", now / hz, mark / hz);
+    return Py_BuildValue("(dO)", now / hz, Py_None);
+}
+
 static PyObject *lc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *disable;
@@ -294,10 +449,27 @@ static PyObject *lc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)lc;
 }
 
+/* The profiler holds its line recorder, which holds this: a cycle the
+ * collector must see through. */
+static int lc_traverse(line_counter_t *lc, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(lc));
+    Py_VISIT(lc->prof);
+    return 0;
+}
+
+static int lc_clear_refs(line_counter_t *lc)
+{
+    Py_CLEAR(lc->prof);
+    return 0;
+}
+
 static void lc_dealloc(line_counter_t *lc)
 {
     PyTypeObject *type = Py_TYPE(lc);
+    PyObject_GC_UnTrack(lc);
     drop_frames(lc, 0);
+    Py_CLEAR(lc->prof);
     code_lines_t *cl, *tmp;
     HASH_ITER(hh, lc->codes, cl, tmp)
     {
@@ -305,6 +477,7 @@ static void lc_dealloc(line_counter_t *lc)
         Py_DECREF(cl->code);
         PyMem_Free(cl->hits);
         PyMem_Free(cl->ns);
+        PyMem_Free(cl->own);
         PyMem_Free(cl);
     }
     Py_CLEAR(lc->disable);
@@ -327,12 +500,20 @@ static PyMethodDef lc_methods[] = {
     {"clear", (PyCFunction)lc_clear, METH_NOARGS, "clear($self, /)\n--\n\nZero every count."},
     {"stats", (PyCFunction)lc_stats, METH_NOARGS,
      "stats($self, /)\n--\n\n{code: {lineno: (hits, seconds)}}."},
+    {"own_stats", (PyCFunction)lc_own_stats, METH_NOARGS,
+     "own_stats($self, /)\n--\n\n{code: {lineno: own seconds}} of the code objects whose own "
+     "times are exact."},
+    {"bind", (PyCFunction)lc_bind, METH_VARARGS,
+     "bind($self, profiler, tool_id, /)\n--\n\nTime lines with the profiler's clock and measure "
+     "their own time against its stack; tool_id: these callbacks' sys.monitoring tool id."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot lc_slots[] = {
     {Py_tp_new, (void *)lc_new},
     {Py_tp_dealloc, (void *)lc_dealloc},
+    {Py_tp_traverse, (void *)lc_traverse},
+    {Py_tp_clear, (void *)lc_clear_refs},
     {Py_tp_methods, lc_methods},
     {Py_tp_doc, "LineCounter(disable)\n--\n\nLine hits and times of the code objects added."},
     {0, NULL},
@@ -342,9 +523,9 @@ static PyType_Spec lc_spec = {
     .name = "fastprof._fastprof.LineCounter",
     .basicsize = sizeof(line_counter_t),
 #ifdef Py_TPFLAGS_IMMUTABLETYPE
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
 #else
-    .flags = Py_TPFLAGS_DEFAULT,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
 #endif
     .slots = lc_slots,
 };

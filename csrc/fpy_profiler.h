@@ -376,6 +376,10 @@ int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
  *      callbacks (used on 3.12+) ---- */
 int fpy_lines_module_init(PyObject *module);
 
+/* Profiler._line_clock(code): the sys.settrace line recorder's clock and
+ * own-time mark (<= 3.11). */
+PyObject *fpy_profiler_line_clock(fpy_profiler_t *p, PyObject *code);
+
 /* ---- fpy_stats.c: tables to Python objects ---- */
 
 /* getstats(thread=None) and callpaths(thread=None); see docs/binding-api.md. */

@@ -215,3 +215,134 @@ def test_diff_options_and_the_api_say_the_same(tmp_path, capsys, args, msg):
             diff.make_noise(1.0, 1.0, threshold=args[1])
         else:
             diff.make_noise(1.0, 1.0, min_time=args[1])
+
+
+# -- line stats ----------------------------------------------------------------
+
+def line_section(out):
+    """{function text: [(line, base hits, new hits, time change text, source)]}
+    of the diff's line section."""
+    lines = out.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("Lines:")), None)
+    if start is None:
+        return None
+    found, current = {}, None
+    for ln in lines[start + 1:]:
+        cells = ln.split()
+        if not cells or cells[0] == "line" or "shown" in ln:
+            continue
+        if not cells[0].isdigit():
+            current = found.setdefault(ln.strip(), [])
+            continue
+        # line, base hits, new hits, change, base time, new time, change, rel, source
+        m = re.match(r"\s*(\d+)\s+(\S+)\s+(\S+)\s+\S+\s+(\S+ ?\S*s)\s+(\S+ ?\S*s)\s+(\S+ ?\S*s|0)"
+                     r"\s+\S+\s*(.*)$", ln)
+        current.append((int(m.group(1)), m.group(2), m.group(3), m.group(6), m.group(7)))
+    return found
+
+
+def lines_prof(tmp_path, name, tables, stats_keys=()):
+    """tables: {funcname: {lineno: (hits, seconds)}} -> a written profile."""
+    keys = {fn: (F, 10 * (i + 1), fn) for i, fn in enumerate(sorted(set(tables) | set(stats_keys)))}
+    stats = {k: (1, 1, 0.01, 0.01, {}) for k in keys.values()}
+    path = str(tmp_path / name)
+    write_profile(path, ProfileData(stats, lines={keys[fn]: t for fn, t in tables.items()}))
+    return path
+
+
+def test_line_changes_beyond_noise_biggest_time_change_first(tmp_path, capsys):
+    base = lines_prof(tmp_path, "a.prof", {
+        "f": {11: (1, 0.001), 12: (10, 0.5), 13: (10, 0.2), 14: (1, 0.3)},
+        "g": {21: (5, 0.1)},
+        "only_base": {31: (1, 0.2)}})
+    new = lines_prof(tmp_path, "b.prof", {
+        "f": {11: (1, 0.001), 12: (10, 0.52), 13: (10, 0.05), 14: (1, 0.6), 15: (2, 0.0001)},
+        "g": {21: (5, 0.1)},
+        "only_new": {31: (1, 0.9)}}, stats_keys=["only_base"])
+    rc, out, _ = call(capsys, "diff", base, new)
+    assert rc == 0
+    section = line_section(out)
+    # g unchanged, only_base / only_new in one profile only: not listed
+    assert list(section) == ["f  /p.py:10"], out
+    # 14: +300 ms; 13: -150 ms; 15: hits 0 -> 2 (exact, tiny time);
+    # 12: +20 ms is 4%, within the 10% threshold; 11 unchanged
+    assert [(r[0], r[1], r[2]) for r in section["f  /p.py:10"]] == [
+        (14, "1", "1"), (13, "10", "10"), (15, "0", "2")]
+    assert "4 functions with line stats in both" not in out
+    assert "(1 of 2 functions with line stats in both profiles)" in out
+    rc, out, _ = call(capsys, "diff", base, new, "-n", "2")
+    assert [r[0] for r in line_section(out)["f  /p.py:10"]] == [14, 13]
+    assert "2 of 3 changed lines shown (-n 0 shows all)" in out
+    # the API: the same answer
+    from fastprof.profile_file import load_profile
+    a, b = load_profile(base), load_profile(new)
+    changes = diff.diff_stats(a.stats, b.stats)
+    both, found = diff.line_changes(changes, a.lines, b.lines, diff.make_noise(1.0, 1.0))
+    assert both == 2 and [(c.key[2], [lc.lineno for lc in rows]) for c, rows in found] == [
+        ("f", [14, 13, 15])]
+    assert found[0][1][0].time_delta == pytest.approx(0.3)
+
+
+def test_no_line_section_without_line_stats_in_both(tmp_path, capsys):
+    plain = prof(tmp_path, "plain.prof", BASE)
+    rc, out, _ = call(capsys, "diff", plain, plain)
+    assert line_section(out) is None and "Lines:" not in out
+    with_lines = lines_prof(tmp_path, "l.prof", {"big": {2: (1, 0.5)}}, stats_keys=BASE)
+    rc, out, _ = call(capsys, "diff", plain, with_lines)
+    assert rc == 0 and "Lines:" not in out
+    rc, out, _ = call(capsys, "diff", with_lines, with_lines)
+    assert "Lines: no line changed (same hits, times within" in out
+    assert "in the 1 function with line stats in both profiles." in out
+
+
+LINES_PROGRAM = '''\
+import time
+
+
+def helper(k):
+    return sum(range(k))
+
+
+def hot(n):
+    total = 0
+    for i in range(n):
+        total += helper(i)
+    time.sleep(%s)
+    return total
+
+
+def cold():
+    return 1
+
+
+hot(40)
+cold()
+%s
+'''
+
+
+@pytest.mark.skipif(helpers.USING_CPROFILE, reason="runs python -m fastprof")
+def test_line_changes_of_two_real_runs(tmp_path, capsys):
+    # the same program, its hot line edited between the runs (sleep 10 ms
+    # -> 120 ms), and a function added at the end (line stats only in the new run)
+    script = tmp_path / "lines_prog.py"
+    outs = []
+    for name, sleep, extra in (("a.prof", "0.01", ""),
+                               ("b.prof", "0.12", "\n\ndef extra():\n    return 2\n\n\nextra()")):
+        script.write_text(LINES_PROGRAM % (sleep, extra))
+        out = str(tmp_path / name)
+        proc = helpers.run_python(["-m", "fastprof", "--lines", "lines_prog", "-o", out, str(script)])
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    rc, out, _ = call(capsys, "diff", *outs)
+    assert rc == 0
+    section = line_section(out)
+    # hot's sleep line first, same hit, about +110 ms, with its (new) source;
+    # extra() is new (in the table), not among the line changes
+    assert "extra" not in " ".join(section), out
+    hot = [rows for fn, rows in section.items() if fn.startswith("hot ")]
+    assert hot, out
+    lineno, base_hits, new_hits, change, source = hot[0][0]
+    assert (lineno, base_hits, new_hits, source) == (12, "1", "1", "time.sleep(0.12)"), out
+    assert change.startswith("+") and change.endswith(" ms") and float(change[1:-3]) > 80, out
+    assert re.search(r"extra\s+\S+:\d+\s+\[new\]", out), out

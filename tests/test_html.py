@@ -864,3 +864,114 @@ def test_big_call_tree_gives_a_small_report(tmp_path):
     assert size < 3 * 1024 * 1024, size
     tree = report_data(data, min_fraction=1e-4)["views"][0]["tree"]
     assert tree["min_percent"] == 0.01 and 0 < len(tree["func"]) < len(nodes) // 4
+
+
+# ---------------------------------------------------------------- line stats (--lines)
+
+def lines_data(tmp_path):
+    """WORKLOAD under fastprof with line stats of parse_config only."""
+    import fastprof
+    mod = _load_workload(tmp_path, "webapp_lines")
+    prof = fastprof.Profile(lines=["webapp_lines:parse_config"])
+    prof.runcall(mod.main)
+    out = tmp_path / "lines.prof"
+    prof.dump_stats(str(out))
+    return load_profile(str(out))
+
+
+def synthetic_lines_data():
+    """synthetic_data() with line stats of leaf, whose file is not readable."""
+    data = synthetic_data()
+    data.lines = {("/nonexistent/app.py", 30, "leaf"): {31: (3, 0.1), 33: (30, 0.55), 34: (3, 0.05)}}
+    return data
+
+
+def test_report_embeds_line_stats(tmp_path):
+    syn = report_data(synthetic_lines_data())
+    leaf = [f[0] for f in syn["functions"]].index("leaf")
+    assert list(syn["lines"]) == [str(leaf)]
+    block = syn["lines"][str(leaf)]
+    # unreadable: the lines with stats only, no text; % of leaf's cumtime
+    assert block == {"rows": [[31, 3, 0.1, "", None], [33, 30, 0.55, "", None], [34, 3, 0.05, "", None]],
+                     "total": 0.7, "hot": [33, 31, 34], "readable": False, "own": False}
+    assert report_data(synthetic_data())["lines"] == {}
+
+
+def _line_rows(browser):
+    return browser.eval("""Array.prototype.map.call(document.querySelectorAll('#detail table.linestats tbody tr'),
+        function(tr){ function c(k) { return tr.querySelector('td.' + k); }
+            var own = c('own'), bar = c('heat').querySelector('.bar');
+            return {line: +c('ln').textContent, hits: c('hits').textContent, time: c('time').textContent,
+            own: own ? own.textContent : null, pct: c('pct').textContent,
+            bar: bar ? bar.getBoundingClientRect().width /
+                       c('heat').querySelector('.track').getBoundingClientRect().width : null,
+            hot: tr.classList.contains('hot'), code: c('code').textContent}; })""")
+
+
+def _select(browser, name):
+    browser.eval("document.getElementById('filter').value = ''")
+    browser.type_into("#filter", "^%s$" % name)
+    browser.click("#functions tbody tr")
+    assert browser.eval("document.querySelector('#detail h3').textContent") == name
+
+
+def test_line_panel_shows_source_with_heat(browser, tmp_path):
+    pytest.importorskip("fastprof._fastprof")
+    data = lines_data(tmp_path)
+    (key, table), = data.lines.items()
+    assert key[2] == "parse_config"
+    out = tmp_path / "lines.html"
+    export(data, str(out))
+    _open(browser, out)
+    _select(browser, "parse_config")
+    rows = _line_rows(browser)
+    # the function's source from its def to its last line, with every
+    # line's hits as recorded, percents of its cumtime, bars in proportion
+    assert [r["line"] for r in rows] == list(range(key[1], max(table) + 1))
+    assert rows[0]["code"] == "def parse_config(n):" and rows[0]["hits"] == ""
+    by_line = {r["line"]: r for r in rows}
+    cum = data.stats[key][3]
+    for lineno, (hits, seconds) in table.items():
+        r = by_line[lineno]
+        assert r["hits"] == str(hits)
+        assert float(r["pct"]) == pytest.approx(100 * seconds / cum, abs=0.051)
+        assert r["bar"] == pytest.approx(seconds / cum, abs=0.01)
+    # own time per line: a column, the call's line mostly its callee's time
+    own = data.lines_own[key]
+    assert all((r["own"] != "") == (r["line"] in table) for r in rows)
+    spin_line = [r for r in rows if "spin(0.002)" in r["code"]][0]
+    assert own[spin_line["line"]] < 0.5 * table[spin_line["line"]][1]
+    # serve(4): 4 requests x (parse_config(2) + parse_config(1))
+    assert spin_line["hits"] == "12" and spin_line["hot"] and float(spin_line["pct"]) > 90
+    assert sum(r["hot"] for r in rows) == min(3, sum(1 for h, t in table.values() if t > 0))
+    assert browser.eval("document.querySelector('#detail pre.source')") is None
+    browser.eval("document.querySelector('#detail table.linestats').scrollIntoView()")
+    _save_shot(browser, "html-lines.png")
+    # a function without line stats: the plain source, no line table
+    _select(browser, "render_page")
+    assert browser.eval("document.querySelector('#detail table.linestats')") is None
+    assert "spin(0.01)" in browser.eval("document.querySelector('#detail pre.source').textContent")
+    assert browser.problems() == []
+
+
+def test_line_panel_without_readable_source(browser, tmp_path):
+    out = tmp_path / "syn.html"
+    export(synthetic_lines_data(), str(out))
+    _open(browser, out)
+    _select(browser, "leaf")
+    rows = _line_rows(browser)
+    assert [(r["line"], r["hits"], r["pct"], r["code"], r["hot"]) for r in rows] == [
+        (31, "3", "14.3", "", True), (33, "30", "78.6", "", True), (34, "3", "7.1", "", True)]
+    assert all(r["own"] is None for r in rows)  # no own times: no column
+    note = browser.eval("document.querySelector('#detail .lines-box .note').textContent")
+    assert "line numbers only" in note and "own:" not in note
+    data = synthetic_lines_data()
+    data.lines_own = {("/nonexistent/app.py", 30, "leaf"): {31: 0.1, 33: 0.25, 34: 0.0}}
+    export(data, str(out))
+    _open(browser, out)
+    _select(browser, "leaf")
+    assert [(r["line"], r["time"], r["own"]) for r in _line_rows(browser)] == [
+        (31, "100 ms", "100 ms"), (33, "550 ms", "250 ms"), (34, "50.0 ms", "0 s")]
+    assert "own: less those calls" in browser.eval(
+        "document.querySelector('#detail .lines-box .note').textContent")
+    assert browser.problems() == []

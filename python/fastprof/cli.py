@@ -147,13 +147,17 @@ def build_parser():
     p = sub.add_parser(
         "diff", help="compare two profiles: what got slower or faster",
         description="Compare two profiles of the same program: the functions whose tottime, "
-                    "cumtime or call count changed most, with absolute and relative change.")
+                    "cumtime or call count changed most, with absolute and relative change. "
+                    "Functions with line stats (--lines) in both profiles also get their changed "
+                    "lines: hits changed, or time beyond the same noise, biggest time change "
+                    "first, with the source line.")
     p.add_argument("base", metavar="BASE", help="the profile before")
     p.add_argument("new", metavar="NEW", help="the profile after")
     p.add_argument("-s", "--sort", type=_type(_diff_metric), default="tottime", metavar="METRIC",
                    help="rank by the change of this: tottime, cumtime or calls (default: tottime)")
     p.add_argument("-n", "--limit", type=_positive_or_zero, default=20, metavar="N",
-                   help="show the first N functions (default 20; 0 = all)")
+                   help="show the first N functions, and of line stats the first N functions "
+                        "and N lines of each (default 20; 0 = all)")
     p.add_argument("--threshold", type=_type(_diff_threshold), default=10.0, metavar="PERCENT",
                    help="a time that moved by at most PERCENT of its base value is noise "
                         "(default 10; 0: any change counts). Changed call counts always count")
@@ -294,7 +298,7 @@ def _line_listings(data, shown, args, name, micro):
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
     match = view.matcher(args.lines, qualnames=data.qualnames)
-    out = listings(data.lines, shown, data.qualnames, match, micro)
+    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own)
     if not out:
         raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
     return out

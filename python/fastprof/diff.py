@@ -14,8 +14,13 @@ only if it moved by more than ``threshold`` of its base value *and* by more
 than an absolute ``floor`` (by default 1% of the larger profile's total),
 so that tiny functions do not flap.  Rows are ranked by significance (see
 ``ranked``).
+
+Functions with line stats (``--lines``) in both profiles get a section of
+their own: the lines whose hits changed or whose time moved beyond the
+same noise, the biggest time change first (``line_changes``).
 """
 
+import linecache
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -35,6 +40,11 @@ class Noise:
     fraction of the base value) or at most ``floor`` seconds."""
     threshold: float = 0.0
     floor: float = 0.0
+
+    def moved(self, base: float, new: float) -> bool:
+        """Whether a time went from *base* to *new* by more than the noise."""
+        d = abs(new - base)
+        return d > self.floor and d > self.threshold * abs(base)
 
     def describe(self, micro: str = "\u00b5") -> str:
         return "within \u00b1%g%% or under %s" % (100 * self.threshold, format_time(self.floor, micro))
@@ -152,8 +162,7 @@ def beyond_noise(c: Change, metric: str, noise: Noise) -> bool:
     the noise."""
     if metric == "calls":
         metric = "tottime"
-    d = abs(c.delta(metric))
-    return d > noise.floor and d > noise.threshold * abs(c.value(metric, "base"))
+    return noise.moved(c.value(metric, "base"), c.value(metric, "new"))
 
 
 def significance(c: Change, metric: str, noise: Noise) -> int:
@@ -214,6 +223,96 @@ def _signed_count(x: float) -> str:
     return ("+" if x > 0 else "-") + format_count(abs(x))
 
 
+# -- line stats (``--lines``) of the functions in both profiles -----------------
+
+LineTable = Dict[int, Tuple[int, float]]
+
+
+@dataclass
+class LineChange:
+    lineno: int                 # in the new profile
+    base: Tuple[int, float]     # (hits, seconds), zeros when the line did not run
+    new: Tuple[int, float]
+
+    @property
+    def time_delta(self) -> float:
+        return self.new[1] - self.base[1]
+
+
+def changed_lines(base: LineTable, new: LineTable, noise: Noise, shift: int = 0) -> List[LineChange]:
+    """The lines whose hits changed (exact) or whose time moved beyond
+    *noise*, the biggest time change first.  *shift*: how far the function's
+    first line moved (base line + shift = new line)."""
+    out = []
+    for lineno in set(n + shift for n in base) | set(new):
+        b = base.get(lineno - shift, (0, 0.0))
+        n = new.get(lineno, (0, 0.0))
+        if b[0] != n[0] or noise.moved(b[1], n[1]):
+            out.append(LineChange(lineno, b, n))
+    out.sort(key=lambda lc: (-abs(lc.time_delta), lc.lineno))
+    return out
+
+
+def line_changes(changes: List[Change], base_lines: Dict[FuncKey, LineTable],
+                 new_lines: Dict[FuncKey, LineTable], noise: Noise
+                 ) -> Tuple[int, List[Tuple[Change, List[LineChange]]]]:
+    """(how many functions have line stats in both profiles, [(function,
+    its changed lines)] for those with a changed line, the one with the
+    biggest line time change first).  Functions in one profile only are
+    left out: their whole table already says new or gone."""
+    both = 0
+    out = []
+    for c in changes:
+        if c.base_key is None or c.new_key is None:
+            continue
+        b, n = base_lines.get(c.base_key), new_lines.get(c.new_key)
+        if b is None or n is None:
+            continue
+        both += 1
+        rows = changed_lines(b, n, noise, c.new_key[1] - c.base_key[1])
+        if rows:
+            out.append((c, rows))
+    out.sort(key=lambda item: (str(item[0].key[0]), item[0].key[1], str(item[0].key[2])))
+    out.sort(key=lambda item: -abs(item[1][0].time_delta))
+    return both, out
+
+
+def line_section(changes: List[Change], base: ProfileData, new: ProfileData, noise: Noise,
+                 qualnames: Dict[FuncKey, str], limit: int, micro: str) -> List[str]:
+    """The text of the line changes: nothing when no function has line
+    stats in both profiles; at most *limit* functions of at most *limit*
+    lines each (0: all)."""
+    both, found = line_changes(changes, base.lines, new.lines, noise)
+    if not both:
+        return []
+    if not found:
+        return ["", "Lines: no line changed (same hits, times %s) in the %d function%s with line "
+                "stats in both profiles." % (noise.describe(micro), both, "s" if both > 1 else "")]
+    out = ["", "Lines: changed hits, or time beyond noise, biggest time change first "
+           "(%d of %d functions with line stats in both profiles)" % (len(found), both)]
+    shown_funcs = found if limit <= 0 else found[:limit]
+    for c, rows in shown_funcs:
+        shown = rows if limit <= 0 else rows[:limit]
+        out.append("")
+        out.append(function_text(c.key, qualnames))
+        cells = []
+        for lc in shown:
+            text = linecache.getline(str(c.key[0]), lc.lineno).strip()
+            cells.append([str(lc.lineno), format_count(lc.base[0]), format_count(lc.new[0]),
+                          _signed_count(lc.new[0] - lc.base[0]),
+                          format_time(lc.base[1], micro), format_time(lc.new[1], micro),
+                          _signed_time(lc.time_delta, micro), relative(lc.base[1], lc.new[1]), text])
+        out.extend(render_table(["line", "base hits", "new hits", "change", "base time", "new time",
+                                 "change", "rel", "source"], cells, "rrrrrrrrl"))
+        if len(shown) < len(rows):
+            out.append("%d of %d changed lines shown (-n 0 shows all)" % (len(shown), len(rows)))
+    if len(shown_funcs) < len(found):
+        out.append("")
+        out.append("%d of %d functions with changed lines shown (-n 0 shows all)"
+                   % (len(shown_funcs), len(found)))
+    return out
+
+
 def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new_name: str = "new",
                metric: str = "tottime", limit: int = 20, micro: str = "\u00b5",
                threshold: float = DEFAULT_THRESHOLD, min_time: str = DEFAULT_MIN_TIME) -> List[str]:
@@ -239,7 +338,7 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
         else:
             lines.append("No change: both profiles have the same %d functions with the same calls and "
                          "times." % len(changes))
-        return lines
+        return lines + line_section(changes, base, new, noise, qualnames, limit, micro)
     lines.append("      change: total %s (%s), calls %s (%s)" % (
         _signed_time(nt - bt, micro), relative(bt, nt), _signed_count(nc - bc), relative(bc, nc)))
     lines.append("")
@@ -269,4 +368,4 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
                  "beyond noise)%s; %d unchanged (same calls, %s %s)" % (
                      len(shown), len(rows), timed, " (-n 0 shows all)" if len(shown) < len(rows) else "",
                      unchanged, timed, noise.describe(micro)))
-    return lines
+    return lines + line_section(changes, base, new, noise, qualnames, limit, micro)

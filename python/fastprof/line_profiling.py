@@ -18,6 +18,13 @@ callbacks decide again from their caches and stay correct.
 the global trace function returns None for frames of other functions, so
 they get no line events, only the call event.
 
+Own time (``bind(profiler)``, which ``Profile`` does): a line's time less
+the time of the calls made while it was open, as the profiler measures
+them: lines are timed with the profiler's clock, and each end of a line
+reads the profiler's callee time of the running frame (its top frame).
+A function gets own times only if every line of it could be measured so
+(docs/lines.md says where not).
+
 On 3.12+ the line callbacks are C (``_fastprof.LineCounter``); the rest,
 and the trace functions before 3.12, are Python (costs in docs/lines.md).
 The interpreter runs no profiler hook inside callbacks: they are never
@@ -49,6 +56,13 @@ class _Common:
         self.clock = clock
         self.seen = {}    # code object -> its line table, or None if not matched
         self.running = False
+        self.profiler = None
+        self.own_lost = set()  # code objects a line of which had no exact own time
+
+    def bind(self, profiler):
+        """Time lines with *profiler*'s clock and measure their own time
+        against its stack (before start())."""
+        self.profiler = profiler
 
     def _decide(self, code, frame):
         module = frame.f_globals.get("__name__") if frame is not None else None
@@ -64,15 +78,26 @@ class _Common:
             if not table:
                 continue
             lines = out.setdefault(label(code), {})
-            for lineno, (hits, seconds) in list(table.items()):
+            for lineno, rec in list(table.items()):
                 prev = lines.get(lineno, (0, 0.0))
-                lines[lineno] = (prev[0] + hits, prev[1] + seconds)
+                lines[lineno] = (prev[0] + rec[0], prev[1] + rec[1])
         return out
+
+    def own_stats(self):
+        """``{(file, firstlineno, name): {lineno: own seconds}}`` of the
+        functions whose every line's own time is exact."""
+        if self.profiler is None:
+            return {}
+        return _own_by_key({code: {n: rec[2] for n, rec in table.items()}
+                            for code, table in list(self.seen.items())
+                            if table and code not in self.own_lost},
+                           [code for code, table in list(self.seen.items()) if table])
 
     def clear(self):
         for table in self.seen.values():
             if table:
                 table.clear()
+        self.own_lost.clear()
 
 
 class MonitoringRecorder(_Common):
@@ -85,6 +110,9 @@ class MonitoringRecorder(_Common):
         super().__init__(*args, **kwargs)
         from . import _fastprof
         self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE)
+
+    def own_stats(self):
+        return _own_by_key(self.counter.own_stats(), self.counter.stats())
 
     def line_stats(self):
         out = {}
@@ -110,6 +138,8 @@ class MonitoringRecorder(_Common):
                 % ", ".join(map(str, TOOL_IDS)))
         mon.use_tool_id(tool, "fastprof lines")
         self.tool = tool
+        if self.profiler is not None:
+            self.counter.bind(self.profiler, tool)
         ev = mon.events
         self.local_events = ev.LINE | ev.JUMP | ev.PY_RESUME | ev.PY_RETURN | ev.PY_YIELD
         for event, fn in self._callbacks().items():
@@ -195,8 +225,15 @@ class SettraceRecorder(_Common):
 
     def _make_tracer(self):
         seen = self.seen
-        clock = self.clock
         decide = self._decide
+        lost = self.own_lost
+        if self.profiler is not None:
+            line_clock = self.profiler._line_clock  # (now, own-time mark or None)
+        else:
+            clock = self.clock
+
+            def line_clock(code):
+                return clock(), None
 
         def on_call(frame, event, arg):
             code = frame.f_code
@@ -205,35 +242,59 @@ class SettraceRecorder(_Common):
                 table = decide(code, frame)
             if table is None:
                 return None
-            state = [0, clock()]  # current line, its start
+            # current line, its start, its own-time mark; [hits, time, own]
+            # per line. The trace's return comes before the profiler's: the
+            # frame is still on its stack.
+            state = [0, 0.0, None]
 
             def on_event(frame, event, arg):
-                t = clock()
+                t, m = line_clock(code)
                 prev = state[0]
                 if prev:
                     rec = table.get(prev)
                     if rec is None:
-                        table[prev] = [0, t - state[1]]
+                        rec = table[prev] = [0, 0.0, 0.0]
+                    rec[1] += t - state[1]
+                    if m is None or state[2] is None:
+                        lost.add(code)
                     else:
-                        rec[1] += t - state[1]
+                        rec[2] += m - state[2]
                 if event == "line":
                     lineno = frame.f_lineno
                     rec = table.get(lineno)
                     if rec is None:
-                        table[lineno] = [1, 0.0]
+                        table[lineno] = [1, 0.0, 0.0]
                     else:
                         rec[0] += 1
                     state[0] = lineno
-                    state[1] = t
                 elif event == "return":
                     state[0] = 0
-                else:  # exception: the line goes on
-                    state[1] = t
+                # else exception: the line goes on
+                state[1] = t
+                state[2] = m
                 return on_event
 
             return on_event
 
         return on_call
+
+
+def _own_by_key(own, counted):
+    """*own* ({code: {lineno: own seconds}}) keyed like the pstats table,
+    summed over code objects sharing a key; a key only if every code object
+    of it in *counted* has its own times."""
+    out, missing = {}, set()
+    for code in counted:
+        if code not in own:
+            missing.add(label(code))
+    for code, table in own.items():
+        key = label(code)
+        if key in missing:
+            continue
+        lines = out.setdefault(key, {})
+        for lineno, seconds in table.items():
+            lines[lineno] = lines.get(lineno, 0.0) + seconds
+    return out
 
 
 def make_recorder(patterns, main_alias=None, keys=(), threads=False):

@@ -1,5 +1,6 @@
 """The line-level listing: a function's source with each line's hits, time,
-time per hit and share of the function, the hottest lines marked
+own time (where known), time per hit and share of the function, the
+hottest lines marked
 (``fastprof view FILE --lines [NAME]``, ``python -m fastprof --lines``)."""
 
 import linecache
@@ -16,21 +17,33 @@ HOT_MARK = ">>"
 HOTTEST = 3
 
 
+def function_total(table: LineTable, cumtime: Optional[float] = None) -> float:
+    """What a line's percent is of: the function's cumtime when known, else
+    the sum of its line times."""
+    return cumtime if cumtime else sum(t for _h, t in table.values())
+
+
+def hottest(table: LineTable) -> List[int]:
+    """The HOTTEST lines with the most time (none without time), hottest first."""
+    return sorted((ln for ln, (_h, t) in table.items() if t > 0),
+                  key=lambda ln: (-table[ln][1], ln))[:HOTTEST]
+
+
 def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = None,
-                     qualname: Optional[str] = None, micro: str = "\u00b5") -> List[str]:
+                     qualname: Optional[str] = None, micro: str = "\u00b5",
+                     own: Optional[Dict[int, float]] = None) -> List[str]:
     """The listing of one function.  The percentages are of *cumtime* (the
     function's cumtime from the pstats table) when known, else of the sum of
-    its line times."""
-    total = cumtime if cumtime else sum(t for _h, t in table.values())
-    hot = sorted((ln for ln, (_h, t) in table.items() if t > 0),
-                 key=lambda ln: -table[ln][1])[:HOTTEST]
+    its line times.  *own*: each line's own time, a column when given."""
+    total = function_total(table, cumtime)
+    hot = hottest(table)
     title = func_label(key)
     if qualname and qualname != key[2]:
         title = "%s  %s" % (qualname, title)
     out = [title,
            "total %s, %s line hits" % (format_time(total, micro),
                                         format_count(sum(h for h, _t in table.values())))]
-    headers = ("Line", "Hits", "Time", "Per hit", "% func", "", "Source")
+    headers = ("Line", "Hits", "Time", "Own", "Per hit", "% func", "", "Source")
     rows = []
     first = key[1]
     last = max(list(table) + [first])
@@ -39,18 +52,24 @@ def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = 
         text = linecache.getline(key[0], lineno).rstrip("\n")
         source_seen = source_seen or bool(text)
         if lineno not in table:
-            rows.append((str(lineno), "", "", "", "", "", text))
+            rows.append((str(lineno), "", "", "", "", "", "", text))
             continue
         hits, seconds = table[lineno]
         rows.append((str(lineno), format_count(hits) if hits else "",
                      format_time(seconds, micro),
+                     format_time(own.get(lineno, 0.0), micro) if own is not None else "",
                      format_time(seconds / hits, micro) if hits else "",
                      "%.1f" % (100.0 * seconds / total) if total else "",
                      HOT_MARK if lineno in hot else "", text))
-    widths = [max(len(r[i]) for r in rows + [headers]) for i in range(6)]
+    if own is None:  # no Own column
+        headers = headers[:3] + headers[4:]
+        rows = [r[:3] + r[4:] for r in rows]
+    n = len(headers) - 2  # the number columns, then the mark and the source
+    widths = [max(len(r[i]) for r in rows + [headers]) for i in range(n)]
+
     def fmt(r):
-        cells = [r[0].rjust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:5], widths[1:5])]
-        return "  ".join(cells + [r[5].ljust(2), r[6]]).rstrip()
+        cells = [c.rjust(w) for c, w in zip(r[:n], widths)]
+        return "  ".join(cells + [r[n].ljust(2), r[n + 1]]).rstrip()
     out.append(fmt(headers))
     out.extend(fmt(r) for r in rows)
     if not source_seen:
@@ -60,9 +79,11 @@ def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = 
 
 def listings(lines: Dict[FuncKey, LineTable], stats: Optional[dict] = None,
              qualnames: Optional[Dict[FuncKey, str]] = None, match=None,
-             micro: str = "\u00b5") -> List[str]:
+             micro: str = "\u00b5", own: Optional[Dict[FuncKey, Dict[int, float]]] = None
+             ) -> List[str]:
     """The listings of every function in *lines* that *match* accepts, the
-    one with the most time first."""
+    one with the most time first; an Own column for those in *own*."""
+    own = own or {}
     stats = stats or {}
     qualnames = qualnames or {}
 
@@ -78,5 +99,5 @@ def listings(lines: Dict[FuncKey, LineTable], stats: Optional[dict] = None,
         if out:
             out.append("")
         cum = stats[key][3] if key in stats else None
-        out.extend(function_listing(key, lines[key], cum, qualnames.get(key), micro))
+        out.extend(function_listing(key, lines[key], cum, qualnames.get(key), micro, own.get(key)))
     return out

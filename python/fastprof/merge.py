@@ -23,7 +23,9 @@
   paths alike.  Every other key is kept as is.
 - qualified names (``qualnames``): the union; differing names of one key are
   listed together.
-- line-level stats (``lines``): hits and times summed per function and line.
+- line-level stats (``lines``): hits and times summed per function and line;
+  own times (``lines_own``) too, for the functions every input with their
+  lines has them for.
 """
 
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -139,6 +141,8 @@ class ProfileSum:
         self._tree: Optional[_TreeSum] = _TreeSum(self.keys)  # None once an input has none
         self._qualnames: Dict[FuncKey, List[str]] = {}
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
+        self._lines_own: Dict[FuncKey, Dict[int, float]] = {}
+        self._own_missing: Set[FuncKey] = set()  # an input had its lines without own times
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # the inputs' only= patterns (None: unscoped) and fast flags
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
@@ -165,6 +169,12 @@ class ProfileSum:
             for lineno, (hits, seconds) in table.items():
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
+            if key not in p.lines_own:
+                self._own_missing.add(self.keys(key))
+                continue
+            own = self._lines_own.setdefault(self.keys(key), {})
+            for lineno, seconds in p.lines_own[key].items():
+                own[lineno] = own.get(lineno, 0.0) + seconds
         self.clocks.add(p.clock)
         self._scopes.add(tuple(p.only) if p.only is not None else None)
         self._fast.add(p.fast)
@@ -195,6 +205,7 @@ class ProfileSum:
             data.callpaths = self._tree.result()
         data.qualnames = {k: QUALNAME_SEPARATOR.join(sorted(v)) for k, v in self._qualnames.items()}
         data.lines = self._lines
+        data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
         # what the sum leaves out is said only if every input left it out

@@ -22,13 +22,16 @@ Trailer (a plain dict; only marshal-able values)::
       ],
       "qualnames": [(file, line, name, qualname), ...],   # optional
       "lines": {(file, line, name): {lineno: (hits, seconds)}},  # optional
+      "lines_own": {(file, line, name): {lineno: seconds}},      # optional
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
     }
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
-function's exit, callees included).
+function's exit, callees included).  ``lines_own`` (added without a
+version bump, like ``qualnames``): each line's own time, its time less
+the calls made from it, for the functions of ``lines`` where it is exact.
 
 ``only`` (``--only``, ``Profile(only=...)``): the patterns the profile was
 scoped to; calls into other Python code are in their callers' own time.
@@ -101,6 +104,8 @@ class ProfileData:
     # the only= patterns it was scoped to, and whether it was fast mode
     only: Optional[List[str]] = None
     fast: bool = False
+    # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
+    lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
@@ -122,6 +127,9 @@ class ProfileData:
             out["only"] = [str(p) for p in self.only]
         if self.fast:
             out["fast"] = True
+        if self.lines_own:
+            out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
+                                for k, v in self.lines_own.items()}
         return out
 
 
@@ -172,6 +180,8 @@ def load_profile(path) -> ProfileData:
         if "only" in trailer:
             data.only = [str(p) for p in trailer["only"]]
         data.fast = bool(trailer.get("fast", False))
+        data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
+                          for k, v in trailer.get("lines_own", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

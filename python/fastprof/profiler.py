@@ -156,7 +156,8 @@ class Profile(_fastprof.Profiler):
     - ``lines``: a list of function patterns (``"myapp.db:Query.*"``,
       ``"lines_prog:hot"``, ``"src/app/*.py"``; see docs/lines.md): those
       functions also get each line's hits and time, in ``line_stats()`` and
-      the ``.prof`` trailer.
+      the ``.prof`` trailer, and where exact its own time
+      (``line_own_stats()``).
     - ``only``: function patterns (the same syntax): record only those
       functions, and the C functions they call directly; the time of calls
       into other Python code stays in the calling function's own time.
@@ -213,6 +214,7 @@ class Profile(_fastprof.Profiler):
         self._lines = None
         if lines is not None:
             self._lines = _line_recorder(lines, threads)
+            self._lines.bind(self)  # its clock, and own times per line
             self._options["lines"] = list(lines)
             # an instance attribute: without lines=, disable() stays the C
             # method (cProfile's "{method 'disable' ...}" row)
@@ -272,6 +274,13 @@ class Profile(_fastprof.Profiler):
         ``{(file, firstlineno, name): {lineno: (hits, seconds)}}`` (empty
         without ``lines=``)."""
         return self._lines.line_stats() if self._lines is not None else {}
+
+    def line_own_stats(self):
+        """Each line's own time (its time less the calls made from it, as
+        this profiler timed them), of the functions of ``line_stats()``
+        where it is exact: ``{(file, firstlineno, name): {lineno:
+        seconds}}`` (see docs/lines.md)."""
+        return self._lines.own_stats() if self._lines is not None else {}
 
     def unmatched_only_patterns(self):
         """The ``only=`` patterns that named no function that ran."""
@@ -470,6 +479,7 @@ class Profile(_fastprof.Profiler):
             data.lines = self.line_stats()
             data.only = self._options.get("only")
             data.fast = self._options["fast"]
+            data.lines_own = self.line_own_stats()
             return data
         self._disable()
         tid = self._thread_id(thread)

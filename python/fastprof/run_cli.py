@@ -536,9 +536,10 @@ def _print_lines(prof):
     from fastprof.view import micro_sign
     lines = prof.line_stats()
     if lines:
-        out = listings(lines, prof.stats, prof.qualnames, micro=micro_sign(sys.stdout))
+        out = listings(lines, prof.stats, prof.qualnames, micro=micro_sign(sys.stdout),
+                       own=prof.line_own_stats())
         print("\nLine by line (time of a line: from its start to the next line or the "
-              "function's exit, callees included)\n")
+              "function's exit, callees included; own: less them)\n")
         print("\n".join(out))
 
 

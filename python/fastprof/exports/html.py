@@ -16,7 +16,10 @@ with the profile as one JSON blob:
 - the source of the selected function, read when the report is written
   (when the file is readable then), at most ``MAX_SOURCE_LINES`` lines per
   function and ``MAX_SOURCE_BYTES`` in all, the most expensive functions
-  first.
+  first;
+- for functions with line stats (``--lines``), that source line by line:
+  hits, time, percent of the function and a bar of it, the hottest lines
+  marked (line numbers and stats only when the file is not readable).
 """
 
 import datetime
@@ -29,6 +32,7 @@ import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
+from ..line_view import function_total, hottest
 from ..names import is_builtin, readable_name, short_path
 from ..profile_file import FuncKey, ProfileData
 
@@ -82,6 +86,30 @@ def _source_block(key: FuncKey) -> Optional[Dict]:
         return None
     return {"start": start, "lines": [ln.rstrip("\r\n") for ln in block],
             "truncated": len(block) >= MAX_SOURCE_LINES}
+
+
+def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Optional[float],
+                own: Optional[Dict[int, float]] = None) -> Dict:
+    """A function's line stats for the page: one row per line from its first
+    to its last line with stats, ``[lineno, hits, seconds, text, own]``
+    (hits None for a line without stats, text "" when the file is not
+    readable now, own None when not known), the time the percents are of,
+    and the hottest lines."""
+    first = key[1] if isinstance(key[1], int) else min(table)
+    last = max(list(table) + [first])
+    filename = str(key[0])
+    readable = bool(linecache.getlines(filename))
+    rows = []
+    for lineno in range(min([first] + list(table)), last + 1):
+        text = linecache.getline(filename, lineno).rstrip("\r\n") if readable else ""
+        if lineno in table:
+            hits, seconds = table[lineno]
+            rows.append([lineno, _num(hits), _num(seconds), text,
+                         _num(own.get(lineno, 0.0)) if own is not None else None])
+        elif readable:
+            rows.append([lineno, None, 0, text, None])
+    return {"rows": rows, "total": _num(function_total(table, cumtime)), "hot": hottest(table),
+            "readable": readable, "own": own is not None}
 
 
 # A thread selector lists each thread when there are at most this many, else
@@ -234,6 +262,9 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
 
     return {
         "title": title or "profile",
+        "lines": {str(index[k]): _line_block(k, table, stats[k][3] if k in stats else None,
+                                             data.lines_own.get(k))
+                  for k, table in data.lines.items() if k in index},
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
         "clock": data.clock,

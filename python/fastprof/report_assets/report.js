@@ -399,6 +399,42 @@
     box.appendChild(t);
     return box;
   }
+  // a function's line stats (--lines): hits, time, % of the function and
+  // a bar of it per line, the hottest lines marked
+  function lineTable(L) {
+    var wrap = el('div', { 'class': 'lines-box' });
+    var t = el('table', { 'class': 'linestats' });
+    var hr = el('tr');
+    var heads = L.own ? ['line', 'hits', 'time', 'own', '% func', '', 'source'] : ['line', 'hits', 'time', '% func', '', 'source'];
+    heads.forEach(function (h) { hr.appendChild(el('th', null, h)); });
+    t.appendChild(el('thead')).appendChild(hr);
+    var tb = el('tbody');
+    L.rows.forEach(function (r) {
+      var hot = L.hot.indexOf(r[0]) >= 0;
+      var tr = el('tr', { 'data-line': String(r[0]), 'class': hot ? 'hot' : '' });
+      var share = L.total > 0 && r[1] !== null ? r[2] / L.total : 0;
+      tr.appendChild(el('td', { 'class': 'ln' }, String(r[0])));
+      tr.appendChild(el('td', { 'class': 'hits' }, r[1] === null ? '' : fmtInt(r[1])));
+      tr.appendChild(el('td', { 'class': 'time' }, r[1] === null ? '' : fmtTime(r[2])));
+      if (L.own) tr.appendChild(el('td', { 'class': 'own' }, r[1] === null ? '' : fmtTime(r[4])));
+      tr.appendChild(el('td', { 'class': 'pct' }, r[1] === null ? '' : (100 * share).toFixed(1)));
+      var bar = el('td', { 'class': 'heat' });
+      if (r[1] !== null) {
+        bar.appendChild(el('span', { 'class': 'track' })).appendChild(
+          el('span', { 'class': 'bar', style: 'width:' + (100 * Math.min(share, 1)).toFixed(1) + '%' }));
+      }
+      tr.appendChild(bar);
+      tr.appendChild(el('td', { 'class': 'code' }, r[3]));
+      tb.appendChild(tr);
+    });
+    t.appendChild(tb);
+    wrap.appendChild(t);
+    wrap.appendChild(el('p', { 'class': 'note' }, 'time of a line: from its start to the next line or the ' +
+      'exit, its calls included' + (L.own ? '; own: less those calls' : '') +
+      '; % of the function\'s cumtime; hottest lines marked' +
+      (L.readable ? '' : '; source not readable when the report was written: line numbers only')));
+    return wrap;
+  }
   function select(i) {
     selectedFunc = i;
     var f = ALL[i];
@@ -429,8 +465,11 @@
     box.appendChild(edgeTable('Callers', f.callers, 'nobody: a root of the profile'));
     box.appendChild(edgeTable('Callees', f.callees, 'none'));
     var src = D.sources[String(i)];
-    box.appendChild(el('h4', null, 'Source'));
-    if (src) {
+    var lines = (D.lines || {})[String(i)];
+    box.appendChild(el('h4', null, lines ? 'Source, line by line' : 'Source'));
+    if (lines) {
+      box.appendChild(lineTable(lines));
+    } else if (src) {
       var pre = el('pre', { 'class': 'source' });
       src.lines.forEach(function (text, j) {
         var line = el('div', j === 0 ? { 'class': 'first' } : null);
