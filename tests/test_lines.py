@@ -307,3 +307,12 @@ def test_no_free_tool_id_is_a_clear_error():
     finally:
         for t in taken:
             mon.free_tool_id(t)
+
+
+def test_listing_title_names_a_method_once():
+    # the qualified name replaces the plain one: "Box.grow (file:line)"
+    from fastprof.line_view import function_listing
+    key = ("/src/box.py", 10, "grow")
+    table = {11: (2, 0.5)}
+    assert function_listing(key, table, qualname="Box.grow")[0] == "Box.grow (/src/box.py:10)"
+    assert function_listing(key, table)[0] == "grow (/src/box.py:10)"

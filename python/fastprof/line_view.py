@@ -37,9 +37,7 @@ def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = 
     its line times.  *own*: each line's own time, a column when given."""
     total = function_total(table, cumtime)
     hot = hottest(table)
-    title = func_label(key)
-    if qualname and qualname != key[2]:
-        title = "%s  %s" % (qualname, title)
+    title = func_label(key, qualnames={key: qualname} if qualname else None)
     out = [title,
            "total %s, %s line hits" % (format_time(total, micro),
                                         format_count(sum(h for h, _t in table.values())))]
