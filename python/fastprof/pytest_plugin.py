@@ -22,6 +22,14 @@ import pytest
 DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
+# python -m fastprof's run options the plugin takes, as --fastprof-lines etc.
+RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast")
+PREFIX = "--fastprof-"
+
+
+def _spelled(option):
+    """How run option *option* is spelled here: --lines -> --fastprof-lines."""
+    return PREFIX + option[2:]
 
 
 def pytest_addoption(parser):
@@ -38,17 +46,60 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
+    # python -m fastprof's --lines, --lines-from, --only and --fast, declared
+    # here and not from cmdline.RUN_OPTIONS: importing any fastprof module
+    # imports the package and its C extension, which every pytest run would
+    # then pay (nothing of fastprof's is imported until an option is given)
+    group.addoption(
+        "--fastprof-lines", action="append", default=[], metavar="PATTERN",
+        help="line by line: each line's hits and time in the functions PATTERN names "
+             "(python -m fastprof --lines: MODULE[:QUALNAME] with shell wildcards, "
+             "test_db:test_*, or a file path glob), stored in the profile "
+             "(fastprof view FILE --lines). Repeatable")
+    group.addoption(
+        "--fastprof-lines-from", metavar="OLD.prof[:N]", default=None,
+        help="line by line for the N functions (default 10) with the most own time "
+             "in an earlier profile OLD.prof")
+    group.addoption(
+        "--fastprof-only", action="append", default=[], metavar="PATTERN",
+        help="record only the functions PATTERN names (the --fastprof-lines syntax) and "
+             "the C functions they call; the time of calls into other Python code "
+             "stays in the caller's own time. Repeatable")
+    group.addoption(
+        "--fastprof-fast", action="store_true", default=False,
+        help="Python functions only, through a frame evaluator (PEP 523): much cheaper, "
+             "counts as cProfile with builtins=False (not with --fastprof-lines/-only)")
 
 
 def pytest_configure(config):
     outfile = config.getoption("fastprof", None)
     per_test = config.getoption("fastprof_per_test", None)
     if outfile is None and per_test is None:
+        for option in RUN_OPTIONS:
+            if config.getoption(_dest(option), None) not in (None, False, []):
+                raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE] or "
+                                        "--fastprof-per-test DIR" % _spelled(option))
         return
     if outfile == DEFAULT_FILE:
         outfile = os.path.join(str(config.rootpath), DEFAULT_FILE)
     session = FastprofSession(config, outfile, per_test)
     config.pluginmanager.register(session, "fastprof-session")
+
+
+def _dest(option):
+    return _spelled(option)[2:].replace("-", "_")
+
+
+def _run_options(config):
+    """The run options as python -m fastprof's parser gives them (the
+    plugin's own values where it takes them, the defaults elsewhere)."""
+    import types
+
+    from fastprof import cmdline
+    values = dict(cmdline.RUN_DEFAULTS)
+    for option in RUN_OPTIONS:
+        values[option[2:].replace("-", "_")] = config.getoption(_dest(option))
+    return types.SimpleNamespace(**values)
 
 
 def _looks_like_test_path(value):
@@ -84,11 +135,17 @@ class FastprofSession:
                 per_test_dir = os.path.abspath(per_test_dir)
                 os.makedirs(per_test_dir, exist_ok=True)
                 cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
+            options = _run_options(config)
+            cmdline.check_scope_options(options, name=_spelled)
+            self.callpaths = self.fmt in cmdline.TREE_FORMATS
+            self.profile_options = cmdline.profile_options(options, self.callpaths)
+            self.profile_options["threads"] = True
+            cmdline.new_profile(self.profile_options)  # refused now, not at the first test
         except (cmdline.UsageError, OSError) as exc:
             raise pytest.UsageError("fastprof: %s" % exc) from None
         self.outfile = outfile
         self.per_test_dir = per_test_dir
-        self.callpaths = self.fmt in cmdline.TREE_FORMATS
+        self.unmatched = None      # --fastprof-lines/-only: patterns no profile matched
         self.profile = None        # the session's profile (one per test with per_test_dir)
         self.data = None           # per_test_dir: the tests' profiles summed (ProfileData)
         self.times = {}            # node id -> profiled seconds (its three phases)
@@ -100,8 +157,15 @@ class FastprofSession:
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
-        from fastprof.profiler import Profile
-        return Profile(threads=True, callpaths=self.callpaths)
+        from fastprof import cmdline
+        return cmdline.new_profile(self.profile_options)
+
+    def _note_unmatched(self, prof):
+        """Keep the patterns that named nothing in any of the profiles."""
+        from fastprof import cmdline
+        lines = cmdline.unmatched_patterns(prof, name=_spelled)
+        self.unmatched = lines if self.unmatched is None else [
+            line for line in self.unmatched if line in lines]
 
     def _profiled(self, item):
         """Run the rest of a phase (the hook wrapper's yield) under the profile."""
@@ -146,6 +210,7 @@ class FastprofSession:
         if prof is None:
             return
         data = _without_own_rows(prof.profile_data())
+        self._note_unmatched(prof)
         name = safe_file_name(nodeid)
         base, n = name, 1
         while name in self.per_test_files:
@@ -165,7 +230,11 @@ class FastprofSession:
     def session_data(self):
         if self.per_test_dir is not None:
             return self.data
-        return None if self.profile is None else _without_own_rows(self.profile.profile_data())
+        if self.profile is None:
+            return None
+        data = _without_own_rows(self.profile.profile_data())
+        self._note_unmatched(self.profile)
+        return data
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
@@ -189,8 +258,11 @@ class FastprofSession:
         else:
             for line in summary_lines(data, self.times):
                 tr.write_line(line)
-        for line in self.problems:
+        for line in self.problems + (self.unmatched or []):
             tr.write_line("fastprof: " + line)
+        if data is not None and data.lines:
+            tr.write_line("line stats of %d functions in the profile (fastprof view FILE "
+                          "--lines)" % len(data.lines))
         if self.written:
             tr.write_line("profile written to %s (all tests; fastprof view %s)"
                           % (self.written, self.written))
