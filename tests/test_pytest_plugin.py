@@ -16,8 +16,15 @@ import textwrap
 
 import pytest
 
-from helpers import (TESTS_DIR, USING_CPROFILE, check_fast_like_cprofile,
-                     check_scoped_like_cprofile, run_python, settrace_hits, subprocess_env)
+from helpers import (
+    TESTS_DIR,
+    USING_CPROFILE,
+    check_fast_like_cprofile,
+    check_scoped_like_cprofile,
+    run_python,
+    settrace_hits,
+    subprocess_env,
+)
 
 PLUGIN = ["-p", "fastprof.pytest_plugin"]
 
