@@ -184,7 +184,8 @@ def check_scoped_like_cprofile(full, scoped, in_scope):
             n = sum(edge[0] for caller, edge in callers.items() if in_scope(caller))
             if n:
                 direct[key] = n
-    assert {k: v[1] for k, v in scoped.items() if k[0] == "~"} == direct
+    # (a <gc> row: a collection ran, which fastprof records and cProfile does not)
+    assert {k: v[1] for k, v in scoped.items() if k[0] == "~" and k[2] != "<gc>"} == direct
 
 
 def check_fast_like_cprofile(expected, stats):
