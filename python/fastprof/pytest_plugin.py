@@ -219,8 +219,7 @@ class FastprofSession:
         self.per_test_files[name] = nodeid
         from fastprof.profile_file import write_profile
         try:
-            with open(os.path.join(self.per_test_dir, name + ".prof"), "wb") as f:
-                write_profile(f, data)
+            write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
         except OSError as exc:
             self.problems.append("cannot write %s's profile: %s" % (nodeid, exc))
         self.data = data if self.data is None else _add(self.data, data)
