@@ -47,6 +47,8 @@ def add_parser(sub, formatter_class):
         epilog=cmdline.formats_help() + "\nexamples:\n"
                "  fastprof attach 12345 --duration 10 -o service.prof\n"
                "  fastprof attach 12345 -o service.html        # until Ctrl-C\n"
+               "  fastprof attach 12345 --duration 10 --lines-from service.prof:5\n"
+               "  fastprof attach 12345 --duration 10 --only 'myapp.*' -o mine.prof\n"
                "  python3.15 -m fastprof.cli attach 12345 -o out.prof   # a 3.15 target\n",
         formatter_class=formatter_class)
     p.add_argument("pid", metavar="PID", help="the process to profile")
