@@ -344,3 +344,38 @@ def test_scope_options_need_fastprof(tmp_path):
     assert r.returncode == 4, r.stdout + r.stderr
     assert "fastprof: --fastprof-lines needs --fastprof[=FILE] or --fastprof-per-test DIR" \
         in r.stderr
+
+
+# -- pytest-xdist: the workers' profiles summed by the controller -----------------
+
+@fastprof_only
+def test_xdist_workers_profiles_are_summed(tmp_path):
+    pytest.importorskip("xdist", reason="pytest-xdist (requirements-test.txt)")
+    import lines_corpus
+    ns = (12, 15, 10, 5, 11, 7)
+    make_tests(tmp_path, "import lines_corpus\n\n"
+                         "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\n"
+                         "import pytest\n\n@pytest.mark.parametrize('n', %r)\n"
+                         "def test_fib(n):\n    fib(n)\n    lines_corpus.run_all()\n" % (ns,))
+    out, per_test, tmp = tmp_path / "out.prof", tmp_path / "each", tmp_path / "tmp"
+    tmp.mkdir()
+    env = subprocess_env(PYTEST_ADDOPTS="", TMPDIR=str(tmp))
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], TESTS_DIR])
+    r = run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN
+                   + ["-n", "2", "--fastprof=%s" % out, "--fastprof-per-test", str(per_test),
+                      "--fastprof-lines", "lines_corpus"],
+                   cwd=str(tmp_path), env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 workers [6 items]" in r.stdout, r.stdout
+    # every worker's tests in FILE: fib's calls and run_all's line hits, summed
+    (_cc, nc, _tt, _ct, _callers), _stats = fib_row(out)
+    assert nc == fib_calls(*ns)
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    assert hits_of(out) == {k: {n: len(ns) * h for n, h in v.items()}
+                            for k, v in expected.items()}
+    assert len(list(per_test.iterdir())) == len(ns)
+    summary = r.stdout[r.stdout.index("= fastprof ="):]
+    assert "in %d tests" % len(ns) in summary and "profile written to %s" % out in summary
+    assert "%d per-test profiles written" % len(ns) in summary
+    # the workers' hand-over directory is gone (pytest's own tmp_path base stays)
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("fastprof")] == []

@@ -84,6 +84,18 @@ def pytest_configure(config):
         outfile = os.path.join(str(config.rootpath), DEFAULT_FILE)
     session = FastprofSession(config, outfile, per_test)
     config.pluginmanager.register(session, "fastprof-session")
+    if session.controller:
+        config.pluginmanager.register(XdistController(session), "fastprof-xdist")
+
+
+def _xdist_role(config):
+    """'worker' in a pytest-xdist worker, 'controller' in the process that
+    hands the tests to workers (-n N, N > 0), None without pytest-xdist."""
+    if hasattr(config, "workerinput"):
+        return "worker"
+    if getattr(config.option, "dist", "no") != "no":
+        return "controller"
+    return None
 
 
 def _dest(option):
@@ -145,6 +157,9 @@ class FastprofSession:
             raise pytest.UsageError("fastprof: %s" % exc) from None
         self.outfile = outfile
         self.per_test_dir = per_test_dir
+        role = _xdist_role(config)
+        self.worker = role == "worker"          # profiles its tests, hands them over
+        self.controller = role == "controller"  # runs no test: sums the workers'
         self.unmatched = None      # --fastprof-lines/-only: patterns no profile matched
         self.profile = None        # the session's profile (one per test with per_test_dir)
         self.data = None           # per_test_dir: the tests' profiles summed (ProfileData)
@@ -227,7 +242,7 @@ class FastprofSession:
     # -- the end -----------------------------------------------------------
 
     def session_data(self):
-        if self.per_test_dir is not None:
+        if self.per_test_dir is not None or self.controller:
             return self.data
         if self.profile is None:
             return None
@@ -239,6 +254,9 @@ class FastprofSession:
     def pytest_sessionfinish(self, session):
         # written here, however the run ends (failures, -x, Ctrl-C)
         self.final = self.session_data()
+        if self.worker:
+            self._hand_over()
+            return
         if self.final is None or self.outfile is None:
             return
         from fastprof import cmdline
@@ -247,6 +265,48 @@ class FastprofSession:
             self.written = self.outfile
         except OSError as exc:
             self.problems.append("cannot write %s: %s" % (self.outfile, exc.strerror or exc))
+
+    # -- pytest-xdist ------------------------------------------------------
+
+    def _hand_over(self):
+        """A worker: its profile into the controller's directory, the rest
+        (times, files, problems) in its workeroutput."""
+        config = self.config
+        out = {"times": self.times, "per_test_files": self.per_test_files,
+               "problems": self.problems, "unmatched": self.unmatched, "profile": None}
+        if self.final is not None:
+            from fastprof.profile_file import write_profile
+            path = os.path.join(config.workerinput["fastprof_dir"],
+                                "%s.prof" % config.workerinput.get("workerid", os.getpid()))
+            try:
+                write_profile(path, self.final)
+                out["profile"] = path
+            except OSError as exc:
+                out["problems"] = self.problems + ["cannot hand over %s's profile: %s"
+                                                   % (config.workerinput.get("workerid"), exc)]
+        config.workeroutput["fastprof"] = out
+
+    def add_worker(self, node, output):
+        """The controller: add what worker *node* handed over (nothing if it crashed)."""
+        name = getattr(node, "gateway", None)
+        name = getattr(name, "id", "a worker")
+        if output is None:
+            self.problems.append("%s ended without handing over its profile" % name)
+            return
+        self.times.update(output["times"])
+        self.per_test_files.update(output["per_test_files"])
+        self.problems.extend(output["problems"])
+        if output["unmatched"] is not None:
+            self.unmatched = output["unmatched"] if self.unmatched is None else [
+                line for line in self.unmatched if line in output["unmatched"]]
+        if output["profile"] is not None:
+            from fastprof.profile_file import ProfileFileError, load_profile
+            try:
+                data = load_profile(output["profile"])
+            except ProfileFileError as exc:
+                self.problems.append("%s's profile is lost: %s" % (name, exc))
+                return
+            self.data = data if self.data is None else _add(self.data, data)
 
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
@@ -268,6 +328,30 @@ class FastprofSession:
         if self.per_test_dir is not None and self.per_test_files:
             tr.write_line("%d per-test profiles written to %s"
                           % (len(self.per_test_files), self.per_test_dir))
+
+
+class XdistController:
+    """With pytest-xdist (-n N): the workers run and profile the tests, each
+    writing its profile into a private directory when it ends; the
+    controller sums them into FILE (and the summary) as if one process had
+    run every test."""
+
+    def __init__(self, session):
+        import tempfile
+        self.session = session
+        self.directory = tempfile.mkdtemp(prefix="fastprof-xdist-")  # 0700
+
+    def pytest_configure_node(self, node):
+        node.workerinput["fastprof_dir"] = self.directory
+
+    def pytest_testnodedown(self, node, error):
+        output = getattr(node, "workeroutput", None) or {}
+        self.session.add_worker(node, output.get("fastprof"))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session):
+        import shutil
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _own_keys(stats):
