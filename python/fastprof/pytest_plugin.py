@@ -13,6 +13,11 @@ as the first thing after it, so only pytest's runner functions that run a
 phase (a few rows, microseconds) are in the profile besides the test's own
 code.  All threads that run Python code while a phase runs are profiled,
 as ``python -m fastprof`` does.
+
+``--fastprof-lines``, ``--fastprof-lines-from``, ``--fastprof-only`` and
+``--fastprof-fast`` are python -m fastprof's ``--lines``... Under
+pytest-xdist (``-n N``) the workers profile their tests and hand their
+profiles to the controller, which sums them (XdistController).
 """
 
 import os
@@ -175,10 +180,12 @@ class FastprofSession:
         from fastprof import cmdline
         return cmdline.new_profile(self.profile_options)
 
-    def _note_unmatched(self, prof):
-        """Keep the patterns that named nothing in any of the profiles."""
-        from fastprof import cmdline
-        lines = cmdline.unmatched_patterns(prof, name=_spelled)
+    def _note_unmatched(self, prof=None, lines=None):
+        """Keep the patterns that named nothing in any of the profiles (of
+        *prof*, or a worker's *lines*)."""
+        if prof is not None:
+            from fastprof import cmdline
+            lines = cmdline.unmatched_patterns(prof, name=_spelled)
         self.unmatched = lines if self.unmatched is None else [
             line for line in self.unmatched if line in lines]
 
@@ -297,8 +304,7 @@ class FastprofSession:
         self.per_test_files.update(output["per_test_files"])
         self.problems.extend(output["problems"])
         if output["unmatched"] is not None:
-            self.unmatched = output["unmatched"] if self.unmatched is None else [
-                line for line in self.unmatched if line in output["unmatched"]]
+            self._note_unmatched(lines=output["unmatched"])
         if output["profile"] is not None:
             from fastprof.profile_file import ProfileFileError, load_profile
             try:
