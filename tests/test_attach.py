@@ -541,6 +541,14 @@ def test_lines_of_a_function_in_the_target(tmp_path):
                                         "attach_target:square_sum")
         assert status == 0, stderr
         assert "Line by line" in stdout and "total += i * i" in stdout
+        # --lines-from: the hottest function of that first profile
+        from fastprof.line_profiling import top_functions
+        (top,) = top_functions(str(out), 1)
+        again = tmp_path / "again.prof"
+        status, _, stderr = attach(t.pid, "--duration", "0.5", "--lines-from", "%s:1" % out,
+                                   "-o", str(again))
+        assert status == 0, stderr
+        assert list(load_profile(str(again)).lines) == [top]
     finally:
         result = t.finish(0)
     assert result[0] == 0 and "profiler slot: None" in result[1], result

@@ -206,6 +206,23 @@ def test_lines_in_the_file_and_after_the_table(tmp_path):
 
 
 @fastprof_only
+def test_lines_from_an_earlier_profile(tmp_path):
+    import lines_corpus
+
+    from fastprof.line_profiling import top_functions
+    from fastprof.profile_file import load_profile
+    run_shell(tmp_path, CORPUS + textwrap.dedent("""\
+        cell("%fastprof -o old.prof lines_corpus.loop_branches(3000); fib(5)")
+        cell("%fastprof -o new.prof --lines-from old.prof:1 lines_corpus.loop_branches(3000)")
+    """))
+    wanted = top_functions(str(tmp_path / "old.prof"), 1)
+    assert [k[2] for k in wanted] == ["loop_branches"]
+    got = line_hits(load_profile(str(tmp_path / "new.prof")).lines)
+    assert got == settrace_hits(lambda: lines_corpus.loop_branches(3000), "lines_corpus")
+    assert list(got) == wanted
+
+
+@fastprof_only
 def test_only_keeps_the_app_with_cprofiles_counts(tmp_path):
     import only_app
     run_shell(tmp_path, CORPUS + textwrap.dedent("""\

@@ -379,3 +379,23 @@ def test_xdist_workers_profiles_are_summed(tmp_path):
     assert "%d per-test profiles written" % len(ns) in summary
     # the workers' hand-over directory is gone (pytest's own tmp_path base stays)
     assert [p.name for p in tmp.iterdir() if p.name.startswith("fastprof")] == []
+
+
+@fastprof_only
+def test_lines_from_an_earlier_profile(tmp_path):
+    import lines_corpus
+
+    from fastprof.line_profiling import top_functions
+    make_tests(tmp_path, "import lines_corpus\n\n"
+                         "def test_a():\n    lines_corpus.loop_branches(3000)\n")
+    old, new = tmp_path / "old.prof", tmp_path / "new.prof"
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % old)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wanted = top_functions(str(old), 1)
+    assert [k[2] for k in wanted] == ["loop_branches"]
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % new,
+                               "--fastprof-lines-from", "%s:1" % old)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = hits_of(new)
+    assert list(got) == wanted
+    assert got == settrace_hits(lambda: lines_corpus.loop_branches(3000), "lines_corpus")
