@@ -567,6 +567,11 @@ def test_only_records_the_named_function(tmp_path):
         assert [k[2] for k in stats if k[2] != "<gc>"] == ["worker_step"], sorted(stats)
         (cc, nc, tt, ct, _callers), = [v for k, v in stats.items() if k[2] == "worker_step"]
         assert nc > 10 and tt == pytest.approx(ct, rel=0.01)  # square_sum's time is its own
+        # the printed table says what it leaves out, as python -m fastprof's does
+        status, stdout, stderr = attach(t.pid, "--duration", "0.5", "--only",
+                                        "attach_target:worker_step")
+        assert status == 0, stderr
+        assert stdout.startswith("Only attach_target:worker_step: calls into other Python code")
     finally:
         result = t.finish(0)
     assert result[0] == 0, result

@@ -263,3 +263,15 @@ def test_scope_option_errors_are_one_line(tmp_path):
             in text)
     assert "UsageError: %fastprof: --only: bad function pattern" in text
     assert "Traceback" not in text
+
+
+@fastprof_only
+@pytest.mark.skipif(sys.version_info[:2] != (3, 13), reason="fast mode is refused on 3.13 only")
+def test_fast_on_3_13_is_a_usage_error(tmp_path):
+    out, err = run_shell(tmp_path, """\
+        cell("%fastprof --fast fib(3)")
+    """)
+    lines = [line for line in (out + err).splitlines() if "UsageError" in line]
+    assert len(lines) == 1 and "%fastprof: " in lines[0], out + err
+    assert "not available on Python 3.13" in lines[0]
+    assert "Traceback" not in out + err

@@ -338,6 +338,16 @@ def test_scope_option_errors_are_one_line(tmp_path, args, message):
     assert "1 passed" not in r.stdout
 
 
+@fastprof_only
+@pytest.mark.skipif(sys.version_info[:2] != (3, 13), reason="fast mode is refused on 3.13 only")
+def test_fast_on_3_13_is_a_usage_error(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=out.prof", "--fastprof-fast")
+    assert r.returncode == 4, r.stdout + r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "not available on Python 3.13" in errors[0], r.stderr
+
+
 def test_scope_options_need_fastprof(tmp_path):
     make_tests(tmp_path, "def test_a():\n    pass\n")
     r = run_pytest(tmp_path, *PLUGIN, "--fastprof-lines", "x")

@@ -347,7 +347,7 @@ def run(args):
         options = cmdline.profile_options(args, args.callpaths or fmt in cmdline.TREE_FORMATS)
         # refused here as the target would refuse it (same Python version):
         # --fast where it is unavailable, bad patterns
-        cmdline.new_profile(options)
+        probe = cmdline.new_profile(options)
         data, summary = attach(pid, options, args.duration, args.timeout, say)
     except (AttachError, UsageError) as exc:
         cmdline.report(PROG, exc)
@@ -363,6 +363,8 @@ def run(args):
             return 2
     else:
         from .profiler import _pstats_of, _sort_args
+        if probe.scope_note() is not None:  # --only: what the table leaves out
+            print(probe.scope_note())
         _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
         cmdline.print_line_listings(data.lines, data.stats, data.qualnames)
         sys.stdout.flush()
