@@ -271,7 +271,7 @@ def test_fast_on_3_13_is_a_usage_error(tmp_path):
     out, err = run_shell(tmp_path, """\
         cell("%fastprof --fast fib(3)")
     """)
-    lines = [line for line in (out + err).splitlines() if "UsageError" in line]
-    assert len(lines) == 1 and "%fastprof: " in lines[0], out + err
+    lines = [line for line in (out + err).splitlines() if line.startswith("UsageError")]
+    assert len(lines) == 1 and lines[0].startswith("UsageError: %fastprof: "), out + err
     assert "not available on Python 3.13" in lines[0]
     assert "Traceback" not in out + err
