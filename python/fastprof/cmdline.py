@@ -98,8 +98,9 @@ def check_run_options(options):
     """The run options (--clock, --coroutines, --max-depth, --min-percent,
     --lines, --lines-from, --only, --fast) that Profile and the exports check
     too, by the same functions (arguments.py): UsageError with their message.
-    python -m fastprof, fastprof attach, %fastprof and the pytest plugin all
-    parse them.  Sets ``options.line_keys``: --lines-from's functions."""
+    python -m fastprof, fastprof attach and %fastprof parse them all (the
+    pytest plugin its few: check_scope_options).  Sets ``options.line_keys``:
+    --lines-from's functions."""
     from . import arguments
     try:
         arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
