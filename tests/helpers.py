@@ -134,3 +134,66 @@ def fmt_key(key):
     if filename == "~":
         return name
     return "%s:%d(%s)" % (os.path.basename(filename), line, name)
+
+
+# -- oracles of --lines, --only and --fast, for every entry point --------------
+
+def settrace_hits(func, module):
+    """The oracle of line hits: sys.settrace's line events per function of
+    *module* (a ``__name__``) while ``func()`` runs: {key: {lineno: hits}}."""
+    from fastprof.names import label
+    hits = {}
+
+    def local(frame, event, arg):
+        if event == "line":
+            table = hits.setdefault(label(frame.f_code), {})
+            table[frame.f_lineno] = table.get(frame.f_lineno, 0) + 1
+        return local
+
+    def on_call(frame, event, arg):
+        if frame.f_globals.get("__name__") == module:
+            return local
+        return None
+
+    sys.settrace(on_call)
+    try:
+        func()
+    finally:
+        sys.settrace(None)
+    return hits
+
+
+def line_hits(lines):
+    """A profile's line stats ({key: {lineno: (hits, seconds)}}) as hits only."""
+    return {k: {n: h for n, (h, _t) in v.items() if h} for k, v in lines.items()}
+
+
+def check_scoped_like_cprofile(full, scoped, in_scope):
+    """*scoped* (stats of an ``only=`` profile) against cProfile's *full*
+    stats of the same run: the Python rows are exactly the in-scope
+    functions, with cProfile's counts; the C rows are the C functions they
+    call directly, as often as they call them."""
+    inside = {k for k in full if in_scope(k)}
+    assert inside
+    assert {k for k in scoped if k[0] != "~"} == inside
+    for key in inside:
+        assert scoped[key][:2] == full[key][:2], key
+    direct = {}
+    for key, (_cc, _nc, _tt, _ct, callers) in full.items():
+        if key[0] == "~":
+            n = sum(edge[0] for caller, edge in callers.items() if in_scope(caller))
+            if n:
+                direct[key] = n
+    # (a <gc> row: a collection ran, which fastprof records and cProfile does not)
+    assert {k: v[1] for k, v in scoped.items() if k[0] == "~" and k[2] != "<gc>"} == direct
+
+
+def check_fast_like_cprofile(expected, stats):
+    """*stats* of a fast-mode profile: no C function at all, and
+    cProfile(builtins=False)'s counts (*expected*) for each of its functions
+    (a <gc> row is no C function: a collection ran, which fastprof records)."""
+    c_rows = [k for k in stats if k[0] == "~" and k[2] != "<gc>"]
+    assert c_rows == [], c_rows
+    for key, row in expected.items():
+        assert key in stats, key
+        assert stats[key][:2] == row[:2], key

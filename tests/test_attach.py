@@ -503,3 +503,108 @@ def test_help_lists_attach():
     assert r.returncode == 0
     for option in ("--duration", "--timeout", "--no-threads", "-o", "--clock", "--callpaths"):
         assert option in r.stdout
+
+
+# -- --lines, --only, --fast in the target ----------------------------------------
+
+SQUARE_SUM_N = 200  # attach_target.square_sum(200): its loop runs 200 times a call
+
+
+@needs_remote_exec
+def test_lines_of_a_function_in_the_target(tmp_path):
+    t = Target(tmp_path)
+    try:
+        out = tmp_path / "lines.prof"
+        # the script answers to its file's stem, as under python -m fastprof
+        status, _, stderr = attach(t.pid, "--duration", "1", "--lines", "attach_target:square_sum",
+                                   "--lines", "attach_target:no_such", "-o", str(out))
+        assert status == 0, stderr
+        assert ("fastprof attach: --lines attach_target:no_such: no function that ran "
+                "matches it") in stderr.splitlines()
+        data = check_profile(out)
+        (key,) = data.lines
+        assert key[2] == "square_sum"
+        with open(TARGET) as f:
+            first = f.read().splitlines().index("def square_sum(n):") + 1
+        assert key[1] == first
+        hits = {n: h for n, (h, _t) in data.lines[key].items()}
+        start, loop, body, ret = first + 1, first + 2, first + 3, first + 4
+        assert set(hits) == {start, loop, body, ret}, hits
+        # known loop counts, up to the calls that were running when profiling
+        # started or stopped (at most one per worker thread, at each end)
+        calls = data.stats[key][1]
+        assert calls > 10 and abs(hits[start] - calls) <= 6 and abs(hits[ret] - calls) <= 6
+        assert abs(hits[body] - SQUARE_SUM_N * hits[start]) <= 6 * SQUARE_SUM_N
+        assert abs(hits[loop] - (SQUARE_SUM_N + 1) * hits[start]) <= 6 * (SQUARE_SUM_N + 1)
+        # without -o: the listing after the table
+        status, stdout, stderr = attach(t.pid, "--duration", "0.5", "--lines",
+                                        "attach_target:square_sum")
+        assert status == 0, stderr
+        assert "Line by line" in stdout and "total += i * i" in stdout
+        # --lines-from: the hottest function of that first profile
+        from fastprof.line_profiling import top_functions
+        (top,) = top_functions(str(out), 1)
+        again = tmp_path / "again.prof"
+        status, _, stderr = attach(t.pid, "--duration", "0.5", "--lines-from", "%s:1" % out,
+                                   "-o", str(again))
+        assert status == 0, stderr
+        assert list(load_profile(str(again)).lines) == [top]
+    finally:
+        result = t.finish(0)
+    assert result[0] == 0 and "profiler slot: None" in result[1], result
+
+
+@needs_remote_exec
+def test_only_records_the_named_function(tmp_path):
+    t = Target(tmp_path)
+    try:
+        out = tmp_path / "only.prof"
+        status, _, stderr = attach(t.pid, "--duration", "1", "--only",
+                                   "attach_target:worker_step", "-o", str(out))
+        assert status == 0, stderr
+        stats = load_profile(str(out)).stats
+        # worker_step calls square_sum only (out of scope): no other row
+        assert [k[2] for k in stats if k[2] != "<gc>"] == ["worker_step"], sorted(stats)
+        (cc, nc, tt, ct, _callers), = [v for k, v in stats.items() if k[2] == "worker_step"]
+        assert nc > 10 and tt == pytest.approx(ct, rel=0.01)  # square_sum's time is its own
+        # the printed table says what it leaves out, as python -m fastprof's does
+        status, stdout, stderr = attach(t.pid, "--duration", "0.5", "--only",
+                                        "attach_target:worker_step")
+        assert status == 0, stderr
+        assert stdout.startswith("Only attach_target:worker_step: calls into other Python code")
+    finally:
+        result = t.finish(0)
+    assert result[0] == 0, result
+
+
+@needs_remote_exec
+def test_fast_records_python_functions_only(tmp_path):
+    t = Target(tmp_path)
+    try:
+        out = tmp_path / "fast.prof"
+        status, _, stderr = attach(t.pid, "--duration", "1", "--fast", "-o", str(out))
+        assert status == 0, stderr
+        data = check_profile(out)
+        assert [k for k in data.stats if k[0] == "~"] == []
+    finally:
+        result = t.finish(0)
+    assert result[0] == 0 and "profiler slot: None" in result[1], result
+
+
+@needs_remote_exec
+def test_scope_option_errors_before_attaching(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = Target(tmp_path)
+    try:
+        one_error_line(attach(t.pid, "--fast", "--only", "x", tmpdir=tmp),
+                       "--fast cannot be combined with --only (not supported yet)")
+        one_error_line(attach(t.pid, "--lines", "bad:", tmpdir=tmp),
+                       "--lines: bad function pattern")
+        one_error_line(attach(t.pid, "--lines-from", str(tmp_path / "none.prof"), tmpdir=tmp),
+                       "--lines-from:")
+        assert list(tmp.iterdir()) == []  # refused before anything was sent
+        result = t.finish(0)
+    finally:
+        t.kill()
+    assert result[0] == 0 and "profiler slot: None" in result[1]

@@ -10,11 +10,22 @@ function, gives the expected call counts.
 import cProfile
 import pstats
 import re
+import sys
 import textwrap
 
 import pytest
 
-from helpers import run_python, subprocess_env, tool_missing
+from helpers import (
+    TESTS_DIR,
+    USING_CPROFILE,
+    check_fast_like_cprofile,
+    check_scoped_like_cprofile,
+    line_hits,
+    run_python,
+    settrace_hits,
+    subprocess_env,
+    tool_missing,
+)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -165,3 +176,102 @@ def test_usage_errors_are_one_line(tmp_path):
 def test_import_fastprof_does_not_import_ipython():
     r = run_python(["-c", "import fastprof, sys; print('IPython' in sys.modules)"])
     assert r.stdout.strip() == "False", r.stdout + r.stderr
+
+
+# -- --lines, --only, --fast ------------------------------------------------------
+
+fastprof_only = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only options")
+# tests/ importable in the shell: lines_corpus, only_app, only_lib
+CORPUS = 'sys.path.insert(0, %r)\nshell.run_cell("import lines_corpus, only_app")\n' % TESTS_DIR
+
+
+@fastprof_only
+def test_lines_in_the_file_and_after_the_table(tmp_path):
+    import lines_corpus
+
+    from fastprof.profile_file import load_profile
+    out, err = run_shell(tmp_path, CORPUS + textwrap.dedent("""\
+        cell("%fastprof -o lines.prof --lines lines_corpus --lines nope lines_corpus.run_all()")
+        cell("%%fastprof --lines __main__:fib\\nfib(6)\\n")
+    """))
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    assert len(expected) >= 10
+    assert line_hits(load_profile(str(tmp_path / "lines.prof")).lines) == expected
+    assert "%fastprof: --lines nope: no function that ran matches it" in err
+    # printed after the table: fib's one line, hit once per call
+    listing = out[out.index("Line by line"):]
+    calls = int(cprofile_fib_calls(6).split("/")[0])
+    assert re.search(r"^\s*2\s+%d\s" % calls, listing, re.M), listing
+    assert "%fastprof: --lines __main__:fib" not in err
+
+
+@fastprof_only
+def test_lines_from_an_earlier_profile(tmp_path):
+    import lines_corpus
+
+    from fastprof.line_profiling import top_functions
+    from fastprof.profile_file import load_profile
+    run_shell(tmp_path, CORPUS + textwrap.dedent("""\
+        cell("%fastprof -o old.prof lines_corpus.loop_branches(3000); fib(5)")
+        cell("%fastprof -o new.prof --lines-from old.prof:1 lines_corpus.loop_branches(3000)")
+    """))
+    wanted = top_functions(str(tmp_path / "old.prof"), 1)
+    assert [k[2] for k in wanted] == ["loop_branches"]
+    got = line_hits(load_profile(str(tmp_path / "new.prof")).lines)
+    assert got == settrace_hits(lambda: lines_corpus.loop_branches(3000), "lines_corpus")
+    assert list(got) == wanted
+
+
+@fastprof_only
+def test_only_keeps_the_app_with_cprofiles_counts(tmp_path):
+    import only_app
+    run_shell(tmp_path, CORPUS + textwrap.dedent("""\
+        cell("%fastprof -o only.prof --only only_app only_app.main()")
+    """))
+    full = cProfile.Profile()
+    full.runcall(only_app.main)
+    check_scoped_like_cprofile(pstats.Stats(full).stats,
+                               pstats.Stats(str(tmp_path / "only.prof")).stats,
+                               lambda key: key[0].endswith("only_app.py"))
+
+
+@fastprof_only
+@pytest.mark.skipif(sys.version_info[:2] == (3, 13), reason="fast mode is refused on 3.13")
+def test_fast_has_no_c_functions_and_cprofiles_counts(tmp_path):
+    import lines_corpus
+    run_shell(tmp_path, CORPUS + textwrap.dedent("""\
+        cell("%fastprof -o fast.prof --fast lines_corpus.loop_branches(30); fib(9)")
+    """))
+    oracle = cProfile.Profile(builtins=False)
+    oracle.runcall(lambda: (lines_corpus.loop_branches(30), fib(9)))
+    expected = {k: v for k, v in pstats.Stats(oracle).stats.items()
+                if k[0].endswith("lines_corpus.py")}
+    stats = pstats.Stats(str(tmp_path / "fast.prof")).stats
+    check_fast_like_cprofile(expected, stats)
+    (fib_row,) = [v for k, v in stats.items() if k[2] == "fib"]
+    assert "%d/%d" % (fib_row[1], fib_row[0]) == cprofile_fib_calls(9)
+
+
+@fastprof_only
+def test_scope_option_errors_are_one_line(tmp_path):
+    out, err = run_shell(tmp_path, """\
+        cell("%fastprof --fast --lines x fib(3)")
+        cell("%fastprof --only bad: fib(3)")
+    """)
+    text = out + err
+    assert ("UsageError: %fastprof: --fast cannot be combined with --lines (not supported yet)"
+            in text)
+    assert "UsageError: %fastprof: --only: bad function pattern" in text
+    assert "Traceback" not in text
+
+
+@fastprof_only
+@pytest.mark.skipif(sys.version_info[:2] != (3, 13), reason="fast mode is refused on 3.13 only")
+def test_fast_on_3_13_is_a_usage_error(tmp_path):
+    out, err = run_shell(tmp_path, """\
+        cell("%fastprof --fast fib(3)")
+    """)
+    lines = [line for line in (out + err).splitlines() if line.startswith("UsageError")]
+    assert len(lines) == 1 and lines[0].startswith("UsageError: %fastprof: "), out + err
+    assert "not available on Python 3.13" in lines[0]
+    assert "Traceback" not in out + err

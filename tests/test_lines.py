@@ -11,39 +11,15 @@ import pytest
 from fastprof import Profile
 from fastprof.func_patterns import FunctionPatterns, parse_pattern
 from fastprof.names import label
-from helpers import USING_CPROFILE
+from helpers import USING_CPROFILE, line_hits, settrace_hits
 
 pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
-
-
-def settrace_hits(func, module):
-    """The oracle: sys.settrace's line events per function of *module*."""
-    hits = {}
-
-    def local(frame, event, arg):
-        if event == "line":
-            table = hits.setdefault(label(frame.f_code), {})
-            table[frame.f_lineno] = table.get(frame.f_lineno, 0) + 1
-        return local
-
-    def on_call(frame, event, arg):
-        if frame.f_globals.get("__name__") == module:
-            return local
-        return None
-
-    sys.settrace(on_call)
-    try:
-        func()
-    finally:
-        sys.settrace(None)
-    return hits
 
 
 def profiled_hits(func, patterns):
     prof = Profile(lines=patterns)
     prof.runcall(func)
-    return prof, {k: {n: h for n, (h, _t) in v.items() if h}
-                  for k, v in prof.line_stats().items()}
+    return prof, line_hits(prof.line_stats())
 
 
 def test_hits_equal_settrace_line_events():

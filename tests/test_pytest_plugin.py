@@ -11,11 +11,20 @@ gives the expected call counts.
 import cProfile
 import os
 import pstats
+import sys
 import textwrap
 
 import pytest
 
-from helpers import run_python, subprocess_env
+from helpers import (
+    TESTS_DIR,
+    USING_CPROFILE,
+    check_fast_like_cprofile,
+    check_scoped_like_cprofile,
+    run_python,
+    settrace_hits,
+    subprocess_env,
+)
 
 PLUGIN = ["-p", "fastprof.pytest_plugin"]
 
@@ -231,3 +240,172 @@ def test_unwritable_output_is_a_usage_error(tmp_path):
     assert "fastprof: cannot write %s: directory %s does not exist" % (
         tmp_path / "no" / "out.prof", tmp_path / "no") in r.stderr
     assert "1 passed" not in r.stdout                         # before any test ran
+
+
+# -- --fastprof-lines, --fastprof-only, --fastprof-fast ---------------------------
+
+fastprof_only = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only options")
+
+
+def run_pytest_with_corpus(tmp_path, *args):
+    """run_pytest with tests/ importable (lines_corpus, only_app, only_lib)."""
+    env = subprocess_env(PYTEST_ADDOPTS="")
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], TESTS_DIR])
+    return run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN + list(args),
+                      cwd=str(tmp_path), env=env, timeout=300)
+
+
+def hits_of(path):
+    from fastprof.profile_file import load_profile
+    from helpers import line_hits
+    return line_hits(load_profile(str(path)).lines)
+
+
+@fastprof_only
+def test_lines_equal_settrace_in_the_profile_and_each_tests(tmp_path):
+    import lines_corpus
+    make_tests(tmp_path, "import lines_corpus\n\n"
+                         "def test_a():\n    lines_corpus.run_all()\n\n"
+                         "def test_b():\n    lines_corpus.run_all()\n")
+    out, per_test = tmp_path / "out.prof", tmp_path / "each"
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % out, "--fastprof-per-test",
+                               str(per_test), "--fastprof-lines", "lines_corpus",
+                               "--fastprof-lines", "lines_corpus:nothing_here")
+    assert r.returncode == 0, r.stdout + r.stderr
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    assert len(expected) >= 10
+    # each test's own file: one run_all; the session's: both, summed
+    for name in ("test_work.py_test_a", "test_work.py_test_b"):
+        assert hits_of(per_test / (name + ".prof")) == expected, name
+    assert hits_of(out) == {k: {n: 2 * h for n, h in v.items()} for k, v in expected.items()}
+    assert "fastprof: --fastprof-lines lines_corpus:nothing_here: no function that ran " \
+           "matches it" in r.stdout
+    assert "line stats of %d functions in the profile" % len(expected) in r.stdout
+
+
+@fastprof_only
+def test_only_keeps_the_app_with_cprofiles_counts(tmp_path):
+    import only_app
+    make_tests(tmp_path, "import only_app\n\ndef test_app():\n    only_app.main()\n")
+    out = tmp_path / "out.prof"
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % out, "--fastprof-only", "only_app")
+    assert r.returncode == 0, r.stdout + r.stderr
+    full = cProfile.Profile()
+    full.runcall(only_app.main)
+    # the test function and pytest's runner are out of scope: only the app
+    # (which main() is all of), with cProfile's counts and direct C calls
+    check_scoped_like_cprofile(pstats.Stats(full).stats, pstats.Stats(str(out)).stats,
+                               lambda key: key[0].endswith("only_app.py"))
+    assert "no function that ran matches it" not in r.stdout
+
+
+@fastprof_only
+@pytest.mark.skipif(sys.version_info[:2] == (3, 13), reason="fast mode is refused on 3.13")
+def test_fast_has_no_c_functions_and_cprofiles_counts(tmp_path):
+    # only_app's deterministic parts (slow() loops on the clock)
+    work = ("import only_app, only_lib\n\n"
+            "def work():\n    only_app.work(20)\n    sum(only_app.gen(5))\n"
+            "    only_lib.call_back(only_app.square, 4)\n")
+    make_tests(tmp_path, work + "\n\ndef test_app():\n    work()\n")
+    out = tmp_path / "out.prof"
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % out, "--fastprof-fast")
+    assert r.returncode == 0, r.stdout + r.stderr
+    ns = {}
+    exec(work, ns)
+    oracle = cProfile.Profile(builtins=False)
+    oracle.runcall(ns["work"])
+    expected = {k: v for k, v in pstats.Stats(oracle).stats.items()
+                if os.path.basename(k[0]) in ("only_app.py", "only_lib.py")}
+    assert len(expected) >= 6
+    check_fast_like_cprofile(expected, pstats.Stats(str(out)).stats)
+
+
+@fastprof_only
+@pytest.mark.parametrize("args, message", [
+    (["--fastprof-fast", "--fastprof-lines", "x"],
+     "fastprof: --fastprof-fast cannot be combined with --fastprof-lines (not supported yet)"),
+    (["--fastprof-only", "x", "--fastprof-fast"],
+     "fastprof: --fastprof-fast cannot be combined with --fastprof-only (not supported yet)"),
+    (["--fastprof-lines", "bad:"], "fastprof: --fastprof-lines: bad function pattern"),
+    (["--fastprof-lines-from", "missing.prof"], "fastprof: --fastprof-lines-from: "),
+])
+def test_scope_option_errors_are_one_line(tmp_path, args, message):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=out.prof", *args)
+    assert r.returncode == 4, r.stdout + r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and message in errors[0], r.stderr
+    assert "1 passed" not in r.stdout
+
+
+@fastprof_only
+@pytest.mark.skipif(sys.version_info[:2] != (3, 13), reason="fast mode is refused on 3.13 only")
+def test_fast_on_3_13_is_a_usage_error(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=out.prof", "--fastprof-fast")
+    assert r.returncode == 4, r.stdout + r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "not available on Python 3.13" in errors[0], r.stderr
+
+
+def test_scope_options_need_fastprof(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof-lines", "x")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "fastprof: --fastprof-lines needs --fastprof[=FILE] or --fastprof-per-test DIR" \
+        in r.stderr
+
+
+# -- pytest-xdist: the workers' profiles summed by the controller -----------------
+
+@fastprof_only
+def test_xdist_workers_profiles_are_summed(tmp_path):
+    pytest.importorskip("xdist", reason="pytest-xdist (requirements-test.txt)")
+    import lines_corpus
+    ns = (12, 15, 10, 5, 11, 7)
+    make_tests(tmp_path, "import lines_corpus\n\n"
+                         "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\n"
+                         "import pytest\n\n@pytest.mark.parametrize('n', %r)\n"
+                         "def test_fib(n):\n    fib(n)\n    lines_corpus.run_all()\n" % (ns,))
+    out, per_test, tmp = tmp_path / "out.prof", tmp_path / "each", tmp_path / "tmp"
+    tmp.mkdir()
+    env = subprocess_env(PYTEST_ADDOPTS="", TMPDIR=str(tmp))
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], TESTS_DIR])
+    r = run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN
+                   + ["-n", "2", "--fastprof=%s" % out, "--fastprof-per-test", str(per_test),
+                      "--fastprof-lines", "lines_corpus"],
+                   cwd=str(tmp_path), env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 workers [6 items]" in r.stdout, r.stdout
+    # every worker's tests in FILE: fib's calls and run_all's line hits, summed
+    (_cc, nc, _tt, _ct, _callers), _stats = fib_row(out)
+    assert nc == fib_calls(*ns)
+    expected = settrace_hits(lines_corpus.run_all, "lines_corpus")
+    assert hits_of(out) == {k: {n: len(ns) * h for n, h in v.items()}
+                            for k, v in expected.items()}
+    assert len(list(per_test.iterdir())) == len(ns)
+    summary = r.stdout[r.stdout.index("= fastprof ="):]
+    assert "in %d tests" % len(ns) in summary and "profile written to %s" % out in summary
+    assert "%d per-test profiles written" % len(ns) in summary
+    # the workers' hand-over directory is gone (pytest's own tmp_path base stays)
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("fastprof")] == []
+
+
+@fastprof_only
+def test_lines_from_an_earlier_profile(tmp_path):
+    import lines_corpus
+
+    from fastprof.line_profiling import top_functions
+    make_tests(tmp_path, "import lines_corpus\n\n"
+                         "def test_a():\n    lines_corpus.loop_branches(3000)\n")
+    old, new = tmp_path / "old.prof", tmp_path / "new.prof"
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % old)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wanted = top_functions(str(old), 1)
+    assert [k[2] for k in wanted] == ["loop_branches"]
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % new,
+                               "--fastprof-lines-from", "%s:1" % old)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = hits_of(new)
+    assert list(got) == wanted
+    assert got == settrace_hits(lambda: lines_corpus.loop_branches(3000), "lines_corpus")

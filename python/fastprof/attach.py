@@ -18,8 +18,9 @@ import os
 import sys
 import time
 
-from . import arguments, cmdline
+from . import cmdline
 from .cmdline import UsageError
+from .process_alive import alive as _alive
 
 PROG = "fastprof attach"
 
@@ -46,6 +47,8 @@ def add_parser(sub, formatter_class):
         epilog=cmdline.formats_help() + "\nexamples:\n"
                "  fastprof attach 12345 --duration 10 -o service.prof\n"
                "  fastprof attach 12345 -o service.html        # until Ctrl-C\n"
+               "  fastprof attach 12345 --duration 10 --lines-from service.prof:5\n"
+               "  fastprof attach 12345 --duration 10 --only 'myapp.*' -o mine.prof\n"
                "  python3.15 -m fastprof.cli attach 12345 -o out.prof   # a 3.15 target\n",
         formatter_class=formatter_class)
     p.add_argument("pid", metavar="PID", help="the process to profile")
@@ -63,29 +66,7 @@ def add_parser(sub, formatter_class):
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="give up (and withdraw the request) if the target's main thread "
                         "has not run Python code within SECONDS (default 30)")
-    p.add_argument("--threads", dest="threads", action="store_true", default=True,
-                   help="profile every thread of the process (default)")
-    p.add_argument("--no-threads", dest="threads", action="store_false",
-                   help="profile only its main thread")
-    p.add_argument("--clock", choices=arguments.CLOCKS, default="wall",
-                   help="wall: elapsed time (default); cpu: CPU time of each thread")
-    p.add_argument("--coroutines", choices=arguments.COROUTINE_MODES, default="call",
-                   help="call: each resume of a generator/coroutine is a call (default); "
-                        "wall: one call from start to finish")
-    p.add_argument("--callpaths", action="store_true",
-                   help="also record the calling-context tree (implied by -o .html, "
-                        ".speedscope.json, .collapsed/.folded)")
-    p.add_argument("--max-depth", type=int, default=128, metavar="N",
-                   help="with --callpaths, cut call paths deeper than N (default 128)")
-    p.add_argument("--no-builtins", dest="builtins", action="store_false",
-                   help="do not profile C functions (len, list.append, ...)")
-    p.add_argument("--gc", dest="gc", action="store_true", default=True,
-                   help="record garbage collections as calls of <gc> (default)")
-    p.add_argument("--no-gc", dest="gc", action="store_false",
-                   help="leave collection pauses in the allocating function's time")
-    p.add_argument("--min-percent", type=float, default=None, metavar="P",
-                   help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
-                        "of the total time into their callers (default 0.01)")
+    cmdline.add_run_options(p.add_argument, argparse_style=True)
     return p
 
 
@@ -183,16 +164,6 @@ def _read(directory, name):
             return f.read()
     except OSError:
         return ""
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _withdraw(directory):
@@ -373,13 +344,16 @@ def run(args):
         else:
             sort = cmdline.parse_cprofile_sort(args.sort)
         check_remote_debug_allowed(pid)
-        options = {"threads": args.threads, "clock": args.clock, "coroutines": args.coroutines,
-                   "callpaths": args.callpaths or fmt in cmdline.TREE_FORMATS,
-                   "max_depth": args.max_depth, "builtins": args.builtins, "gc": args.gc}
+        options = cmdline.profile_options(args, args.callpaths or fmt in cmdline.TREE_FORMATS)
+        # refused here as the target would refuse it (same Python version):
+        # --fast where it is unavailable, bad patterns
+        probe = cmdline.new_profile(options)
         data, summary = attach(pid, options, args.duration, args.timeout, say)
     except (AttachError, UsageError) as exc:
         cmdline.report(PROG, exc)
         return 2
+    for line in summary.get("unmatched", ()):
+        say(line)
     if args.output is not None:
         try:
             cmdline.write_output(data, args.output, fmt, title="process %d" % pid,
@@ -389,7 +363,10 @@ def run(args):
             return 2
     else:
         from .profiler import _pstats_of, _sort_args
+        if probe.scope_note() is not None:  # --only: what the table leaves out
+            print(probe.scope_note())
         _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+        cmdline.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
         sys.stdout.flush()
     say(_summary_line(pid, data, summary, args.output))
     return 0

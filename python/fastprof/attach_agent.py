@@ -27,6 +27,8 @@ mode 0700) is the only channel; its files, each written atomically:
 import os
 import sys
 
+from .process_alive import alive as _alive
+
 # The bootstrap's code; %(...)r fields are filled by the attaching side.
 # Everything is inside a function, so the namespace the interpreter runs
 # it in keeps nothing.
@@ -130,7 +132,7 @@ def profiler_in_use():
 # the modules the helper needs later, imported before profiling starts (and
 # before the sys.path entry the bootstrap may have added is removed)
 _NEEDED = ("fastprof.profiler", "fastprof.profile_file", "fastprof.names",
-           "fastprof.thread_names", "fastprof.merge")
+           "fastprof.thread_names", "fastprof.merge", "fastprof.cmdline")
 
 
 def start(directory, options, added_path=None, modules_before=()):
@@ -174,14 +176,17 @@ class _Session:
     def __init__(self, directory, options, added_path, modules_before):
         import _thread
 
-        from fastprof.profiler import Profile
+        from fastprof.cmdline import new_profile
         self.directory = directory
         self.options = dict(options)
         self.added_path = added_path
         self.modules_before = modules_before
         self.attacher = self.options.pop("attacher_pid")
         self.duration = self.options.pop("duration")
-        self.prof = Profile(**self.options)
+        # --lines/--only: the program's script answers to its file's stem too
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        stem = os.path.splitext(os.path.basename(main_file))[0] if main_file else None
+        self.prof = new_profile(self.options, main_alias=stem)
         self.helper_ident = None
         self.failed = False
         self.finished = False
@@ -284,9 +289,11 @@ class _Session:
         with os.fdopen(fd, "wb") as f:
             write_profile(f, data)
         os.replace(tmp, os.path.join(self.directory, "profile.prof"))
+        from fastprof.cmdline import unmatched_patterns
         note(self.directory, "done", repr({
             "duration": duration, "reason": reason,
-            "threads": len(data.threads) if self.options.get("threads") else 1}))
+            "threads": len(data.threads) if self.options.get("threads") else 1,
+            "unmatched": unmatched_patterns(self.prof)}))
 
     def profile_data(self):
         """Profile.profile_data() without the helper thread's record."""
@@ -307,17 +314,8 @@ class _Session:
         if self.options.get("callpaths"):
             data.callpaths = merge_callpaths([callpaths_to_file(prof.callpaths(tid))
                                               for tid, _i, _n, _s in kept])
+        data.lines = prof.line_stats()
         return data
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, not ours to signal
-    return True
 
 
 def _remove_dir(directory):

@@ -1,6 +1,7 @@
-"""What both command lines share: ``python -m fastprof`` (run_cli.py) and
-``fastprof`` (cli.py) report usage errors, choose output formats, check
-output paths and describe the formats the same way, from the one table
+"""What the command lines share: ``python -m fastprof`` (run_cli.py),
+``fastprof`` (cli.py, attach.py), %fastprof and the pytest plugin declare
+and check the run options, report usage errors, choose output formats,
+check output paths and describe the formats the same way, from the tables
 below.
 
 ``python -m fastprof`` imports this before the profiled program runs: it
@@ -20,11 +21,86 @@ def report(prog, exc):
     print("%s: error: %s" % (prog, exc), file=sys.stderr)
 
 
+# -- the run options -----------------------------------------------------------
+
+# The options of a profiling run, declared once for python -m fastprof
+# (optparse), fastprof attach (argparse) and %fastprof (python -m fastprof's
+# parser); the pytest plugin declares the few it takes itself (see there):
+# (flags, dest, action, type, default, metavar, help).  The help is plain
+# text: add_run_options escapes '%' for argparse.
+RUN_OPTIONS = (
+    (("--threads",), "threads", "store_true", None, True, None,
+     "profile every thread of the program (default)"),
+    (("--no-threads",), "threads", "store_false", None, True, None,
+     "profile only the main thread, as cProfile does"),
+    # --clock and --coroutines are checked by check_run_options, by the checks Profile uses
+    (("--clock",), "clock", "store", None, "wall", "CLOCK",
+     "wall: elapsed time (default); cpu: CPU time of each thread"),
+    (("--coroutines",), "coroutines", "store", None, "call", "MODE",
+     "call: each resume of a generator/coroutine is a call, as in cProfile (default); "
+     "wall: one call from start to finish"),
+    (("--callpaths",), "callpaths", "store_true", None, False, None,
+     "also record the calling-context tree, stored in the .prof trailer (implied by -o "
+     ".html, .speedscope.json, .collapsed/.folded, .pb.gz and --to gecko)"),
+    (("--max-depth",), "max_depth", "store", int, 128, "N",
+     "with --callpaths, cut call paths deeper than N (default 128)"),
+    (("--no-builtins",), "builtins", "store_false", None, None, None,
+     "do not profile C functions (len, list.append, ...)"),
+    (("--fast",), "fast", "store_true", None, False, None,
+     "Python functions only, through a frame evaluator (PEP 523): much cheaper, counts "
+     "as cProfile with builtins=False; C functions' time is their callers' own time "
+     "(implies --no-builtins; --coroutines call only; not with --lines or --only)"),
+    (("--min-percent",), "min_percent", "store", float, None, "P",
+     "-o .html/.speedscope.json/.collapsed: fold call paths below P% of the total time "
+     "into their callers (default 0.01; 0 keeps all)"),
+    (("--lines",), "lines", "append", None, [], "PATTERN",
+     "line by line: each line's hits and time in the functions PATTERN names: "
+     "MODULE[:QUALNAME] with shell wildcards (myapp.db:Query.*; the script answers to its "
+     "file's stem: prog:hot) or a file path glob (src/app/*.py). Repeatable. Printed after "
+     "the table; with -o, stored in the .prof (fastprof view FILE --lines)"),
+    (("--lines-from",), "lines_from", "store", None, None, "OLD.prof[:N]",
+     "line by line for the N functions (default 10) with the most own time in an earlier "
+     "profile OLD.prof"),
+    (("--only",), "only", "append", None, [], "PATTERN",
+     "record only the functions PATTERN names (the --lines syntax) and the C functions "
+     "they call; the time of calls into other Python code stays in the caller's own "
+     "time. Repeatable"),
+    (("--gc",), "gc", "store_true", None, True, None,
+     "record garbage collections as calls of <gc> from the function running when each "
+     "started (default)"),
+    (("--no-gc",), "gc", "store_false", None, True, None,
+     "leave collection pauses in the allocating function's time, as cProfile does"),
+)
+
+# the default of each run option, by dest
+RUN_DEFAULTS = {dest: default for _f, dest, _a, _t, default, _m, _h in RUN_OPTIONS}
+
+# the run options that take a value (for splitting a command line)
+RUN_VALUE_OPTIONS = tuple(flags[-1] for flags, _d, action, *_ in RUN_OPTIONS
+                          if action in ("store", "append"))
+
+
+def add_run_options(add, argparse_style):
+    """Declare the run options with *add*: optparse's ``add_option``, or
+    argparse's ``add_argument`` with *argparse_style* (whose help is a %-format)."""
+    for flags, dest, action, kind, default, metavar, text in RUN_OPTIONS:
+        kwargs = {"dest": dest, "action": action,
+                  "default": list(default) if isinstance(default, list) else default,
+                  "help": text.replace("%", "%%") if argparse_style else text}
+        if metavar is not None:
+            kwargs["metavar"] = metavar
+        if kind is not None:
+            kwargs["type"] = kind if argparse_style else kind.__name__
+        add(*flags, **kwargs)
+
+
 def check_run_options(options):
-    """The run options (--clock, --coroutines, --max-depth, --min-percent)
-    that Profile and the exports check too, by the same functions
-    (arguments.py): UsageError with their message.  python -m fastprof,
-    fastprof attach and %fastprof all parse them."""
+    """The run options (--clock, --coroutines, --max-depth, --min-percent,
+    --lines, --lines-from, --only, --fast) that Profile and the exports check
+    too, by the same functions (arguments.py): UsageError with their message.
+    python -m fastprof, fastprof attach and %fastprof parse them all (the
+    pytest plugin its few: check_scope_options).  Sets ``options.line_keys``:
+    --lines-from's functions."""
     from . import arguments
     try:
         arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
@@ -36,6 +112,104 @@ def check_run_options(options):
             raise ValueError("--fast supports --coroutines call only")
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    check_scope_options(options)
+
+
+def check_scope_options(options, name=lambda option: option):
+    """Check --lines, --lines-from, --only and --fast (*name*: how an option
+    is spelled here); set ``options.line_keys``, --lines-from's pstats keys."""
+    options.line_keys = []
+    if options.fast and (options.lines or options.lines_from is not None or options.only):
+        used = ("--lines" if options.lines else "--lines-from"
+                if options.lines_from is not None else "--only")
+        raise UsageError("%s cannot be combined with %s (not supported yet)"
+                         % (name("--fast"), name(used)))
+    _check_patterns(name("--lines"), options.lines)
+    _check_patterns(name("--only"), options.only)
+    if options.lines_from is None:
+        return
+    from fastprof.line_profiling import parse_lines_from, top_functions
+    from fastprof.profile_file import ProfileFileError
+    try:
+        path, n = parse_lines_from(options.lines_from)
+        keys = top_functions(path, n)
+    except (ValueError, ProfileFileError) as exc:
+        raise UsageError("%s: %s" % (name("--lines-from"), exc)) from None
+    if not keys:
+        raise UsageError("%s: %s has no Python functions" % (name("--lines-from"), path))
+    options.line_keys = keys
+
+
+def _check_patterns(option, patterns):
+    if not patterns:
+        return  # (func_patterns imports fnmatch: not without the option)
+    from fastprof.func_patterns import parse_pattern
+    for text in patterns:
+        try:
+            parse_pattern(text)
+        except ValueError as exc:
+            raise UsageError("%s: %s" % (option, exc)) from None
+
+
+def profile_options(options, callpaths):
+    """Profile's keyword arguments for the parsed run options (a dict: the
+    attach agent gets it as text), --lines-from's functions under
+    ``line_keys``; new_profile() makes the profiler."""
+    return {"builtins": options.builtins, "threads": options.threads,
+            "clock": options.clock, "coroutines": options.coroutines,
+            "callpaths": callpaths, "max_depth": options.max_depth, "gc": options.gc,
+            "lines": options.lines if options.lines or options.line_keys else None,
+            "only": options.only or None, "fast": options.fast,
+            "line_keys": list(options.line_keys)}
+
+
+def new_profile(kwargs, main_alias=None):
+    """The Profile profile_options() describes; *main_alias*: the name
+    ``__main__`` also answers to in the patterns (the script's stem).
+    UsageError if the Profile refuses them (--fast where unavailable)."""
+    from fastprof.profiler import Profile
+    kwargs = dict(kwargs)
+    line_keys = kwargs.pop("line_keys", ())
+    try:
+        prof = Profile(**kwargs)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    if prof._lines is not None:
+        prof._lines.patterns.main_alias = main_alias
+        prof._lines.patterns.keys.update(tuple(k) for k in line_keys)
+    if prof._only is not None:
+        prof._only.main_alias = main_alias
+    return prof
+
+
+def unmatched_patterns(prof, name=lambda option: option):
+    """One line for each --lines or --only pattern that named no function
+    that ran, and for --lines-from's functions that did not run (a typo
+    must not pass for a function that never ran)."""
+    out = ["%s %s: no function that ran matches it" % (name("--lines"), text)
+           for text in prof.unmatched_line_patterns()]
+    out += ["%s %s: no function that ran matches it" % (name("--only"), text)
+            for text in prof.unmatched_only_patterns()]
+    missed = prof._lines.patterns.keys_unmatched() if prof._lines is not None else []
+    if missed:
+        out.append("%s: %d of its %d functions did not run: %s" % (
+            name("--lines-from"), len(missed), len(prof._lines.patterns.keys),
+            ", ".join("%s:%d(%s)" % (os.path.basename(f), n, fn) for f, n, fn in missed[:3])
+            + (", ..." if len(missed) > 3 else "")))
+    return out
+
+
+def print_line_listings(lines, stats, qualnames, own=None):
+    """Print the --lines listings after the table (nothing without them);
+    *own*: the lines' own times where known."""
+    if not lines:
+        return
+    from fastprof.line_view import listings
+    from fastprof.view import micro_sign
+    out = listings(lines, stats, qualnames, micro=micro_sign(sys.stdout), own=own)
+    print("\nLine by line (time of a line: from its start to the next line or the "
+          "function's exit, callees included; own: less them)\n")
+    print("\n".join(out))
 
 
 # -- output formats ------------------------------------------------------------

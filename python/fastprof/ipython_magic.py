@@ -181,13 +181,14 @@ class FastprofMagic:
         return None
 
     def run(self, source, options):
-        from .profiler import Profile
+        from IPython.core.error import UsageError as IPythonUsageError
         shell = self.shell
         inline = options.outfile is None and shows_html(shell)
         callpaths = options.callpaths or inline or options.fmt in cmdline.TREE_FORMATS
-        prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
-                       coroutines=options.coroutines, callpaths=callpaths,
-                       max_depth=options.max_depth, gc=options.gc)
+        try:
+            prof = cmdline.new_profile(cmdline.profile_options(options, callpaths))
+        except UsageError as exc:  # --fast where it is not available
+            raise IPythonUsageError("%%%s: %s" % (MAGIC, exc)) from None
         source = shell.transform_cell(source)
         filename = shell.compile.cache(source, shell.execution_count)  # the traceback shows the lines
         code = shell.compile(source, filename, "exec")
@@ -215,6 +216,8 @@ class FastprofMagic:
 
     def report(self, prof, options, inline):
         prof._remember_thread_names()
+        for line in cmdline.unmatched_patterns(prof):
+            print("%%%s: %s" % (MAGIC, line), file=sys.stderr)
         if options.outfile is not None:
             run_cli._write_output(prof, options, options.fmt)
             print("%%%s: profile written to %s" % (MAGIC, os.path.abspath(options.outfile)))

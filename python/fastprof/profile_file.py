@@ -134,12 +134,13 @@ class ProfileData:
 
 
 def write_profile(path, data: ProfileData) -> None:
-    """Write *data* to *path* (str, PathLike or a binary file object)."""
+    """Write *data* to *path* (str, PathLike or a binary file object); a
+    path is replaced whole or not at all (atomic_file.py)."""
     if hasattr(path, "write"):
         _write(path, data)
         return
-    with open(path, "wb") as f:
-        _write(f, data)
+    from .atomic_file import write_atomically
+    write_atomically(path, lambda f: _write(f, data))
 
 
 def _write(f, data: ProfileData) -> None:

@@ -13,6 +13,11 @@ as the first thing after it, so only pytest's runner functions that run a
 phase (a few rows, microseconds) are in the profile besides the test's own
 code.  All threads that run Python code while a phase runs are profiled,
 as ``python -m fastprof`` does.
+
+``--fastprof-lines``, ``--fastprof-lines-from``, ``--fastprof-only`` and
+``--fastprof-fast`` are python -m fastprof's ``--lines``... Under
+pytest-xdist (``-n N``) the workers profile their tests and hand their
+profiles to the controller, which sums them (XdistController).
 """
 
 import os
@@ -22,6 +27,14 @@ import pytest
 DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
+# python -m fastprof's run options the plugin takes, as --fastprof-lines etc.
+RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast")
+PREFIX = "--fastprof-"
+
+
+def _spelled(option):
+    """How run option *option* is spelled here: --lines -> --fastprof-lines."""
+    return PREFIX + option[2:]
 
 
 def pytest_addoption(parser):
@@ -38,17 +51,72 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
+    # python -m fastprof's --lines, --lines-from, --only and --fast, declared
+    # here and not from cmdline.RUN_OPTIONS: importing any fastprof module
+    # imports the package and its C extension, which every pytest run would
+    # then pay (nothing of fastprof's is imported until an option is given)
+    group.addoption(
+        "--fastprof-lines", action="append", default=[], metavar="PATTERN",
+        help="line by line: each line's hits and time in the functions PATTERN names "
+             "(python -m fastprof --lines: MODULE[:QUALNAME] with shell wildcards, "
+             "test_db:test_*, or a file path glob), stored in the profile "
+             "(fastprof view FILE --lines). Repeatable")
+    group.addoption(
+        "--fastprof-lines-from", metavar="OLD.prof[:N]", default=None,
+        help="line by line for the N functions (default 10) with the most own time "
+             "in an earlier profile OLD.prof")
+    group.addoption(
+        "--fastprof-only", action="append", default=[], metavar="PATTERN",
+        help="record only the functions PATTERN names (the --fastprof-lines syntax) and "
+             "the C functions they call; the time of calls into other Python code "
+             "stays in the caller's own time. Repeatable")
+    group.addoption(
+        "--fastprof-fast", action="store_true", default=False,
+        help="Python functions only, through a frame evaluator (PEP 523): much cheaper, "
+             "counts as cProfile with builtins=False (not with --fastprof-lines/-only)")
 
 
 def pytest_configure(config):
     outfile = config.getoption("fastprof", None)
     per_test = config.getoption("fastprof_per_test", None)
     if outfile is None and per_test is None:
+        for option in RUN_OPTIONS:
+            if config.getoption(_dest(option), None) not in (None, False, []):
+                raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE] or "
+                                        "--fastprof-per-test DIR" % _spelled(option))
         return
     if outfile == DEFAULT_FILE:
         outfile = os.path.join(str(config.rootpath), DEFAULT_FILE)
     session = FastprofSession(config, outfile, per_test)
     config.pluginmanager.register(session, "fastprof-session")
+    if session.controller:
+        config.pluginmanager.register(XdistController(session), "fastprof-xdist")
+
+
+def _xdist_role(config):
+    """'worker' in a pytest-xdist worker, 'controller' in the process that
+    hands the tests to workers (-n N, N > 0), None without pytest-xdist."""
+    if hasattr(config, "workerinput"):
+        return "worker"
+    if getattr(config.option, "dist", "no") != "no":
+        return "controller"
+    return None
+
+
+def _dest(option):
+    return _spelled(option)[2:].replace("-", "_")
+
+
+def _run_options(config):
+    """The run options as python -m fastprof's parser gives them (the
+    plugin's own values where it takes them, the defaults elsewhere)."""
+    import types
+
+    from fastprof import cmdline
+    values = dict(cmdline.RUN_DEFAULTS)
+    for option in RUN_OPTIONS:
+        values[option[2:].replace("-", "_")] = config.getoption(_dest(option))
+    return types.SimpleNamespace(**values)
 
 
 def _looks_like_test_path(value):
@@ -84,11 +152,20 @@ class FastprofSession:
                 per_test_dir = os.path.abspath(per_test_dir)
                 os.makedirs(per_test_dir, exist_ok=True)
                 cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
+            options = _run_options(config)
+            cmdline.check_scope_options(options, name=_spelled)
+            self.callpaths = self.fmt in cmdline.TREE_FORMATS
+            self.profile_options = cmdline.profile_options(options, self.callpaths)
+            self.profile_options["threads"] = True
+            cmdline.new_profile(self.profile_options)  # refused now, not at the first test
         except (cmdline.UsageError, OSError) as exc:
             raise pytest.UsageError("fastprof: %s" % exc) from None
         self.outfile = outfile
         self.per_test_dir = per_test_dir
-        self.callpaths = self.fmt in cmdline.TREE_FORMATS
+        role = _xdist_role(config)
+        self.worker = role == "worker"          # profiles its tests, hands them over
+        self.controller = role == "controller"  # runs no test: sums the workers'
+        self.unmatched = None      # --fastprof-lines/-only: patterns no profile matched
         self.profile = None        # the session's profile (one per test with per_test_dir)
         self.data = None           # per_test_dir: the tests' profiles summed (ProfileData)
         self.times = {}            # node id -> profiled seconds (its three phases)
@@ -100,8 +177,17 @@ class FastprofSession:
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
-        from fastprof.profiler import Profile
-        return Profile(threads=True, callpaths=self.callpaths)
+        from fastprof import cmdline
+        return cmdline.new_profile(self.profile_options)
+
+    def _note_unmatched(self, prof=None, lines=None):
+        """Keep the patterns that named nothing in any of the profiles (of
+        *prof*, or a worker's *lines*)."""
+        if prof is not None:
+            from fastprof import cmdline
+            lines = cmdline.unmatched_patterns(prof, name=_spelled)
+        self.unmatched = lines if self.unmatched is None else [
+            line for line in self.unmatched if line in lines]
 
     def _profiled(self, item):
         """Run the rest of a phase (the hook wrapper's yield) under the profile."""
@@ -146,6 +232,7 @@ class FastprofSession:
         if prof is None:
             return
         data = _without_own_rows(prof.profile_data())
+        self._note_unmatched(prof)
         name = safe_file_name(nodeid)
         base, n = name, 1
         while name in self.per_test_files:
@@ -154,8 +241,7 @@ class FastprofSession:
         self.per_test_files[name] = nodeid
         from fastprof.profile_file import write_profile
         try:
-            with open(os.path.join(self.per_test_dir, name + ".prof"), "wb") as f:
-                write_profile(f, data)
+            write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
         except OSError as exc:
             self.problems.append("cannot write %s's profile: %s" % (nodeid, exc))
         self.data = data if self.data is None else _add(self.data, data)
@@ -163,14 +249,21 @@ class FastprofSession:
     # -- the end -----------------------------------------------------------
 
     def session_data(self):
-        if self.per_test_dir is not None:
+        if self.per_test_dir is not None or self.controller:
             return self.data
-        return None if self.profile is None else _without_own_rows(self.profile.profile_data())
+        if self.profile is None:
+            return None
+        data = _without_own_rows(self.profile.profile_data())
+        self._note_unmatched(self.profile)
+        return data
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
         # written here, however the run ends (failures, -x, Ctrl-C)
         self.final = self.session_data()
+        if self.worker:
+            self._hand_over()
+            return
         if self.final is None or self.outfile is None:
             return
         from fastprof import cmdline
@@ -179,6 +272,47 @@ class FastprofSession:
             self.written = self.outfile
         except OSError as exc:
             self.problems.append("cannot write %s: %s" % (self.outfile, exc.strerror or exc))
+
+    # -- pytest-xdist ------------------------------------------------------
+
+    def _hand_over(self):
+        """A worker: its profile into the controller's directory, the rest
+        (times, files, problems) in its workeroutput."""
+        config = self.config
+        out = {"times": self.times, "per_test_files": self.per_test_files,
+               "problems": self.problems, "unmatched": self.unmatched, "profile": None}
+        if self.final is not None:
+            from fastprof.profile_file import write_profile
+            path = os.path.join(config.workerinput["fastprof_dir"],
+                                "%s.prof" % config.workerinput.get("workerid", os.getpid()))
+            try:
+                write_profile(path, self.final)
+                out["profile"] = path
+            except OSError as exc:
+                out["problems"] = self.problems + ["cannot hand over %s's profile: %s"
+                                                   % (config.workerinput.get("workerid"), exc)]
+        config.workeroutput["fastprof"] = out
+
+    def add_worker(self, node, output):
+        """The controller: add what worker *node* handed over (nothing if it crashed)."""
+        name = getattr(node, "gateway", None)
+        name = getattr(name, "id", "a worker")
+        if output is None:
+            self.problems.append("%s ended without handing over its profile" % name)
+            return
+        self.times.update(output["times"])
+        self.per_test_files.update(output["per_test_files"])
+        self.problems.extend(output["problems"])
+        if output["unmatched"] is not None:
+            self._note_unmatched(lines=output["unmatched"])
+        if output["profile"] is not None:
+            from fastprof.profile_file import ProfileFileError, load_profile
+            try:
+                data = load_profile(output["profile"])
+            except ProfileFileError as exc:
+                self.problems.append("%s's profile is lost: %s" % (name, exc))
+                return
+            self.data = data if self.data is None else _add(self.data, data)
 
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
@@ -189,14 +323,41 @@ class FastprofSession:
         else:
             for line in summary_lines(data, self.times):
                 tr.write_line(line)
-        for line in self.problems:
+        for line in self.problems + (self.unmatched or []):
             tr.write_line("fastprof: " + line)
+        if data is not None and data.lines:
+            tr.write_line("line stats of %d functions in the profile (fastprof view FILE "
+                          "--lines)" % len(data.lines))
         if self.written:
             tr.write_line("profile written to %s (all tests; fastprof view %s)"
                           % (self.written, self.written))
         if self.per_test_dir is not None and self.per_test_files:
             tr.write_line("%d per-test profiles written to %s"
                           % (len(self.per_test_files), self.per_test_dir))
+
+
+class XdistController:
+    """With pytest-xdist (-n N): the workers run and profile the tests, each
+    writing its profile into a private directory when it ends; the
+    controller sums them into FILE (and the summary) as if one process had
+    run every test."""
+
+    def __init__(self, session):
+        import tempfile
+        self.session = session
+        self.directory = tempfile.mkdtemp(prefix="fastprof-xdist-")  # 0700
+
+    def pytest_configure_node(self, node):
+        node.workerinput["fastprof_dir"] = self.directory
+
+    def pytest_testnodedown(self, node, error):
+        output = getattr(node, "workeroutput", None) or {}
+        self.session.add_worker(node, output.get("fastprof"))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session):
+        import shutil
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _own_keys(stats):

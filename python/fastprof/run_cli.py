@@ -27,7 +27,7 @@ import sys
 from fastprof import arguments, cmdline
 from fastprof.cmdline import UsageError
 
-# --threads is on by default on the command line: one switch to flip
+# --threads is on by default on the command line (cmdline.RUN_OPTIONS)
 DEFAULT_THREADS = True
 
 # cProfile's own default for -s on this Python: -1 (stdname) up to 3.10,
@@ -117,38 +117,11 @@ def build_parser():
     p.add_option("-m", dest="module", action="store_true", default=False,
                  help="profile a library module, as python -m runs it "
                       "(-m module [args ...])")
-    p.add_option("--threads", dest="threads", action="store_true", default=DEFAULT_THREADS,
-                 help="profile every thread of the program%s"
-                      % (" (default)" if DEFAULT_THREADS else ""))
-    p.add_option("--no-threads", dest="threads", action="store_false",
-                 help="profile only the main thread, as cProfile does%s"
-                      % ("" if DEFAULT_THREADS else " (default)"))
     p.add_option("--per-thread", action="store_true", default=False,
                  help="print one table per thread instead of one merged table; threads "
                       "named alike (Thread-1, Thread-2...) share one "
                       "(the threads are in the -o .prof file anyway)")
-    # --clock and --coroutines are checked in main(), by the checks Profile uses
-    p.add_option("--clock", default="wall", metavar="CLOCK",
-                 help="wall: elapsed time (default); cpu: CPU time of each thread")
-    p.add_option("--coroutines", default="call", metavar="MODE",
-                 help="call: each resume of a generator/coroutine is a call, as in "
-                      "cProfile (default); wall: one call from start to finish")
-    p.add_option("--callpaths", action="store_true", default=False,
-                 help="also record the calling-context tree, stored in the .prof "
-                      "trailer (implied by -o .html, .speedscope.json, .collapsed/.folded, "
-                      ".pb.gz and --to gecko)")
-    p.add_option("--max-depth", type="int", default=128, metavar="N",
-                 help="with --callpaths, cut call paths deeper than N (default 128)")
-    p.add_option("--no-builtins", dest="builtins", action="store_false", default=None,
-                 help="do not profile C functions (len, list.append, ...)")
-    p.add_option("--fast", action="store_true", default=False,
-                 help="Python functions only, through a frame evaluator (PEP 523): "
-                      "much cheaper, counts as cProfile with builtins=False; C functions' "
-                      "time is their callers' own time (implies --no-builtins; "
-                      "--coroutines call only)")
-    p.add_option("--min-percent", type="float", default=None, metavar="P",
-                 help="-o .html/.speedscope.json/.collapsed: fold call paths below P%% "
-                      "of the total time into their callers (default 0.01; 0 keeps all)")
+    cmdline.add_run_options(p.add_option, argparse_style=False)
     p.add_option("--signal", metavar="SIG",
                  help="each signal SIG (a name, SIGUSR1 or USR1, or a number) toggles "
                       "profiling; each stop writes the profile collected so far "
@@ -167,32 +140,12 @@ def build_parser():
                       "profile is kept in FILE.processes/PID.prof (fastprof view FILE "
                       "--process PID). A child killed before it ends loses only its own.")
 
-    p.add_option("--lines", action="append", default=[], metavar="PATTERN",
-                 help="line by line: each line's hits and time in the functions PATTERN "
-                      "names: MODULE[:QUALNAME] with shell wildcards (myapp.db:Query.*; the "
-                      "script answers to its file's stem: prog:hot) or a file path glob "
-                      "(src/app/*.py). Repeatable. Printed after the table; with -o, "
-                      "stored in the .prof (fastprof view FILE --lines)")
-    p.add_option("--lines-from", metavar="OLD.prof[:N]",
-                 help="line by line for the N functions (default 10) with the most own "
-                      "time in an earlier profile OLD.prof")
-    p.add_option("--only", action="append", default=[], metavar="PATTERN",
-                 help="record only the functions PATTERN names (the --lines syntax) and "
-                      "the C functions they call; the time of calls into other Python "
-                      "code stays in the caller's own time. Repeatable")
-    p.add_option("--gc", dest="gc", action="store_true", default=True,
-                 help="record garbage collections as calls of <gc> from the function "
-                      "running when each started (default)")
-    p.add_option("--no-gc", dest="gc", action="store_false",
-                 help="leave collection pauses in the allocating function's time, "
-                      "as cProfile does")
     return p
 
 
 # options that take a value, for splitting argv at the program's name
 _VALUE_SHORT = ("-o", "-s")
-_VALUE_LONG = ("--outfile", "--to", "--sort", "--clock", "--coroutines", "--max-depth",
-               "--min-percent", "--signal", "--lines", "--lines-from", "--only")
+_VALUE_LONG = ("--outfile", "--to", "--sort", "--signal") + cmdline.RUN_VALUE_OPTIONS
 
 
 def split_argv(argv):
@@ -486,61 +439,15 @@ def _write_merged(data, options, fmt):
     sys.stdout.flush()
 
 
-def _check_patterns(option, patterns):
-    if not patterns:
-        return  # (func_patterns imports fnmatch: not without the option)
-    from fastprof.func_patterns import parse_pattern
-    for text in patterns:
-        try:
-            parse_pattern(text)
-        except ValueError as exc:
-            raise UsageError("%s: %s" % (option, exc)) from None
-
-
-def _line_options(options):
-    """Check --lines and --lines-from; return --lines-from's pstats keys."""
-    if not options.lines and options.lines_from is None:
-        return []
-    _check_patterns("--lines", options.lines)
-    if options.lines_from is None:
-        return []
-    from fastprof.line_profiling import parse_lines_from, top_functions
-    from fastprof.profile_file import ProfileFileError
-    try:
-        path, n = parse_lines_from(options.lines_from)
-        keys = top_functions(path, n)
-    except (ValueError, ProfileFileError) as exc:
-        raise UsageError("--lines-from: %s" % exc) from None
-    if not keys:
-        raise UsageError("--lines-from: %s has no Python functions" % path)
-    return keys
-
-
-def _report_unmatched_lines(prof, options):
-    """A --lines or --only pattern that named nothing: one line each (a typo
-    must not pass for a function that never ran)."""
-    for text in prof.unmatched_line_patterns():
-        print("%s: --lines %s: no function that ran matches it" % (PROG, text), file=sys.stderr)
-    for text in prof.unmatched_only_patterns():
-        print("%s: --only %s: no function that ran matches it" % (PROG, text), file=sys.stderr)
-    missed = prof._lines.patterns.keys_unmatched() if prof._lines is not None else []
-    if missed:
-        print("%s: --lines-from: %d of its %d functions did not run: %s" % (
-            PROG, len(missed), len(prof._lines.patterns.keys),
-            ", ".join("%s:%d(%s)" % (os.path.basename(f), n, name) for f, n, name in missed[:3])
-            + (", ..." if len(missed) > 3 else "")), file=sys.stderr)
+def _report_unmatched(prof):
+    """--lines/--only patterns that named nothing: one line each."""
+    for line in cmdline.unmatched_patterns(prof):
+        print("%s: %s" % (PROG, line), file=sys.stderr)
 
 
 def _print_lines(prof):
-    from fastprof.line_view import listings
-    from fastprof.view import micro_sign
-    lines = prof.line_stats()
-    if lines:
-        out = listings(lines, prof.stats, prof.qualnames, micro=micro_sign(sys.stdout),
-                       own=prof.line_own_stats())
-        print("\nLine by line (time of a line: from its start to the next line or the "
-              "function's exit, callees included; own: less them)\n")
-        print("\n".join(out))
+    cmdline.print_line_listings(prof.line_stats(), prof.stats, prof.qualnames,
+                                 own=prof.line_own_stats())
 
 
 def _usable_stdout():
@@ -618,8 +525,6 @@ def main(argv=None):
         if options.subprocesses and options.signal is not None:
             raise UsageError("--subprocesses and --signal cannot be used together")
 
-        line_keys = _line_options(options)
-        _check_patterns("--only", options.only)
         kind = "module"
         if options.module:
             check_module(args[0])
@@ -636,7 +541,7 @@ def main(argv=None):
         cmdline.report(PROG, exc)
         return 2
 
-    from fastprof.profiler import Profile
+    import fastprof.profiler  # noqa: F401 - loaded before the program's __main__ is set up
     try:
         code, globs = _prepare(options, args, kind)
     except SyntaxError as exc:
@@ -650,23 +555,15 @@ def main(argv=None):
 
     # formats that draw the call tree get exact call paths without asking
     callpaths = options.callpaths or fmt in TREE_FORMATS
-    try:
-        prof = Profile(builtins=options.builtins, threads=options.threads, clock=options.clock,
-                       coroutines=options.coroutines, callpaths=callpaths,
-                       max_depth=options.max_depth, gc=options.gc,
-                       lines=options.lines if options.lines or line_keys else None,
-                       only=options.only or None, fast=options.fast)
-    except (RuntimeError, ValueError) as exc:  # --fast where it is not available
-        cmdline.report(PROG, exc)
-        return 2
+    kwargs = cmdline.profile_options(options, callpaths)
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
             if not options.module and kind == "script" else None)
-    if prof._lines is not None:
-        prof._lines.patterns.main_alias = stem
-        prof._lines.patterns.keys.update(line_keys)  # --lines-from's functions
-    if prof._only is not None:
-        prof._only.main_alias = stem
+    try:
+        prof = cmdline.new_profile(kwargs, main_alias=stem)
+    except UsageError as exc:  # --fast where it is not available
+        cmdline.report(PROG, exc)
+        return 2
     toggle = None
     if signum is not None:
         from fastprof.signal_toggle import SignalToggle
@@ -680,9 +577,8 @@ def main(argv=None):
     if options.subprocesses:
         from fastprof.subprocesses import Follower
         follower = Follower(prof, {
-            "builtins": options.builtins, "threads": options.threads, "clock": options.clock,
-            "coroutines": options.coroutines, "callpaths": callpaths,
-            "max_depth": options.max_depth, "gc": options.gc})
+            k: kwargs[k] for k in ("builtins", "threads", "clock", "coroutines", "callpaths",
+                                   "max_depth", "gc")})
     pid = os.getpid()
     failures = []
     status = run_program(prof, code, globs, options.threads, failures, toggle)
@@ -719,7 +615,7 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
     except Exception as err:
         failures.append(err)
     prof._remember_thread_names()
-    _report_unmatched_lines(prof, options)
+    _report_unmatched(prof)
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
               % (PROG, type(err).__name__, err), file=sys.stderr)

@@ -139,39 +139,9 @@ def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optiona
     """
     fmt = check_format(fmt) if fmt is not None else format_for_path(path)
     min_percent = check_min_percent(min_percent)
-    path = os.fspath(path)
-    if os.path.exists(path) and not os.path.isfile(path):
-        # a device, FIFO or the like (/dev/stdout): write in place
-        with open(path, "wb") as f:
-            _write_to(data, fmt, f, title, min_percent)
-        return fmt
-    tmp, f = _create_beside(path)
-    try:
-        with f:
-            _write_to(data, fmt, f, title, min_percent)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from ..atomic_file import write_atomically
+    write_atomically(path, lambda f: _write_to(data, fmt, f, title, min_percent))
     return fmt
-
-
-def _create_beside(path: str):
-    """A new file in *path*'s directory, under a name nobody can guess or plant
-    first (O_EXCL: never an existing file or symlink), with the permissions a
-    new *path* would get (0666 less the umask): (its name, binary file)."""
-    directory, base = os.path.split(path)
-    for _attempt in range(100):
-        tmp = os.path.join(directory, ".%s.%s.tmp" % (base, os.urandom(6).hex()))
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except FileExistsError:
-            continue
-        return tmp, os.fdopen(fd, "wb")
-    raise FileExistsError("cannot create a temporary file next to %s" % path)
 
 
 def _write_to(data: ProfileData, fmt: str, f, title: Optional[str], min_percent: float) -> None:
