@@ -292,3 +292,71 @@ def test_listing_title_names_a_method_once():
     table = {11: (2, 0.5)}
     assert function_listing(key, table, qualname="Box.grow")[0] == "Box.grow (/src/box.py:10)"
     assert function_listing(key, table)[0] == "grow (/src/box.py:10)"
+
+
+QUALNAME_MODULE = '''
+import functools
+
+def deco(f):
+    @functools.wraps(f)
+    def wrapper(*a):
+        return f(*a)
+    return wrapper
+
+class Box:
+    def grow(self, n):
+        return [i for i in range(n)]
+
+    @staticmethod
+    def make():
+        return Box()
+
+    @property
+    def size(self):
+        return 3
+
+    @deco
+    def wrapped(self):
+        return 1
+
+    class Inner:
+        def run(self):
+            return 2
+
+def grow(n):
+    return n
+
+def main():
+    b = Box.make()
+    b.grow(3)
+    b.size
+    b.wrapped()
+    Box.Inner().run()
+    grow(1)
+'''
+
+
+@pytest.mark.parametrize("pattern, names", [
+    ("qn_mod:Box.grow", {"grow", "<listcomp>"} if sys.version_info < (3, 12) else {"grow"}),
+    ("qn_mod:Box.*", {"grow", "make", "size", "wrapped", "run"}
+     | ({"<listcomp>"} if sys.version_info < (3, 12) else set())),
+    ("qn_mod:Box.Inner.run", {"run"}),
+    ("qn_mod:grow", {"grow"}),
+])
+def test_class_qualname_patterns_on_every_version(tmp_path, monkeypatch, pattern, names):
+    # 3.9/3.10 code objects have no co_qualname: it is read from the module
+    (tmp_path / "qn_mod.py").write_text(QUALNAME_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "qn_mod", raising=False)
+    import qn_mod
+    for patterns in ([pattern], ["qn_mod:main", pattern]):
+        prof = Profile(lines=patterns)
+        prof.runcall(qn_mod.main)
+        got = {k[2] for k in prof.line_stats()}
+        want = names | ({"main"} if "qn_mod:main" in patterns else set())
+        assert got == want, (patterns, got)
+        assert prof.unmatched_line_patterns() == []
+    scoped = Profile(only=[pattern])
+    scoped.runcall(qn_mod.main)
+    scoped.create_stats()
+    assert {k[2] for k in scoped.stats if k[0].endswith("qn_mod.py")} == names

@@ -16,7 +16,9 @@ names ``hot`` in ``lines_prog.py`` however it is run.
 """
 
 import os
+import sys
 from fnmatch import fnmatchcase
+from types import FunctionType, ModuleType
 
 _LOCALS = ".<locals>."
 
@@ -38,6 +40,8 @@ class FunctionPatterns:
         self.keys_matched = set()
         self.matched = set()  # indexes into texts
         self.inside = set()   # code objects nested in matched ones
+        # 3.9/3.10: module name -> {code: __qualname__} (see _qualname)
+        self._module_qualnames = {}
 
     def matches(self, code, module):
         """True if *code* (of module named *module*) is named by a pattern
@@ -60,17 +64,34 @@ class FunctionPatterns:
         if key in self.keys:
             self.keys_matched.add(key)
             hit = True
-        qualname = getattr(code, "co_qualname", code.co_name)
+        qualname = None
         for i, (kind, where, qual) in enumerate(self._parsed):
             if kind == "path":
                 if not _path_matches(code.co_filename, where):
                     continue
             elif not self._module_matches(module, where):
                 continue
+            if qual is not None and qualname is None:
+                qualname = self._qualname(code, module)
             if qual is None or _qualname_matches(qualname, qual):
                 self.matched.add(i)
                 hit = True
         return hit
+
+    def _qualname(self, code, module):
+        """``co_qualname``; 3.9/3.10 have none, so there it is the
+        ``__qualname__`` of the function of *module* (or of its classes)
+        whose code *code* is, else ``co_name`` (nested code matches through
+        its enclosing function)."""
+        qualname = getattr(code, "co_qualname", None)
+        if qualname is not None:
+            return qualname
+        known = self._module_qualnames.get(module)
+        if known is None or code not in known:
+            # (re)read: a module being imported gains functions as it runs
+            mod = sys.modules.get(module) if isinstance(module, str) else None
+            known = self._module_qualnames[module] = _functions_qualnames(mod) if mod else {}
+        return known.get(code, code.co_name)
 
     def _module_matches(self, module, where):
         if not isinstance(module, str):
@@ -106,6 +127,51 @@ def parse_pattern(text):
     if any(c.isspace() for c in body):
         raise ValueError("bad function pattern %r: a module name has no spaces" % (text,))
     return ("module", body, qual)
+
+
+def _functions_qualnames(module):
+    """``{code: __qualname__}`` of the functions in *module*'s namespace and
+    its classes' (methods, static and class methods, properties), following
+    ``__wrapped__``.  Reads dicts of exact types only, so no user code (a
+    lazy module's or a proxy's attribute hooks) runs."""
+    if type(module) is not ModuleType:
+        return {}
+    out = {}
+    seen = set()
+    todo = [module.__dict__]
+    name = module.__dict__.get("__name__")  # classes imported from elsewhere are skipped
+    while todo:
+        for value in list(todo.pop().values()):
+            kind = type(value)
+            if kind in (staticmethod, classmethod):
+                funcs = [value.__func__]
+            elif kind is property:
+                funcs = [value.fget, value.fset, value.fdel]
+            elif issubclass(kind, type):
+                namespace = _CLASS_DICT.__get__(value)
+                if id(value) not in seen and namespace.get("__module__") == name:
+                    seen.add(id(value))
+                    todo.append(namespace)
+                continue
+            else:
+                funcs = [value]
+            for func in funcs:
+                for _depth in range(_MAX_WRAPPED):  # a __wrapped__ cycle must not hang
+                    if type(func) is not FunctionType:
+                        break
+                    # functools.wraps gives a wrapper its wrapped function's
+                    # names: a name its code does not have is not its own
+                    qualname = func.__qualname__
+                    if type(qualname) is str and qualname.rpartition(".")[2] == func.__code__.co_name:
+                        out[func.__code__] = qualname
+                    func = func.__dict__.get("__wrapped__")
+    return out
+
+
+_MAX_WRAPPED = 16
+
+# a class's own namespace, read without its metaclass's attribute hooks
+_CLASS_DICT = type.__dict__["__dict__"]
 
 
 def _path_matches(filename, glob):
