@@ -5,6 +5,8 @@ import re
 
 DESCRIPTION = "mini template engine: regex lexer, recursive-descent parser, node tree render with filters"
 SIZES = {"full": 3600, "smoke": 4}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "For.render"
 
 PAGE = """<html><head><title>{{ title|upper }}</title></head><body>
 <h1>{{ title }}</h1>
