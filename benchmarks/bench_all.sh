@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The full benchmark, every supported CPython, one command (what `make bench` runs):
-#   1. scratch venvs with yappi + pyinstrument (+ matplotlib for the driver)  -> make_venvs.sh
+#   1. scratch venvs with yappi, pyinstrument, line_profiler (+ matplotlib for the driver) -> make_venvs.sh
 #   2. build fastprof for each interpreter (`make build-X.Y` -> build/pyX.Y/lib)
 #   3. run.py --all-versions: 5 interleaved repeats, tables on stdout,
 #      raw + summaries to benchmarks/results.json, plot to docs/benchmark.png

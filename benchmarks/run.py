@@ -584,7 +584,7 @@ def markdown(results, metric="wall"):
     lines = []
     if not runs:
         return ""
-    names = runs[0]["workloads"]
+    names = [n for n in runs[0]["workloads"] if n in workloads.NAMES]
     lines.append("fastprof's added time as a %% of cProfile's (%s time, median of %s runs):"
                  % (metric, results["config"].get("repeats")))
     lines.append("")
@@ -626,7 +626,7 @@ def markdown(results, metric="wall"):
         lines.append("| workload | events | none s | " + " | ".join(MODE_LABELS[m] for m in shown)
                      + " | fastprof / cProfile |")
         lines.append("|---|---:|---:|" + "---:|" * len(shown) + "---:|")
-        for n in names:
+        for n in r["workloads"]:  # `scoped` too
             w = s["workloads"].get(n)
             if not w:
                 continue
@@ -776,7 +776,7 @@ def plot_slowdowns(ax, runs, metric):
                 ax.text(x, 1.02, "refused", rotation=90, ha="center", va="bottom", fontsize=7)
         ax.bar(xs, med, width * 0.95, label=label + " (median)", color=color)
         ax.plot(xs, worst, linestyle="none", marker="_", markersize=40 * width,
-                markeredgewidth=2, color=color, label=label + " (worst)" if i == 0 else None)
+                markeredgewidth=2, color=color, label="ticks: worst workload" if i == 0 else None)
     ax.axhline(1.15, color="darkgreen", linestyle="--", linewidth=1.2,
                label="--fast goal: median <= 1.15x")
     ax.set_xticks(range(len(runs)))
