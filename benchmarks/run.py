@@ -655,14 +655,14 @@ def markdown(results, metric="wall"):
     return "\n".join(lines) + "\n"
 
 
-def _row(label, runs, metric, fmt):
-    """A markdown row: ``fmt(summary)`` per run, "-" where it gives None."""
+def _row(label, runs, metric, fmt, missing=lambda r: "-"):
+    """A markdown row: ``fmt(summary)`` per run, ``missing(run)`` where it has no value."""
     cells = []
     for r in runs:
         try:
             cells.append(fmt(_summary(r, metric)))
         except (KeyError, TypeError):
-            cells.append("-")
+            cells.append(missing(r))
     return "| %s | %s |" % (label, " | ".join(cells))
 
 
@@ -676,7 +676,8 @@ def markdown_slowdowns(runs, metric):
                        ("cprofile", "cProfile"), ("fastprof", "fastprof"),
                        ("fast", "fastprof `--fast` (goal: median <= 1.15x, worst <= 2x)")):
         out.append(_row(label, runs, metric, lambda s, k=key: "%.2fx (%.2fx)" % (
-            s[k + "_median_slowdown"], s[k + "_worst_slowdown"])))
+            s[k + "_median_slowdown"], s[k + "_worst_slowdown"]),
+            lambda r: "refused" if key == "fast" and "fast_error" in r.get("probe", {}) else "-"))
     names = [n for n in runs[0]["workloads"] if n in workloads.NAMES]
     out += ["", "`--lines` on each workload's hot function vs line_profiler on the same "
             "function: slowdown over the unprofiled run, fastprof / line_profiler "
@@ -749,7 +750,7 @@ def plot(results, path, metric="wall"):
                  "%s time, median of %s runs per cell, %s, %s CPUs"
                  % (metric, results["config"].get("repeats"), host.get("machine", "?"),
                     host.get("cpus", "?")), fontsize=10)
-    ax.legend(fontsize=8, ncol=len(runs) + 2, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+    ax.legend(fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.2),
               frameon=False)
     ax.grid(axis="y", alpha=0.3)
     plot_slowdowns(ax2, runs, metric)
@@ -780,12 +781,13 @@ def plot_slowdowns(ax, runs, metric):
     ax.axhline(1.15, color="darkgreen", linestyle="--", linewidth=1.2,
                label="--fast goal: median <= 1.15x")
     ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels(["Python " + r["python"] for r in runs])
+    ax.set_xticklabels([r["python"] for r in runs])
+    ax.set_xlabel("Python")
     ax.set_ylabel("slowdown over the unprofiled run (x)")
     ax.set_ylim(0.9, None)
     ax.set_title("slowdown, median over the workloads (bars) and worst workload (ticks); "
                  "lower is better", fontsize=10)
-    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     ax.grid(axis="y", alpha=0.3)
 
 

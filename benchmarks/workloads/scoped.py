@@ -1,7 +1,7 @@
 """The "app" of the --only benchmark: its hot loop is in a library out of scope.
 
 Profiled with ``--only workloads.scoped`` (``Profile(only=[...])``), only the
-functions of this module are recorded; the ten thousand calls per iteration
+functions of this module are recorded; the five thousand calls per iteration
 into ``scoped_lib`` (pure Python, call-dense) run unmonitored on 3.12+.
 Not one of the eight overhead workloads (``NAMES``): ``run.py`` reports it
 apart, as unprofiled / cProfile / fastprof / fastprof --only.
