@@ -697,7 +697,9 @@ def markdown_slowdowns(runs, metric):
     out.append(_row("unprofiled", runs, metric, lambda s: "%.3f s" % s["scope"]["none_seconds"]))
     for mode in ("cprofile", "fastprof", FAST_MODE, ONLY_MODE):
         out.append(_row(MODE_LABELS[mode], runs, metric,
-                        lambda s, m=mode: "%.2fx" % s["scope"][m]))
+                        lambda s, m=mode: "%.2fx" % s["scope"][m],
+                        lambda r, m=mode: "refused" if m == FAST_MODE
+                        and "fast_error" in r.get("probe", {}) else "-"))
     return out
 
 
