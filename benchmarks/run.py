@@ -677,7 +677,7 @@ def markdown_slowdowns(runs, metric):
                        ("fast", "fastprof `--fast` (goal: median <= 1.15x, worst <= 2x)")):
         out.append(_row(label, runs, metric, lambda s, k=key: "%.2fx (%.2fx)" % (
             s[k + "_median_slowdown"], s[k + "_worst_slowdown"]),
-            lambda r: "refused" if key == "fast" and "fast_error" in r.get("probe", {}) else "-"))
+            lambda r, k=key: "refused" if k == "fast" and "fast_error" in r.get("probe", {}) else "-"))
     names = [n for n in runs[0]["workloads"] if n in workloads.NAMES]
     out += ["", "`--lines` on each workload's hot function vs line_profiler on the same "
             "function: slowdown over the unprofiled run, fastprof / line_profiler "
