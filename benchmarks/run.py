@@ -333,6 +333,11 @@ def check_results(record, counts):
             record.setdefault("count_checks", []).append(
                 {"workload": name, "mode": mode, "functions": len(ref), "mismatches": len(diff)})
         check_scope(record, name, ref, counts.get((name, ONLY_MODE)))
+        for row in record["raw"]:   # a line mode that recorded nothing measured nothing
+            if (row["workload"] == name and row["mode"] in (LINES_MODE, LINE_PROFILER)
+                    and row.get("line_hits") == 0):
+                problems.append("%s/%s repeat %d: no line hits in %s"
+                                % (name, row["mode"], row["repeat"], workloads.load(name).HOT))
 
 
 def check_scope(record, name, ref, got):
