@@ -81,7 +81,7 @@ def probe():
         info["floor"] = floor_hook.build()
     except Exception as exc:
         info["floor_error"] = "%s: %s" % (type(exc).__name__, exc)
-    for name in ("yappi", "pyinstrument"):
+    for name in ("yappi", "pyinstrument", "line_profiler"):
         try:
             __import__(name)
             info[name] = _dist_version(name)
@@ -176,8 +176,33 @@ def _package_files(module):
     return {path[:-1] if path.endswith(".pyc") else path}
 
 
-def _make_profiler(mode, standin):
-    """Return (start, stop, stats_fn, info).  stats_fn() -> stats_counts() or None."""
+def _hot_function(wl):
+    """The workload's ``HOT`` function object (a qualified name: ``For.render``)."""
+    obj = wl
+    for part in wl.HOT.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _line_hits(lines):
+    """Total line hits in fastprof's ``line_stats()``-style dict."""
+    return sum(hits for per_line in lines.values() for hits, _ in per_line.values())
+
+
+def _fastprof_kwargs(mode, wl):
+    if mode == "fastprof-lines":  # line-level on the one hot function
+        return {"lines": ["%s:%s" % (wl.__name__, wl.HOT)]}
+    if mode == "fastprof-only":   # only the app module (its library runs unrecorded)
+        return {"only": [wl.ONLY]}
+    return {"fastprof-cpu": {"clock": "cpu"}, "fastprof-fast": {"fast": True}}.get(mode, {})
+
+
+def _make_profiler(mode, standin, wl):
+    """Return (start, stop, stats_fn, info).  stats_fn() -> stats_counts() or None.
+
+    ``info`` may hold ``extra``: a function called after the timed region
+    whose dict goes into the result (line hits recorded).
+    """
     if mode == "none":
         return None, None, None, {}
 
@@ -196,15 +221,16 @@ def _make_profiler(mode, standin):
         info = {"standin": True} if mode != "cprofile" else {}
         return prof.enable, prof.disable, stats_fn, info
 
-    if mode in ("fastprof", "fastprof-cpu", "fastprof-fast"):
+    if mode in ("fastprof", "fastprof-cpu", "fastprof-fast", "fastprof-lines", "fastprof-only"):
         import fastprof
-        kwargs = {"fastprof-cpu": {"clock": "cpu"}, "fastprof-fast": {"fast": True}}.get(mode, {})
-        prof = fastprof.Profile(**kwargs)
+        prof = fastprof.Profile(**_fastprof_kwargs(mode, wl))
         files = _package_files(fastprof)
 
         def stats_fn():
             return stats_counts(prof.getstats(), files)
         info = {"fastprof_file": fastprof.__file__}
+        if mode == "fastprof-lines":
+            info["extra"] = lambda: {"line_hits": _line_hits(prof.line_stats())}
         ci = _clock_info(prof)
         if ci:
             info["clock_info"] = ci
@@ -229,6 +255,16 @@ def _make_profiler(mode, standin):
         prof = pyinstrument.Profiler()  # statistical: samples every 1 ms
         return prof.start, prof.stop, None, {"pyinstrument": _dist_version("pyinstrument")}
 
+    if mode == "line_profiler":
+        import line_profiler
+        prof = line_profiler.LineProfiler()
+        prof.add_function(_hot_function(wl))
+        info = {"line_profiler": _dist_version("line_profiler"),
+                "extra": lambda: {"line_hits": sum(
+                    hits for timings in prof.get_stats().timings.values()
+                    for _, hits, _ in timings)}}
+        return prof.enable_by_count, prof.disable_by_count, None, info
+
     raise SystemExit("unknown mode %r" % mode)
 
 
@@ -237,7 +273,8 @@ def measure(spec):
     import workloads
     wl = workloads.load(spec["workload"])
     mode = spec["mode"]
-    start, stop, stats_fn, info = _make_profiler(mode, spec.get("standin", False))
+    start, stop, stats_fn, info = _make_profiler(mode, spec.get("standin", False), wl)
+    extra = info.pop("extra", None)
 
     # Warm-up, unprofiled: imports, caches (re, asyncio) and the specialising
     # interpreter (3.11+) settle before the timed call.
@@ -268,6 +305,8 @@ def measure(spec):
     # (time spent descheduled is not in it); see run.py --metric.
     result = {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "checksum": repr(checksum)}
     result.update(info)
+    if extra is not None:
+        result.update(extra())
     if stats_fn is not None and spec.get("stats", True):
         counts = stats_fn()
         result["calls"] = sum(nc for _, nc in counts.values())

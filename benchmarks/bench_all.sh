@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The full benchmark, every supported CPython, one command (what `make bench` runs):
-#   1. scratch venvs with yappi + pyinstrument (+ matplotlib for the driver)  -> make_venvs.sh
+#   1. scratch venvs with yappi, pyinstrument, line_profiler (+ matplotlib for the driver) -> make_venvs.sh
 #   2. build fastprof for each interpreter (`make build-X.Y` -> build/pyX.Y/lib)
 #   3. run.py --all-versions: 5 interleaved repeats, tables on stdout,
 #      raw + summaries to benchmarks/results.json, plot to docs/benchmark.png
-# Takes about 35-45 minutes on the 2-core reference machine (builds excluded).  Extra arguments go to
+# Takes an hour or more on the 2-core reference machine (builds excluded; every mode, full sizes).  Extra arguments go to
 # run.py (e.g. --repeats 3, --metric cpu, --workloads fib,regex).
 #   BENCH_VENVS  where the venvs live (default /tmp/fastprof-bench-venvs)
 #   BENCH_JSON   results file          (default benchmarks/results.json)

@@ -14,6 +14,10 @@ Modes:
   cprofile      cProfile.Profile()                       (deterministic, the reference)
   fastprof      fastprof.Profile()                       (deterministic)
   fastprof-cpu  fastprof.Profile(clock="cpu"), fib only  (cost of the CPU clock)
+  fastprof-fast fastprof.Profile(fast=True)              (Python functions only; not on 3.13)
+  fastprof-lines fastprof.Profile(lines=[HOT])           (--lines on the workload's HOT function)
+  line_profiler line_profiler on the same HOT function   (the reference for --lines; if importable)
+  fastprof-only fastprof.Profile(only=[ONLY]), scoped    (--only on the app module of `scoped`)
   yappi         yappi, wall clock, builtins=True         (deterministic; if importable)
   pyinstrument  pyinstrument.Profiler()                  (statistical sampler; if importable)
 
@@ -23,6 +27,13 @@ fraction, (t_floor - t_none) / (t_cprofile - t_none), is the lowest any
 profiler fed by the same interpreter hooks can reach.  "ns/event" is
 added time / events, events = 2 x calls (Python + C calls, as counted by
 cProfile in the same workload: every call has a return).
+
+Line level: for each workload, the slowdown (over the unprofiled run) of
+fastprof-lines beside line_profiler's, both on the workload's HOT function
+(goal: below line_profiler's).  Scope: the ``scoped`` workload (a call-dense
+library called by an app module), reported apart from the eight overhead
+workloads and out of their medians: slowdown of cProfile, fastprof and
+fastprof --only (goal on 3.12+: --only <= 1.10x).
 
 Examples:
   PYTHONPATH=python python3 benchmarks/run.py                       # current interpreter
@@ -58,11 +69,15 @@ import workloads  # noqa: E402  (after the path tweak, on purpose)
 from _worker import RESULT_TAG  # noqa: E402
 
 SCHEMA = "fastprof-bench/1"
-OPTIONAL_MODES = ["floor", "yappi", "pyinstrument"]
+OPTIONAL_MODES = ["floor", "yappi", "pyinstrument", "line_profiler"]
 CPU_MODE = "fastprof-cpu"
 CPU_MODE_WORKLOADS = ["fib"]
 FAST_MODE = "fastprof-fast"  # Profile(fast=True): Python functions only
-ALL_MODES = ["none", "floor", "cprofile", "fastprof", FAST_MODE, CPU_MODE, "yappi", "pyinstrument"]
+LINES_MODE = "fastprof-lines"  # Profile(lines=[the workload's HOT function])
+LINE_PROFILER = "line_profiler"
+ONLY_MODE = "fastprof-only"  # Profile(only=[the workload's ONLY]): `scoped` only
+ALL_MODES = ["none", "floor", "cprofile", "fastprof", FAST_MODE, CPU_MODE, LINES_MODE,
+             LINE_PROFILER, ONLY_MODE, "yappi", "pyinstrument"]
 MODE_LABELS = {
     "none": "none",
     "floor": "floor (hook only)",
@@ -70,11 +85,15 @@ MODE_LABELS = {
     "fastprof": "fastprof",
     "fastprof-fast": "fastprof --fast",
     "fastprof-cpu": "fastprof clock=cpu",
+    "fastprof-lines": "fastprof --lines HOT",
+    "line_profiler": "line_profiler HOT",
+    "fastprof-only": "fastprof --only app",
     "yappi": "yappi (deterministic, wall)",
     "pyinstrument": "pyinstrument (sampling)",
 }
 PYENV_VERSIONS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 TARGET_FRACTION = 0.5
+ONLY_GOAL = 1.10   # --only on 3.12+: slowdown over the unprofiled run
 SMOKE_TIME_LIMIT = 60.0
 
 
@@ -203,7 +222,19 @@ def modes_for(probe, args, problems):
 
 
 def workload_modes(workload, modes):
-    return [m for m in modes if m != CPU_MODE or workload in CPU_MODE_WORKLOADS]
+    """The modes that apply to ``workload``: the CPU clock on fib, the line
+    modes where it names a HOT function, --only where it names its scope."""
+    wl = workloads.load(workload)
+    out = []
+    for m in modes:
+        if m == CPU_MODE and workload not in CPU_MODE_WORKLOADS:
+            continue
+        if m in (LINES_MODE, LINE_PROFILER) and not hasattr(wl, "HOT"):
+            continue
+        if m == ONLY_MODE and not hasattr(wl, "ONLY"):
+            continue
+        out.append(m)
+    return out
 
 
 def run_suite(python, args):
@@ -244,7 +275,7 @@ def run_suite(python, args):
                 spec = {"workload": name, "mode": mode, "size": sizes[name],
                         "warmup_size": workloads.load(name).SIZES["smoke"],
                         "standin": bool(args.standin), "cpu": args.pin,
-                        "counts": mode in ("cprofile", "fastprof", CPU_MODE)
+                        "counts": mode in ("cprofile", "fastprof", CPU_MODE, ONLY_MODE)
                         and (name, mode) not in counts}
                 res, err = run_worker(python, spec, args.timeout, pythonpath)
                 row = {"workload": name, "mode": mode, "repeat": rep}
@@ -301,6 +332,29 @@ def check_results(record, counts):
                                 % (name, mode, len(diff), "\n    ".join(diff[:20])))
             record.setdefault("count_checks", []).append(
                 {"workload": name, "mode": mode, "functions": len(ref), "mismatches": len(diff)})
+        check_scope(record, name, ref, counts.get((name, ONLY_MODE)))
+        for row in record["raw"]:   # a line mode that recorded nothing measured nothing
+            if (row["workload"] == name and row["mode"] in (LINES_MODE, LINE_PROFILER)
+                    and row.get("line_hits") == 0):
+                problems.append("%s/%s repeat %d: no line hits in %s"
+                                % (name, row["mode"], row["repeat"], workloads.load(name).HOT))
+
+
+def check_scope(record, name, ref, got):
+    """--only: exactly the app module's Python functions, with cProfile's counts."""
+    if ref is None or got is None:
+        return
+    prefix = os.path.abspath(workloads.load(name).__file__) + ":"
+    want = {k: v for k, v in ref.items() if k.startswith(prefix)}
+    python_rows = {k: v for k, v in got.items() if not k.startswith("~:")}
+    diff = ["%s: cProfile %s, %s %s" % (k, want.get(k), ONLY_MODE, python_rows.get(k))
+            for k in sorted(set(want) | set(python_rows)) if want.get(k) != python_rows.get(k)]
+    if diff:
+        record["problems"].append("%s: %s records other functions or counts than cProfile's "
+                                  "for the app module:\n    %s"
+                                  % (name, ONLY_MODE, "\n    ".join(diff[:20])))
+    record.setdefault("count_checks", []).append(
+        {"workload": name, "mode": ONLY_MODE, "functions": len(want), "mismatches": len(diff)})
 
 
 # --------------------------------------------------------------------------- statistics
@@ -337,7 +391,10 @@ def summarize(record, metric="wall"):
                 if events:
                     m["ns_per_event"] = m["added"] / events * 1e9
             w["modes"][mode] = m
+        out["workloads"][name] = w
         cp, fp = w["modes"].get("cprofile"), w["modes"].get("fastprof")
+        if name not in workloads.NAMES:
+            continue  # `scoped`: reported apart (summarize_scope), not in the medians
         if cp and fp and t_none and cp["added"] > 0:
             w["fraction"] = fp["added"] / cp["added"]
             fractions[name] = w["fraction"]
@@ -356,22 +413,45 @@ def summarize(record, metric="wall"):
         if floor and cp and t_none and cp["added"] > 0:
             w["floor_fraction"] = floor["added"] / cp["added"]
             floor_fractions[name] = w["floor_fraction"]
-        out["workloads"][name] = w
     if fractions:
         worst = max(fractions, key=fractions.get)
         out["median_fraction"] = statistics.median(fractions.values())
         out["worst_fraction"] = fractions[worst]
         out["worst_workload"] = worst
         out["ranked"] = sorted(fractions, key=fractions.get, reverse=True)
-    fast = [w["modes"][FAST_MODE]["slowdown"] for w in out["workloads"].values()
-            if "slowdown" in w["modes"].get(FAST_MODE, {})]
-    if fast:  # the goal of --fast: slowdown over the unprofiled run
-        out["fast_median_slowdown"] = statistics.median(fast)
-        out["fast_worst_slowdown"] = max(fast)
+    core = [w for n, w in out["workloads"].items() if n in workloads.NAMES]
+    for mode, key in ((FAST_MODE, "fast"), ("cprofile", "cprofile"), ("fastprof", "fastprof"),
+                      ("floor", "floor"), (LINES_MODE, "lines"), (LINE_PROFILER, "line_profiler")):
+        xs = [w["modes"][mode]["slowdown"] for w in core if "slowdown" in w["modes"].get(mode, {})]
+        if xs:  # slowdown over the unprofiled run (the goal of --fast is stated so)
+            out[key + "_median_slowdown"] = statistics.median(xs)
+            out[key + "_worst_slowdown"] = max(xs)
+    wins = [w["modes"][LINES_MODE]["slowdown"] < w["modes"][LINE_PROFILER]["slowdown"]
+            for w in core if "slowdown" in w["modes"].get(LINES_MODE, {})
+            and "slowdown" in w["modes"].get(LINE_PROFILER, {})]
+    if wins:
+        out["lines_below_line_profiler"] = [sum(wins), len(wins)]
+    scope = summarize_scope(out["workloads"])
+    if scope:
+        out["scope"] = scope
     if floor_fractions:
         out["median_floor_fraction"] = statistics.median(floor_fractions.values())
         out["worst_floor_fraction"] = max(floor_fractions.values())
     return out
+
+
+def summarize_scope(by_workload):
+    """Slowdowns of the --only benchmark (the first SCOPE_NAMES workload that ran)."""
+    for name in workloads.SCOPE_NAMES:
+        w = by_workload.get(name)
+        if not w or "none" not in w["modes"]:
+            continue
+        out = {"workload": name, "none_seconds": w["modes"]["none"]["median"]}
+        for mode in ("cprofile", "fastprof", FAST_MODE, ONLY_MODE):
+            if "slowdown" in w["modes"].get(mode, {}):
+                out[mode] = w["modes"][mode]["slowdown"]
+        return out
+    return None
 
 
 # --------------------------------------------------------------------------- report
@@ -448,6 +528,18 @@ def print_table(record, metric="wall", out=sys.stdout):
         print("fastprof --fast slowdown over the unprofiled run: median %.2fx, worst %.2fx "
               "(goal: <= 1.15x median, <= 2x worst)"
               % (s["fast_median_slowdown"], s["fast_worst_slowdown"]), file=out)
+    if "lines_median_slowdown" in s:
+        print("--lines on each workload's HOT function, slowdown over the unprofiled run: "
+              "fastprof median %.2fx, worst %.2fx%s"
+              % (s["lines_median_slowdown"], s["lines_worst_slowdown"],
+                 "; line_profiler median %.2fx, worst %.2fx; fastprof below line_profiler "
+                 "on %d of %d workloads (goal: all)"
+                 % ((s["line_profiler_median_slowdown"], s["line_profiler_worst_slowdown"])
+                    + tuple(s["lines_below_line_profiler"]))
+                 if "lines_below_line_profiler" in s else ""), file=out)
+    if "scope" in s:
+        print("--only benchmark (%s, hot loop in an out-of-scope library): %s"
+              % (s["scope"]["workload"], scope_text(s["scope"])), file=out)
     if "median_floor_fraction" in s:
         print("floor (a hook that only reads the clock) / cProfile added time: median %.0f%%, "
               "highest %.0f%%: no profiler fed by the same hooks costs less"
@@ -462,6 +554,15 @@ def print_table(record, metric="wall", out=sys.stdout):
                      100 * w.get("fraction_cpu_clock", float("nan"))), file=out)
     for p in record.get("problems", []):
         print("PROBLEM: " + p, file=out)
+
+
+def scope_text(scope):
+    """One line: the --only benchmark's slowdowns."""
+    parts = ["unprofiled %.3f s" % scope["none_seconds"]]
+    for mode in ("cprofile", "fastprof", FAST_MODE, ONLY_MODE):
+        if mode in scope:
+            parts.append("%s %.2fx" % (MODE_LABELS[mode], scope[mode]))
+    return ", ".join(parts) + " (goal for --only on 3.12+: <= %.2fx)" % ONLY_GOAL
 
 
 def print_overall(results, metric, out=sys.stdout):
@@ -488,7 +589,7 @@ def markdown(results, metric="wall"):
     lines = []
     if not runs:
         return ""
-    names = runs[0]["workloads"]
+    names = [n for n in runs[0]["workloads"] if n in workloads.NAMES]
     lines.append("fastprof's added time as a %% of cProfile's (%s time, median of %s runs):"
                  % (metric, results["config"].get("repeats")))
     lines.append("")
@@ -519,6 +620,7 @@ def markdown(results, metric="wall"):
                          if "median_floor_fraction" in s else "-")
         lines.append("| *floor* (a hook that only reads the clock), median | %s |"
                      % " | ".join(cells))
+    lines.extend(markdown_slowdowns(runs, metric))
     for r in runs:
         s = _summary(r, metric)
         shown = [m for m in ALL_MODES if m in r["modes"] and m not in ("none", CPU_MODE)]
@@ -529,7 +631,7 @@ def markdown(results, metric="wall"):
         lines.append("| workload | events | none s | " + " | ".join(MODE_LABELS[m] for m in shown)
                      + " | fastprof / cProfile |")
         lines.append("|---|---:|---:|" + "---:|" * len(shown) + "---:|")
-        for n in names:
+        for n in r["workloads"]:  # `scoped` too
             w = s["workloads"].get(n)
             if not w:
                 continue
@@ -558,8 +660,58 @@ def markdown(results, metric="wall"):
     return "\n".join(lines) + "\n"
 
 
+def _row(label, runs, metric, fmt, missing=lambda r: "-"):
+    """A markdown row: ``fmt(summary)`` per run, ``missing(run)`` where it has no value."""
+    cells = []
+    for r in runs:
+        try:
+            cells.append(fmt(_summary(r, metric)))
+        except (KeyError, TypeError):
+            cells.append(missing(r))
+    return "| %s | %s |" % (label, " | ".join(cells))
+
+
+def markdown_slowdowns(runs, metric):
+    """Slowdown tables: the modes side by side, --lines vs line_profiler, --only."""
+    head = ["", "| | " + " | ".join(r["python"] for r in runs) + " |",
+            "|---|" + "---:|" * len(runs)]
+    out = ["", "Slowdown over the unprofiled run (%s time), median over the 8 workloads "
+           "(worst in brackets):" % metric] + head
+    for key, label in (("floor", "floor (a hook that only reads the clock)"),
+                       ("cprofile", "cProfile"), ("fastprof", "fastprof"),
+                       ("fast", "fastprof `--fast` (goal: median <= 1.15x, worst <= 2x)")):
+        out.append(_row(label, runs, metric, lambda s, k=key: "%.2fx (%.2fx)" % (
+            s[k + "_median_slowdown"], s[k + "_worst_slowdown"]),
+            lambda r, k=key: "refused" if k == "fast" and "fast_error" in r.get("probe", {}) else "-"))
+    names = [n for n in runs[0]["workloads"] if n in workloads.NAMES]
+    out += ["", "`--lines` on each workload's hot function vs line_profiler on the same "
+            "function: slowdown over the unprofiled run, fastprof / line_profiler "
+            "(goal: fastprof's below):"] + head
+    for n in names:
+        hot = getattr(workloads.load(n), "HOT", "?")
+        out.append(_row("%s (`%s`)" % (n, hot), runs, metric, lambda s, n=n: "%.2fx / %.2fx" % (
+            s["workloads"][n]["modes"][LINES_MODE]["slowdown"],
+            s["workloads"][n]["modes"][LINE_PROFILER]["slowdown"])))
+    out.append(_row("**median**", runs, metric, lambda s: "**%.2fx / %.2fx**" % (
+        s["lines_median_slowdown"], s["line_profiler_median_slowdown"])))
+    out.append(_row("fastprof below line_profiler", runs, metric,
+                    lambda s: "%d of %d" % tuple(s["lines_below_line_profiler"])))
+    out += ["", "`--only` benchmark (`scoped`: the hot loop is in a call-dense pure-Python "
+            "library out of scope): slowdown over the unprofiled run "
+            "(goal for `--only` on 3.12+: <= %.2fx):" % ONLY_GOAL] + head
+    out.append(_row("unprofiled", runs, metric, lambda s: "%.3f s" % s["scope"]["none_seconds"]))
+    for mode in ("cprofile", "fastprof", FAST_MODE, ONLY_MODE):
+        out.append(_row(MODE_LABELS[mode], runs, metric,
+                        lambda s, m=mode: "%.2fx" % s["scope"][m],
+                        lambda r, m=mode: "refused" if m == FAST_MODE
+                        and "fast_error" in r.get("probe", {}) else "-"))
+    return out
+
+
 def plot(results, path, metric="wall"):
-    """Grouped bars: fraction of cProfile's added time, per workload, one bar per version."""
+    """Top: grouped bars of fastprof's fraction of cProfile's added time, per
+    workload, one bar per version.  Bottom: median slowdown over the
+    unprofiled run per version, floor / cProfile / fastprof / --fast side by side."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -567,10 +719,11 @@ def plot(results, path, metric="wall"):
     runs = [r for r in results["runs"] if "median_fraction" in (_summary(r, metric) or {})]
     if not runs:
         raise SystemExit("--plot: no fastprof/cProfile fractions in the results")
-    names = [n for n in runs[0]["workloads"]]
+    names = [n for n in runs[0]["workloads"] if n in workloads.NAMES]
     labels = names + ["median"]
     width = 0.8 / len(runs)
-    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(labels) + 2), 4.8))
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(labels) + 2), 9.6),
+                                  gridspec_kw={"height_ratios": [1.15, 1]})
     ymax, ymin = 0.0, 0.0
     for i, r in enumerate(runs):
         s = _summary(r, metric)
@@ -604,12 +757,45 @@ def plot(results, path, metric="wall"):
                  "%s time, median of %s runs per cell, %s, %s CPUs"
                  % (metric, results["config"].get("repeats"), host.get("machine", "?"),
                     host.get("cpus", "?")), fontsize=10)
-    ax.legend(fontsize=8, ncol=len(runs) + 2, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+    ax.legend(fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.2),
               frameon=False)
     ax.grid(axis="y", alpha=0.3)
+    plot_slowdowns(ax2, runs, metric)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print("plot written to %s" % path)
+
+
+def plot_slowdowns(ax, runs, metric):
+    """Median slowdown over the 8 workloads per version and mode; a tick marks the worst."""
+    modes = [("floor", "floor (hook only)", "lightgray"), ("cprofile", "cProfile", "tab:red"),
+             ("fastprof", "fastprof", "tab:blue"), ("fast", "fastprof --fast", "tab:green")]
+    width = 0.8 / len(modes)
+    for i, (key, label, color) in enumerate(modes):
+        xs, med, worst = [], [], []
+        for j, r in enumerate(runs):
+            s = _summary(r, metric)
+            x = j + (i - (len(modes) - 1) / 2) * width
+            if key + "_median_slowdown" in s:
+                xs.append(x)
+                med.append(s[key + "_median_slowdown"])
+                worst.append(s[key + "_worst_slowdown"])
+            elif key == "fast":  # fast mode refused on this version (3.13)
+                ax.text(x, 1.02, "refused", rotation=90, ha="center", va="bottom", fontsize=7)
+        ax.bar(xs, med, width * 0.95, label=label + " (median)", color=color)
+        ax.plot(xs, worst, linestyle="none", marker="_", markersize=40 * width,
+                markeredgewidth=2, color=color, label="ticks: worst workload" if i == 0 else None)
+    ax.axhline(1.15, color="darkgreen", linestyle="--", linewidth=1.2,
+               label="--fast goal: median <= 1.15x")
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels([r["python"] for r in runs])
+    ax.set_xlabel("Python")
+    ax.set_ylabel("slowdown over the unprofiled run (x)")
+    ax.set_ylim(0.9, None)
+    ax.set_title("slowdown, median over the workloads (bars) and worst workload (ticks); "
+                 "lower is better", fontsize=10)
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    ax.grid(axis="y", alpha=0.3)
 
 
 # --------------------------------------------------------------------------- main
@@ -630,8 +816,8 @@ def parse_args(argv):
                         "{minor} becomes its version, e.g. 'build/py{minor}/lib' "
                         "(the per-version builds of `make build`)")
     p.add_argument("--repeats", type=int, default=5, help="runs per (workload, mode); default 5")
-    p.add_argument("--workloads", type=lambda s: s.split(","), default=list(workloads.NAMES),
-                   help="comma-separated subset of: " + ",".join(workloads.NAMES))
+    p.add_argument("--workloads", type=lambda s: s.split(","), default=list(workloads.ALL_NAMES),
+                   help="comma-separated subset of: " + ",".join(workloads.ALL_NAMES))
     p.add_argument("--modes", type=lambda s: s.split(","),
                    help="comma-separated subset of: " + ",".join(ALL_MODES)
                         + " (default: all available)")
@@ -655,7 +841,7 @@ def parse_args(argv):
                    help="development only: time cProfile in place of fastprof (labelled)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every measurement")
     args = p.parse_args(argv)
-    unknown = [w for w in args.workloads if w not in workloads.NAMES]
+    unknown = [w for w in args.workloads if w not in workloads.ALL_NAMES]
     if unknown:
         p.error("unknown workload(s): %s" % ", ".join(unknown))
     if args.modes:

@@ -2,7 +2,9 @@
 
 ``benchmarks/run.py --smoke`` runs every workload once per mode at tiny sizes
 and checks that fastprof's (primitive, total) call counts per function equal
-cProfile's.  This test never asserts speed: CI machines are too noisy.
+cProfile's; the line-level comparison (``--lines`` and line_profiler on each
+workload's hot function) and the ``--only`` benchmark (``scoped``) run too.
+This test never asserts speed: CI machines are too noisy.
 """
 
 import json
@@ -15,7 +17,24 @@ import fastprof
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(ROOT, "benchmarks", "run.py")
-NAMES = runpy.run_path(os.path.join(ROOT, "benchmarks", "workloads", "__init__.py"))["NAMES"]
+_WORKLOADS = runpy.run_path(os.path.join(ROOT, "benchmarks", "workloads", "__init__.py"))
+NAMES = _WORKLOADS["NAMES"]                 # the eight overhead workloads
+SCOPE_NAMES = _WORKLOADS["SCOPE_NAMES"]     # the --only benchmark
+LINE_MODES = ("fastprof-lines", "line_profiler")
+
+
+def modes_of(run, name):
+    """The modes run.py runs on workload ``name``."""
+    out = []
+    for m in run["modes"]:
+        if m == "fastprof-cpu" and name != "fib":
+            continue
+        if m in LINE_MODES and name not in NAMES:
+            continue
+        if m == "fastprof-only" and name not in SCOPE_NAMES:
+            continue
+        out.append(m)
+    return out
 
 
 def test_benchmark_smoke(tmp_path):
@@ -41,13 +60,17 @@ def test_benchmark_smoke(tmp_path):
     assert os.path.realpath(ext).startswith(os.path.realpath(here)), ext
 
     assert len(NAMES) >= 7
-    assert run["workloads"] == NAMES
-    for mode in ("none", "floor", "cprofile", "fastprof", "fastprof-cpu"):
-        assert mode in run["modes"], (mode, run["probe"].get("floor_error"))
+    assert run["workloads"] == NAMES + SCOPE_NAMES
+    for mode in ("none", "floor", "cprofile", "fastprof", "fastprof-cpu", "fastprof-lines",
+                 "line_profiler", "fastprof-only"):
+        assert mode in run["modes"], (mode, run["probe"].get("floor_error"),
+                                      run["probe"].get("line_profiler_error"))
 
-    for name in NAMES:
-        modes = [m for m in run["modes"] if m != "fastprof-cpu" or name == "fib"]
-        for mode in modes:
+    _check_line_modes(run)
+    _check_scope(run)
+
+    for name in NAMES + SCOPE_NAMES:
+        for mode in modes_of(run, name):
             rows = [r for r in run["raw"] if r["workload"] == name and r["mode"] == mode]
             assert len(rows) == 1, (name, mode, rows)
             row = rows[0]
@@ -64,3 +87,37 @@ def test_benchmark_smoke(tmp_path):
         assert s["modes"]["cprofile"]["median"] > 0
         assert s["modes"]["fastprof"]["median"] > 0
         assert s["modes"]["floor"]["median"] > 0
+
+
+def _row(run, name, mode):
+    rows = [r for r in run["raw"] if r["workload"] == name and r["mode"] == mode]
+    assert len(rows) == 1 and "error" not in rows[0], (name, mode, rows)
+    return rows[0]
+
+
+def _check_line_modes(run):
+    """--lines and line_profiler both ran on every workload's hot function and
+    recorded its lines; the summary compares their slowdowns."""
+    for name in NAMES:
+        fp, lp = _row(run, name, "fastprof-lines"), _row(run, name, "line_profiler")
+        assert fp["line_hits"] > 0 and lp["line_hits"] > 0, (name, fp, lp)
+        s = run["summary"]["workloads"][name]["modes"]
+        assert s["fastprof-lines"]["slowdown"] > 0 and s["line_profiler"]["slowdown"] > 0
+    summary = run["summary"]
+    assert summary["lines_below_line_profiler"][1] == len(NAMES)
+    assert summary["lines_median_slowdown"] > 0 and summary["line_profiler_median_slowdown"] > 0
+
+
+def _check_scope(run):
+    """--only recorded exactly the app module's functions, with cProfile's
+    counts (run.py compares them), and is reported apart from the medians."""
+    (name,) = SCOPE_NAMES
+    checks = [c for c in run["count_checks"] if c["workload"] == name and c["mode"] == "fastprof-only"]
+    assert len(checks) == 1 and checks[0]["mismatches"] == 0, checks
+    assert checks[0]["functions"] >= 3  # run, batch, summarize (+ comprehensions before 3.12)
+    scope = run["summary"]["scope"]
+    assert scope["workload"] == name and scope["none_seconds"] > 0
+    for mode in ("cprofile", "fastprof", "fastprof-only"):
+        assert scope[mode] > 0, scope
+    # not among the overhead workloads' fractions
+    assert name not in run["summary"]["ranked"]

@@ -4,6 +4,8 @@ import asyncio
 
 DESCRIPTION = "asyncio.run with producer/consumer tasks, Queue, gather, Lock, sleep(0)"
 SIZES = {"full": 80000, "smoke": 40}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "consume"
 
 
 async def produce(queue, start, count):

@@ -2,6 +2,8 @@
 
 DESCRIPTION = "list.append, dict.get, len, isinstance, str methods: mostly C calls"
 SIZES = {"full": 600000, "smoke": 300}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "run"
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu "
          "nu xi omicron pi rho sigma tau upsilon phi chi psi omega").split()

@@ -2,6 +2,8 @@
 
 DESCRIPTION = "recursive fib + mutual recursion + Ackermann: nearly all time is call/return"
 SIZES = {"full": 31, "smoke": 12}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "fib"
 
 
 def fib(n):

@@ -4,6 +4,8 @@ import itertools
 
 DESCRIPTION = "generator pipelines, yield from, genexps, list/dict/set comprehensions, itertools"
 SIZES = {"full": 1200000, "smoke": 500}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "run"
 
 
 def numbers(n):

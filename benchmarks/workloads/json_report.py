@@ -6,6 +6,8 @@ from datetime import date, timedelta
 
 DESCRIPTION = "json.loads -> dataclasses with validation (some raise) -> group/sort -> formatted report"
 SIZES = {"full": 16000, "smoke": 20}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "make_document"
 
 REGIONS = ["north", "south", "east", "west"]
 PRODUCTS = [("widget", 2.50), ("gadget", 12.00), ("doohickey", 7.25), ("gizmo", 99.99),

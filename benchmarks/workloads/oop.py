@@ -4,6 +4,8 @@ from dataclasses import dataclass, field
 
 DESCRIPTION = "classes, bound methods, properties, dataclasses, super(), __dunder__ methods"
 SIZES = {"full": 130000, "smoke": 60}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "run"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from collections import Counter
 
 DESCRIPTION = "tokenising with re, re.sub with a Python callback, split/findall, Counter"
 SIZES = {"full": 8000, "smoke": 15}
+#: the function --lines and line_profiler look at (most own time under cProfile)
+HOT = "run"
 
 TOKEN = re.compile(r"""
     (?P<number>\d+(?:\.\d+)?)
