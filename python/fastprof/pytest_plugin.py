@@ -326,8 +326,9 @@ class FastprofSession:
         for line in self.problems + (self.unmatched or []):
             tr.write_line("fastprof: " + line)
         if data is not None and data.lines:
-            tr.write_line("line stats of %d functions in the profile (fastprof view FILE "
-                          "--lines)" % len(data.lines))
+            n = len(data.lines)
+            tr.write_line("line stats of %d function%s in the profile (fastprof view FILE "
+                          "--lines)" % (n, "" if n == 1 else "s"))
         if self.written:
             tr.write_line("profile written to %s (all tests; fastprof view %s)"
                           % (self.written, self.written))
