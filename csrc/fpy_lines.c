@@ -127,7 +127,9 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, int line)
 }
 
 /* The open line of `fl` ends at `t`; `own_end`: whether its own time can
- * be read now (0 when stopping). */
+ * be read now (0 when stopping: the profiler's stack is gone, so the
+ * unfinished run of a line open at the stop is in its time, not its own
+ * time, and the function's other own times stay exact). */
 static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end)
 {
     if (fl->line <= 0)
@@ -137,8 +139,10 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
     if (i < 0)
         return;
     cl->ns[i] += t - fl->t0;
+    if (!own_end)
+        return;
     fp_time_t m;
-    if (fl->own_ok && own_end && own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m))
+    if (fl->own_ok && own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m))
         cl->own[i] += (int64_t)(m - fl->m0);
     else
         cl->own_lost = 1;

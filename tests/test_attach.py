@@ -608,3 +608,14 @@ def test_scope_option_errors_before_attaching(tmp_path):
     finally:
         t.kill()
     assert result[0] == 0 and "profiler slot: None" in result[1]
+
+
+def test_summary_line_counts_in_words():
+    from fastprof.attach import _summary_line
+    from fastprof.profile_file import ProfileData
+    one = ProfileData({("a.py", 1, "f"): (1, 1, 0.1, 0.1, {})})
+    two = ProfileData({("a.py", 1, "f"): (2, 2, 0.1, 0.1, {}), ("a.py", 5, "g"): (1, 1, 0.1, 0.1, {})})
+    assert _summary_line(7, one, {"duration": 1.0, "threads": 1}, None) == \
+        "profiled process 7 for 1.00s: 1 thread, 1 function, 1 call"
+    assert _summary_line(7, two, {"duration": 2.0, "threads": 2, "reason": "exit"}, "p.prof") == \
+        "profiled process 7 for 2.00s (the process exited): 2 threads, 2 functions, 3 calls; wrote p.prof"

@@ -46,6 +46,12 @@ def own_gen(n):
         own_child(2); T[0] += 3  # noqa: E702
 
 
+def own_stops(prof):
+    T[0] += 10
+    own_child(5); T[0] += 1  # noqa: E702
+    T[0] += 3; prof.disable()  # noqa: E702 - open when profiling stops
+
+
 def first(func):
     return func.__code__.co_firstlineno
 
@@ -77,6 +83,20 @@ def test_own_is_time_less_the_calls_of_the_line():
     # a function's own times add up to its tottime (no time before its first line here)
     for key in (w, r):
         assert sum(own[key].values()) == pytest.approx(prof.stats[key][2], abs=1e-12)
+
+
+def test_a_function_running_at_the_stop_keeps_its_own_times():
+    # (an attach ends so, in the middle of the hot function): the line open
+    # at the stop has no own time, the lines before it theirs, exact
+    T[0] = 0
+    prof = Profile(timer=fake_timer, timeunit=0.001, lines=[__name__ + ":own_*"])
+    prof.enable()
+    own_stops(prof)
+    s = label(own_stops.__code__)
+    a = first(own_stops)
+    own = ms(prof.line_own_stats()[s])
+    assert {n: own[n] for n in (a + 1, a + 2)} == {a + 1: 10, a + 2: 1}
+    assert own.get(a + 3, 0) == 0
 
 
 def test_generator_resumed_many_times():

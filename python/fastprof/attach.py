@@ -315,10 +315,11 @@ def _summary_line(pid, data, summary, output):
     calls = sum(int(v[1]) for v in data.stats.values())
     how = {"exit": " (the process exited)", "stopped": "", "duration": ""}.get(
         summary.get("reason"), "")
-    return ("profiled process %d for %.2fs%s: %d thread%s, %d functions, %s calls%s"
-            % (pid, summary.get("duration", 0.0), how, summary.get("threads", 1),
-               "" if summary.get("threads", 1) == 1 else "s", len(data.stats),
-               "{:,}".format(calls), "; wrote %s" % output if output else ""))
+    threads, functions = summary.get("threads", 1), len(data.stats)
+    return ("profiled process %d for %.2fs%s: %d thread%s, %d function%s, %s call%s%s"
+            % (pid, summary.get("duration", 0.0), how, threads, "" if threads == 1 else "s",
+               functions, "" if functions == 1 else "s", "{:,}".format(calls),
+               "" if calls == 1 else "s", "; wrote %s" % output if output else ""))
 
 
 def run(args):
