@@ -39,7 +39,7 @@ typedef struct frame_line {
     int line; /* 0: none yet */
     uint64_t t0;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
-    int own_ok;
+    int own_ok;   /* own_mark's answer at t0 */
     UT_hash_handle hh;
 } frame_line_t;
 
@@ -60,31 +60,41 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* What own_mark can say of a line's run. */
+enum { OWN_LOST = 0, OWN_EXACT = 1, OWN_BEFORE_START = 2 };
+
 /* Own-time mark of the running frame of `code` at `now` (p's clock): now
  * minus the time its callees took so far, as p's stack says, when p's top
- * frame on this thread is that frame; 0 when it cannot say: p not
- * recording (stopped, timer failed, thread not recorded, frames dropped),
- * or its top frame another function's. On 3.12+ only if these callbacks
- * run before p's for the same event (a higher tool id: sys.monitoring
- * calls the highest first), so that at PY_RETURN the frame is still on
- * p's stack: else the caller, maybe of the same code, would be read. */
+ * frame on this thread is that frame (OWN_EXACT). OWN_BEFORE_START when
+ * p's stack on this recorded thread is empty and p records every function:
+ * the frame began before profiling did (every frame begun since is on the
+ * stack while it runs its own lines), as when attaching to a running
+ * service; its runs are left out of own times, which stay exact for the
+ * rest. OWN_LOST when it cannot say: p not recording (stopped, timer
+ * failed, thread not recorded, frames dropped), or its top frame another
+ * function's. On 3.12+ only if these callbacks run before p's for the same
+ * event (a higher tool id: sys.monitoring calls the highest first), so
+ * that at PY_RETURN the frame is still on p's stack: else the caller,
+ * maybe of the same code, would be read. */
 static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
     (void)tool_id;
     if (!p || !p->enabled || p->failed)
-        return 0;
+        return OWN_LOST;
 #if FPY_USE_MONITORING
     if (p->tool_id < 0 || p->tool_id >= tool_id)
-        return 0;
+        return OWN_LOST;
 #endif
     fp_thread_t *t = fpy_events_thread(p);
-    if (!t || t->stopped || t->lost || t->depth == 0)
-        return 0;
+    if (!t || t->stopped || t->lost)
+        return OWN_LOST;
+    if (t->depth == 0)
+        return p->scope ? OWN_LOST : OWN_BEFORE_START;
     const fp_frame_t *f = &t->stack[t->depth - 1];
     if (!f->entry || f->entry->key != (const void *)code)
-        return 0;
+        return OWN_LOST;
     *mark = now - f->subt;
-    return 1;
+    return OWN_EXACT;
 }
 
 static uint64_t lc_now(line_counter_t *lc)
@@ -141,11 +151,14 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
     cl->ns[i] += t - fl->t0;
     if (!own_end)
         return;
-    fp_time_t m;
-    if (fl->own_ok && own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m))
+    fp_time_t m = 0;
+    int end =
+        fl->own_ok == OWN_LOST ? OWN_LOST : own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m);
+    if (fl->own_ok == OWN_EXACT && end == OWN_EXACT)
         cl->own[i] += (int64_t)(m - fl->m0);
-    else
+    else if (fl->own_ok == OWN_LOST || end == OWN_LOST)
         cl->own_lost = 1;
+    /* else a frame begun before profiling: this run is in the time only */
 }
 
 /* `fl`'s line starts at `t`: the own-time mark then. */
@@ -263,7 +276,7 @@ static void resume_line(line_counter_t *lc, frame_line_t *fl, PyObject *const *a
     fl->line = line > 0 ? line : 0;
     fl->t0 = t;
     fl->m0 = (fp_time_t)t;
-    fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]);
+    fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]) ? OWN_EXACT : OWN_LOST;
 }
 
 static PyObject *lc_resume(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
@@ -436,7 +449,7 @@ PyObject *fpy_profiler_line_clock(fpy_profiler_t *p, PyObject *code)
     fp_time_t now = fpy_now(p); /* a failing timer: its last reading (fpy_now_custom) */
     double hz = p->clock.ticks_per_second;
     fp_time_t mark;
-    if (own_mark(p, 1 << 30, code, now, &mark))
+    if (own_mark(p, 1 << 30, code, now, &mark) == OWN_EXACT)
         return Py_BuildValue("(dd)", now / hz, mark / hz);
     return Py_BuildValue("(dO)", now / hz, Py_None);
 }

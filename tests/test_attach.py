@@ -536,6 +536,11 @@ def test_lines_of_a_function_in_the_target(tmp_path):
         assert calls > 10 and abs(hits[start] - calls) <= 6 and abs(hits[ret] - calls) <= 6
         assert abs(hits[body] - SQUARE_SUM_N * hits[start]) <= 6 * SQUARE_SUM_N
         assert abs(hits[loop] - (SQUARE_SUM_N + 1) * hits[start]) <= 6 * (SQUARE_SUM_N + 1)
+        # own time per line: no Python call on these lines, so own = time
+        # (a line open at the stop keeps only its finished runs' own time)
+        own = data.lines_own[key]
+        for n in (start, body):
+            assert own[n] == pytest.approx(data.lines[key][n][1], rel=0.05, abs=1e-4), (n, own)
         # without -o: the listing after the table
         status, stdout, stderr = attach(t.pid, "--duration", "0.5", "--lines",
                                         "attach_target:square_sum")
@@ -562,7 +567,9 @@ def test_only_records_the_named_function(tmp_path):
         status, _, stderr = attach(t.pid, "--duration", "1", "--only",
                                    "attach_target:worker_step", "-o", str(out))
         assert status == 0, stderr
-        stats = load_profile(str(out)).stats
+        scoped = load_profile(str(out))
+        assert scoped.only == ["attach_target:worker_step"]  # the file says what it leaves out
+        stats = scoped.stats
         # worker_step calls square_sum only (out of scope): no other row
         assert [k[2] for k in stats if k[2] != "<gc>"] == ["worker_step"], sorted(stats)
         (cc, nc, tt, ct, _callers), = [v for k, v in stats.items() if k[2] == "worker_step"]
@@ -586,6 +593,7 @@ def test_fast_records_python_functions_only(tmp_path):
         assert status == 0, stderr
         data = check_profile(out)
         assert [k for k in data.stats if k[0] == "~"] == []
+        assert data.fast is True
     finally:
         result = t.finish(0)
     assert result[0] == 0 and "profiler slot: None" in result[1], result

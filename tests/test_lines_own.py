@@ -52,6 +52,14 @@ def own_stops(prof):
     T[0] += 3; prof.disable()  # noqa: E702 - open when profiling stops
 
 
+def own_before(prof, k):
+    T[0] += 1
+    if k:
+        prof.enable(); own_before(prof, 0)  # noqa: E702 - this frame began before profiling
+    T[0] += 2
+    return k
+
+
 def first(func):
     return func.__code__.co_firstlineno
 
@@ -97,6 +105,18 @@ def test_a_function_running_at_the_stop_keeps_its_own_times():
     own = ms(prof.line_own_stats()[s])
     assert {n: own[n] for n in (a + 1, a + 2)} == {a + 1: 10, a + 2: 1}
     assert own.get(a + 3, 0) == 0
+
+
+def test_a_frame_begun_before_profiling_keeps_the_others_own_times():
+    # (attaching to a service: its frames already running) the frame begun
+    # before profiling has no own times; the frames begun since keep theirs
+    T[0] = 0
+    prof = Profile(timer=fake_timer, timeunit=0.001, lines=[__name__ + ":own_*"])
+    own_before(prof, 1)
+    prof.disable()
+    b = label(own_before.__code__)
+    a = first(own_before)
+    assert ms(prof.line_own_stats()[b]) == {a + 1: 1, a + 2: 0, a + 4: 2, a + 5: 0}
 
 
 def test_generator_resumed_many_times():

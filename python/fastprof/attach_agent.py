@@ -314,7 +314,7 @@ class _Session:
         if self.options.get("callpaths"):
             data.callpaths = merge_callpaths([callpaths_to_file(prof.callpaths(tid))
                                               for tid, _i, _n, _s in kept])
-        data.lines = prof.line_stats()
+        prof.add_recording_details(data)
         return data
 
 

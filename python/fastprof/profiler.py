@@ -476,10 +476,7 @@ class Profile(_fastprof.Profiler):
                                 for tid, ident, name, st in self.thread_stats()]
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(self.callpaths())
-            data.lines = self.line_stats()
-            data.only = self._options.get("only")
-            data.fast = self._options["fast"]
-            data.lines_own = self.line_own_stats()
+            self.add_recording_details(data)
             return data
         self._disable()
         tid = self._thread_id(thread)
@@ -491,6 +488,15 @@ class Profile(_fastprof.Profiler):
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data
+
+    def add_recording_details(self, data):
+        """Put into *data* (a ``ProfileData``) what the profiler recorded
+        beside the stats: line stats and own times, and the ``only=`` and
+        ``fast`` that say what the stats leave out."""
+        data.lines = self.line_stats()
+        data.lines_own = self.line_own_stats()
+        data.only = self._options.get("only")
+        data.fast = self._options["fast"]
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
