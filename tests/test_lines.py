@@ -360,3 +360,26 @@ def test_class_qualname_patterns_on_every_version(tmp_path, monkeypatch, pattern
     scoped.runcall(qn_mod.main)
     scoped.create_stats()
     assert {k[2] for k in scoped.stats if k[0].endswith("qn_mod.py")} == names
+
+
+def running_at_start(prof):
+    prof.enable()
+    total = 0
+    for i in range(3):
+        total += i
+    prof.disable()
+    return total
+
+
+def test_a_function_running_at_the_start_counts_lines_from_then():
+    # 3.12+: its frame gets line events from enable() on; before, sys.settrace
+    # traces only frames begun after it
+    prof = Profile(lines=[__name__ + ":running_at_start"])
+    running_at_start(prof)
+    a = running_at_start.__code__.co_firstlineno
+    got = line_hits(prof.line_stats())
+    if sys.version_info >= (3, 12):
+        assert got == {label(running_at_start.__code__): {a + 2: 1, a + 3: 4, a + 4: 3, a + 5: 1}}
+        assert prof.unmatched_line_patterns() == []
+    else:
+        assert got == {}

@@ -148,6 +148,15 @@ class MonitoringRecorder(_Common):
         for code, table in self.seen.items():
             if table is not None:
                 mon.set_local_events(tool, code, self.local_events)
+        # the functions already running (the one around `with Profile(...)`,
+        # a service attached to): their frames count lines from now on
+        for frame in sys._current_frames().values():
+            while frame is not None:
+                code = frame.f_code
+                if code not in self.seen and self._decide(code, frame) is not None:
+                    self.counter.add(code)
+                    mon.set_local_events(tool, code, self.local_events)
+                frame = frame.f_back
         mon.set_events(tool, ev.PY_START | ev.PY_UNWIND | ev.PY_THROW)
         # locations an earlier user of this tool id disabled stay disabled
         # (before 3.14 free_tool_id does not clear them): a function first
