@@ -121,3 +121,19 @@ def _check_scope(run):
         assert scope[mode] > 0, scope
     # not among the overhead workloads' fractions
     assert name not in run["summary"]["ranked"]
+
+
+def test_line_event_choice_runs(tmp_path):
+    # benchmarks/line_event_choice.py (docs/lines.md): both set-ups run the
+    # workload to the end; 3.12+ only (sys.monitoring)
+    script = os.path.join(ROOT, "benchmarks", "line_event_choice.py")
+    out = tmp_path / "choice.json"
+    r = subprocess.run([sys.executable, script, "--repeats", "1", "--scale", "0.001", "--json", str(out),
+                        "template"], capture_output=True, text=True, timeout=300)
+    if sys.version_info < (3, 12):
+        assert r.returncode == 2 and "needs Python 3.12+" in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert set(result) == {"template"} and set(result["template"]) == {"start", "line"}
+    assert all(v > 0 for v in result["template"].values())
