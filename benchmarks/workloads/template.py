@@ -6,8 +6,8 @@ import re
 DESCRIPTION = "mini template engine: regex lexer, recursive-descent parser, node tree render with filters"
 SIZES = {"full": 3600, "smoke": 4}
 #: the function --lines and line_profiler look at: the most own time under
-#: cProfile after For.render, which a pattern cannot name on 3.9/3.10 (their
-#: code objects have no qualified name, so "For.render" matches nothing there)
+#: cProfile after For.render (chosen when a pattern could not name a method
+#: on 3.9/3.10; kept so the numbers of record stay comparable)
 HOT = "lookup"
 
 PAGE = """<html><head><title>{{ title|upper }}</title></head><body>
