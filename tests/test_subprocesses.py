@@ -257,3 +257,59 @@ def test_usage_error_with_signal(tmp_path):
              str(tmp_path / "o.prof"), prog], tmp_path)
     assert r.returncode == 2
     assert "--subprocesses and --signal" in r.stderr
+
+
+SCOPED_PROGRAM = textwrap.dedent("""\
+    import multiprocessing, sys
+
+    def square_sum(n):
+        total = 0
+        for i in range(n):
+            total += i * i
+        return total
+
+    def outside():
+        return sorted([3, 1, 2])
+
+    def task(n):
+        outside()
+        return square_sum(n)
+
+    if __name__ == "__main__":
+        method = sys.argv[1]
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            print(sum(pool.map(task, [10, 20, 30])))
+            pool.close()
+            pool.join()
+""")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_lines_and_only_reach_the_children(tmp_path, method):
+    # the children profile with the parent's --lines/--only (the script's
+    # stem names its functions in a spawned child, whose module is
+    # __mp_main__); a pattern only children matched is not reported
+    prog = write_program(tmp_path, SCOPED_PROGRAM)
+    out = tmp_path / "scoped.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "--lines", "prog:square_sum", "--only", "prog:task",
+             "--only", "prog:square_sum", "-o", str(out), prog, method], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "no function that ran matches" not in r.stderr, r.stderr
+    data = load_profile(str(out))
+    assert data.only == ["prog:task", "prog:square_sum"]
+    names = {k[2] for k in data.stats if k[0] != "~" and k[2] != "<gc>"}
+    assert names == {"task", "square_sum"}, names  # outside() and multiprocessing are out of scope
+    assert calls_by_name(data.stats, {"task", "square_sum"}) == {"task": 3, "square_sum": 3}
+    (key,) = data.lines
+    first = key[1]
+    hits = {n: h for n, (h, _t) in data.lines[key].items()}
+    # the loop body ran 10 + 20 + 30 times over the children
+    assert hits == {first + 1: 3, first + 2: 63, first + 3: 60, first + 4: 3}
+
+
+def test_a_pattern_no_process_matched_is_reported(tmp_path):
+    prog = write_program(tmp_path, SCOPED_PROGRAM)
+    r = run(["-m", "fastprof", "--subprocesses", "--lines", "prog:nothing", "-o",
+             str(tmp_path / "x.prof"), prog, "spawn"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("--lines prog:nothing: no function that ran matches it") == 1, r.stderr

@@ -98,7 +98,9 @@ class FunctionPatterns:
             return False
         if fnmatchcase(module, where):
             return True
-        return module == "__main__" and self.main_alias is not None and fnmatchcase(self.main_alias, where)
+        # the script: __main__, or __mp_main__ in multiprocessing's spawned children
+        return (module in ("__main__", "__mp_main__") and self.main_alias is not None
+                and fnmatchcase(self.main_alias, where))
 
     def unmatched(self):
         """The patterns that named no function that ran."""

@@ -209,7 +209,9 @@ class ProfileSum:
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
         # what the sum leaves out is said only if every input left it out
-        if None not in self._scopes:
+        if len(self._scopes) == 1 and None not in self._scopes:
+            data.only = list(next(iter(self._scopes)))
+        elif None not in self._scopes:
             data.only = sorted({p for scope in self._scopes for p in scope})
         data.fast = self._fast == {True}
         for next_id, (i, t) in enumerate(self._threads):

@@ -439,9 +439,11 @@ def _write_merged(data, options, fmt):
     sys.stdout.flush()
 
 
-def _report_unmatched(prof):
-    """--lines/--only patterns that named nothing: one line each."""
-    for line in cmdline.unmatched_patterns(prof):
+def _report_unmatched(prof, follower=None):
+    """--lines/--only patterns that named nothing (in any process, with
+    --subprocesses): one line each."""
+    lines = cmdline.unmatched_patterns(prof)
+    for line in follower.unmatched_everywhere(lines) if follower is not None else lines:
         print("%s: %s" % (PROG, line), file=sys.stderr)
 
 
@@ -576,9 +578,7 @@ def main(argv=None):
     follower = None
     if options.subprocesses:
         from fastprof.subprocesses import Follower
-        follower = Follower(prof, {
-            k: kwargs[k] for k in ("builtins", "threads", "clock", "coroutines", "callpaths",
-                                   "max_depth", "gc")})
+        follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []
     status = run_program(prof, code, globs, options.threads, failures, toggle)
@@ -615,7 +615,6 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
     except Exception as err:
         failures.append(err)
     prof._remember_thread_names()
-    _report_unmatched(prof)
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
               % (PROG, type(err).__name__, err), file=sys.stderr)
@@ -623,6 +622,7 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
     merged = None
     if follower is not None:
         merged = follower.finish(prof.profile_data(), options.outfile, PROG)
+    _report_unmatched(prof, follower)
     try:
         if merged is not None:
             _write_merged(merged, options, fmt)

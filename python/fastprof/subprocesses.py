@@ -44,8 +44,8 @@ import tempfile
 
 ENV = "FASTPROF_SUBPROCESSES"
 
-# the Profile options a child is built with (run_cli passes these)
-CHILD_OPTIONS = ("builtins", "threads", "clock", "coroutines", "callpaths", "max_depth", "gc")
+# beside DIR/PID.prof: the --lines/--only lines that child would report
+_UNMATCHED_SUFFIX = ".unmatched"
 
 # the per-process profiles are kept beside the output, in OUTPUT + this
 PROCESSES_SUFFIX = ".processes"
@@ -120,7 +120,9 @@ _state = None
 class Follower:
     """The parent's side: set up before the program runs, finish() after."""
 
-    def __init__(self, prof, options):
+    def __init__(self, prof, options, main_alias=None):
+        """*options*: cmdline.profile_options(), which the children's
+        profilers are made with too; *main_alias*: the script's stem."""
         global _state
         self.dir = tempfile.mkdtemp(prefix="fastprof-children-")
         boot = os.path.join(self.dir, "boot")
@@ -128,7 +130,8 @@ class Follower:
         with open(os.path.join(boot, "sitecustomize.py"), "w") as f:
             f.write(BOOTSTRAP)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        cfg = {"dir": self.dir, "options": dict(options), "path": here,
+        self.children_unmatched = []  # per child: the lines of unmatched_patterns()
+        cfg = {"dir": self.dir, "options": dict(options), "main_alias": main_alias, "path": here,
                "python": [sys.implementation.name, sys.hexversion, getattr(sys, "abiflags", "")]}
         self._saved_env = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = json.dumps(cfg)
@@ -180,6 +183,7 @@ class Follower:
                 print("%s: child process profile skipped: %s" % (prog, exc), file=sys.stderr)
                 continue
             pids.append(pid)
+            self.children_unmatched.append(_read_unmatched(path[:-len(".prof")] + _UNMATCHED_SUFFIX))
             if keep is not None:
                 shutil.copyfile(path, os.path.join(keep, "%d.prof" % pid))
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -190,6 +194,23 @@ class Follower:
             prog, n, "" if n == 1 else "es",
             " (one profile per process in %s)" % keep if keep else ""), file=sys.stderr)
         return merged
+
+
+    def unmatched_everywhere(self, lines):
+        """Of *lines* (the parent's unmatched_patterns()), those every child
+        merged by finish() reported too."""
+        return [ln for ln in lines
+                if all(child is None or ln in child for child in self.children_unmatched)]
+
+
+def _read_unmatched(path):
+    """The set of lines a child wrote, or None if unreadable (not known:
+    it does not keep a pattern from being reported)."""
+    try:
+        with open(path) as f:
+            return set(json.load(f))
+    except (OSError, ValueError):
+        return None
 
 
 def _child_pids(directory):
@@ -253,8 +274,8 @@ def start_child(cfg):
 
 
 def _new_profiler(cfg):
-    from .profiler import Profile
-    return Profile(**{k: v for k, v in cfg["options"].items() if k in CHILD_OPTIONS})
+    from .cmdline import new_profile
+    return new_profile(cfg["options"], main_alias=cfg.get("main_alias"))
 
 
 def _after_fork():
@@ -325,13 +346,18 @@ def _write(state):
     except Exception:
         pass
     try:
+        from .cmdline import unmatched_patterns
         from .profile_file import write_profile
         prof._remember_thread_names()
         data = prof.profile_data()
-        path = os.path.join(state.cfg["dir"], "%d.prof" % state.pid)
-        tmp = os.path.join(state.cfg["dir"], ".%d.prof.tmp" % state.pid)
-        write_profile(tmp, data)
-        os.replace(tmp, path)
+        # first what this process's patterns missed (the parent reports a
+        # pattern only if every process missed it), then the profile: the
+        # parent takes a child whose PID.prof is there
+        from .atomic_file import write_atomically
+        missed = json.dumps(unmatched_patterns(prof)).encode()
+        write_atomically(os.path.join(state.cfg["dir"], "%d%s" % (state.pid, _UNMATCHED_SUFFIX)),
+                         lambda f: f.write(missed))
+        write_profile(os.path.join(state.cfg["dir"], "%d.prof" % state.pid), data)
     except Exception as exc:
         sys.stderr.write("fastprof: the profile of child process %d is lost: %s: %s\n"
                          % (state.pid, type(exc).__name__, exc))
