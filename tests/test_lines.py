@@ -285,6 +285,45 @@ def test_no_free_tool_id_is_a_clear_error():
             mon.free_tool_id(t)
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
+def test_trace_function_already_set_is_a_clear_error():
+    from fastprof.line_profiling import LineRecorderError
+
+    def debugger(frame, event, arg):
+        return None
+
+    sys.settrace(debugger)
+    try:
+        prof = Profile(lines=["lines_corpus"])
+        with pytest.raises(LineRecorderError, match="a trace function .* is already set"):
+            prof.enable()
+        assert not prof.enabled
+        assert sys.gettrace() is debugger
+    finally:
+        sys.settrace(None)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
+def test_program_restoring_the_trace_function_keeps_lines_counted():
+    # the C trace function is what sys.gettrace() returns; set back as a
+    # Python trace function, it puts itself back, and the profile hook,
+    # a separate slot, records all along
+    expected = settrace_hits(lambda: lines_corpus.loop_branches(12), "lines_corpus")
+    key = label(lines_corpus.loop_branches.__code__)
+    prof = Profile(lines=["lines_corpus:loop_branches"])
+    with prof:
+        saved = sys.gettrace()
+        sys.settrace(None)
+        lines_corpus.loop_branches(12)  # not traced: no lines
+        sys.settrace(saved)
+        lines_corpus.loop_branches(12)
+    assert sys.gettrace() is None
+    assert line_hits(prof.line_stats())[key] == expected[key]
+    prof.create_stats()
+    calls = {k[2]: v[1] for k, v in prof.stats.items()}
+    assert calls["loop_branches"] == 2
+
+
 def test_listing_title_names_a_method_once():
     # the qualified name replaces the plain one: "Box.grow (file:line)"
     from fastprof.line_view import function_listing
