@@ -202,9 +202,9 @@ static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
 
 #if !FPY_USE_MONITORING
 /* The line tracer of fpy_lines_legacy.c switches a frame's line events
- * off (the interpreter then calls no trace function per line of it:
- * maybe_call_line_trace tests f_trace_lines for C tracers too) and reads
- * the line of a LINE event. 3.9/3.10 expose the frame's fields; 3.11 made
+ * off and on (off, the interpreter calls no trace function per line of
+ * it: maybe_call_line_trace tests f_trace_lines for C tracers too), walks
+ * a thread's frames, and reads the line of a LINE event. 3.9/3.10 expose the frame's fields; 3.11 made
  * PyFrameObject opaque: fpy_frameobject311_head is the head of its struct
  * _frame (internal/pycore_frame.h, 3.11.7), and PyFrame_GetLineNumber
  * returns f_lineno, which call_trace sets for the event. 3.9's
@@ -222,14 +222,26 @@ typedef struct {
 } fpy_frameobject311_head;
 #endif
 
-static inline void fpy_frame_lines_off(PyFrameObject *frame)
+static inline void fpy_frame_trace_lines(PyFrameObject *frame, int on)
 {
 #if PY_VERSION_HEX >= 0x030B0000
-    ((fpy_frameobject311_head *)frame)->f_trace_lines = 0;
-    ((fpy_frameobject311_head *)frame)->f_trace_opcodes = 0;
+    ((fpy_frameobject311_head *)frame)->f_trace_lines = (char)on;
 #else
-    frame->f_trace_lines = 0;
-    frame->f_trace_opcodes = 0;
+    frame->f_trace_lines = (char)on;
+#endif
+}
+
+/* The calling frame of a running frame, borrowed (3.11: PyFrame_GetBack
+ * returns a new reference; the running interpreter frame keeps its frame
+ * object alive anyway). */
+static inline PyFrameObject *fpy_frame_back(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyFrameObject *back = PyFrame_GetBack(frame);
+    Py_XDECREF(back);
+    return back;
+#else
+    return frame->f_back;
 #endif
 }
 
@@ -426,8 +438,8 @@ static inline int fpy_thread_tracing(PyThreadState *ts)
  *     .use_tracing (3.9),          3.9-3.10 (cpython/pystate.h)
  *     .cframe->use_tracing (3.10),
  *     .c_tracefunc
- *   PyFrameObject.f_trace_lines,   fpy_frame_lines_off, fpy_frame_event_line
- *     .f_trace_opcodes, .f_lineno  (fpy_lines_legacy.c): cpython/frameobject.h
+ *   PyFrameObject.f_trace_lines,   fpy_frame_trace_lines, fpy_frame_event_line,
+ *     .f_lineno, .f_back           fpy_frame_back (fpy_lines_legacy.c): cpython/frameobject.h
  *                                  3.9-3.10; 3.11 internal/pycore_frame.h
  *                                  (its head copied: fpy_frameobject311_head)
  *   PyThreadState.c_tracefunc,     fpy_trace_obj, 3.9-3.11 (cpython/pystate.h)

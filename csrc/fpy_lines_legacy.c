@@ -4,8 +4,8 @@
  * SettraceRecorder). The interpreter calls it with every frame's call
  * event (a generator's resumption too): it decides the frame's code once
  * (the recorder's decide(), remembered here by code object) and switches
- * the line events of frames not counted off (f_trace_lines), so they pay
- * the call and return events only. Lines, returns (yields and unwinds
+ * the line events of frames not counted off (f_trace_lines) while they
+ * run, so they pay the call and return events only. Lines, returns (yields and unwinds
  * too) go to the accounting of fpy_lines.c. An exception event changes
  * nothing: the line goes on. The trace slot is not the profile hook's
  * (PyEval_SetProfile): both run.
@@ -53,33 +53,36 @@ static int decide(line_counter_t *lc, PyObject *code, PyFrameObject *frame)
     return 0;
 }
 
+/* Line events are switched off in a frame only while it runs under this
+ * tracer: its return (or yield) switches them back on, and so does
+ * trace_stop() for the frames of its thread, so that a debugger or
+ * coverage tracing later sees every line. */
 static int lc_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     line_counter_t *lc = (line_counter_t *)obj;
     (void)arg;
+    if (what == PyTrace_RETURN) {
+        fpy_frame_trace_lines(frame, 1);
+        if (lc->trace_on)
+            fpy_lines_exit(lc, frame, (PyObject *)fpy_frame_code(frame));
+        return 0;
+    }
     if (!lc->trace_on) { /* stopped: a thread it stays installed in */
-        fpy_frame_lines_off(frame);
+        if (what == PyTrace_CALL || what == PyTrace_LINE)
+            fpy_frame_trace_lines(frame, 0);
         return 0;
     }
     PyObject *code = (PyObject *)fpy_frame_code(frame);
-    switch (what) {
-    case PyTrace_CALL:
+    if (what == PyTrace_CALL) {
         if (decide(lc, code, frame))
             fpy_lines_enter(lc, frame, code);
         else
-            fpy_frame_lines_off(frame);
-        break;
-    case PyTrace_LINE:
+            fpy_frame_trace_lines(frame, 0);
+    } else if (what == PyTrace_LINE) {
         /* a frame running since before start: no call event seen, not counted */
         if (!fpy_lines_line(lc, frame, code, fpy_frame_event_line(frame), 0))
-            fpy_frame_lines_off(frame);
-        break;
-    case PyTrace_RETURN:
-        fpy_lines_exit(lc, frame, code);
-        break;
-    default:
-        break;
-    }
+            fpy_frame_trace_lines(frame, 0);
+    } /* an exception: the line goes on */
     return 0;
 }
 
@@ -100,6 +103,8 @@ PyObject *fpy_lines_trace_stop(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
     lc->trace_on = 0;
     if (fpy_trace_obj(PyThreadState_Get(), lc_trace) == (PyObject *)lc)
         PyEval_SetTrace(NULL, NULL);
+    for (PyFrameObject *f = PyEval_GetFrame(); f; f = fpy_frame_back(f))
+        fpy_frame_trace_lines(f, 1);
     Py_RETURN_NONE;
 }
 

@@ -324,6 +324,42 @@ def test_program_restoring_the_trace_function_keeps_lines_counted():
     assert calls["loop_branches"] == 2
 
 
+def _pausing():
+    yield 1
+    a = 2
+    yield a
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
+def test_frames_get_their_line_events_back_after_the_profile():
+    # the C trace function switches line events off in frames it does not
+    # count; a tracer set later (a debugger) must still see their lines:
+    # this running frame, and a generator suspended meanwhile
+    here = sys._getframe()
+    gen = _pausing()
+    prof = Profile(lines=["lines_corpus:loop_branches"])
+    prof.enable()
+    next(gen)
+    prof.disable()
+    seen = []
+
+    def tracer(frame, event, arg):
+        if event == "line" and frame.f_code in (here.f_code, _pausing.__code__):
+            seen.append((frame.f_code.co_name, frame.f_lineno - frame.f_code.co_firstlineno))
+        return tracer
+
+    here.f_trace = tracer
+    sys.settrace(tracer)
+    try:
+        next(gen)
+        mark = len(seen)
+    finally:
+        sys.settrace(None)
+    assert ("_pausing", 2) in seen and ("_pausing", 3) in seen
+    assert seen[-1][0] == here.f_code.co_name  # the line of `mark = ...`
+    assert mark
+
+
 def test_listing_title_names_a_method_once():
     # the qualified name replaces the plain one: "Box.grow (file:line)"
     from fastprof.line_view import function_listing
