@@ -200,6 +200,67 @@ static inline PyCodeObject *fpy_frame_code(PyFrameObject *frame)
 }
 #endif
 
+#if !FPY_USE_MONITORING
+/* The line tracer of fpy_lines_legacy.c switches a frame's line events
+ * off and on (off, the interpreter calls no trace function per line of
+ * it: maybe_call_line_trace tests f_trace_lines for C tracers too), walks
+ * a thread's frames, and reads the line of a LINE event. 3.9/3.10 expose the frame's fields; 3.11 made
+ * PyFrameObject opaque: fpy_frameobject311_head is the head of its struct
+ * _frame (internal/pycore_frame.h, 3.11.7), and PyFrame_GetLineNumber
+ * returns f_lineno, which call_trace sets for the event. 3.9's
+ * PyFrame_GetLineNumber would compute the line from f_lasti instead of
+ * reading f_lineno (no f_trace here): read in place. */
+#if PY_VERSION_HEX >= 0x030B0000
+typedef struct {
+    PyObject_HEAD
+    PyFrameObject *f_back;
+    void *f_frame;
+    PyObject *f_trace;
+    int f_lineno;
+    char f_trace_lines;
+    char f_trace_opcodes;
+} fpy_frameobject311_head;
+#endif
+
+static inline void fpy_frame_trace_lines(PyFrameObject *frame, int on)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    ((fpy_frameobject311_head *)frame)->f_trace_lines = (char)on;
+#else
+    frame->f_trace_lines = (char)on;
+#endif
+}
+
+/* The calling frame of a running frame, borrowed (3.11: PyFrame_GetBack
+ * returns a new reference; the running interpreter frame keeps its frame
+ * object alive anyway). */
+static inline PyFrameObject *fpy_frame_back(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyFrameObject *back = PyFrame_GetBack(frame);
+    Py_XDECREF(back);
+    return back;
+#else
+    return frame->f_back;
+#endif
+}
+
+static inline int fpy_frame_event_line(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLineNumber(frame);
+#else
+    return frame->f_lineno;
+#endif
+}
+
+/* The C trace function of the calling thread and its object (borrowed) */
+static inline PyObject *fpy_trace_obj(PyThreadState *ts, Py_tracefunc func)
+{
+    return ts->c_tracefunc == func ? ts->c_traceobj : NULL;
+}
+#endif
+
 /* ---- the PEP 523 frame evaluator (fpy_source_evalframe.c, fast=True) ----
  *
  * The evaluator gets a PyFrameObject before 3.11, an interpreter frame
@@ -377,6 +438,12 @@ static inline int fpy_thread_tracing(PyThreadState *ts)
  *     .use_tracing (3.9),          3.9-3.10 (cpython/pystate.h)
  *     .cframe->use_tracing (3.10),
  *     .c_tracefunc
+ *   PyFrameObject.f_trace_lines,   fpy_frame_trace_lines, fpy_frame_event_line,
+ *     .f_lineno, .f_back           fpy_frame_back (fpy_lines_legacy.c): cpython/frameobject.h
+ *                                  3.9-3.10; 3.11 internal/pycore_frame.h
+ *                                  (its head copied: fpy_frameobject311_head)
+ *   PyThreadState.c_tracefunc,     fpy_trace_obj, 3.9-3.11 (cpython/pystate.h)
+ *     .c_traceobj
  *   PyThreadState.native_thread_id fpy_native_thread_id, 3.11-3.15
  *   _PyInterpreterState_GetEvalFrameFunc, fpy_get_evaluator / fpy_set_evaluator /
  *     _PyInterpreterState_SetEvalFrameFunc, fpy_eval_default: the PEP 523 evaluator

@@ -1,7 +1,9 @@
-/* LineCounter (used on 3.12+, built on every version): the sys.monitoring callbacks
- * of line-level profiling (python/fastprof/line_profiling.py), in C since
- * they run on every line of the functions profiled. Python decides which
- * code objects are profiled (add()) and sets their local events; this
+/* LineCounter: the line events of line-level profiling
+ * (python/fastprof/line_profiling.py), in C since they run on every line
+ * of the functions profiled. On 3.12+ its methods are the sys.monitoring
+ * callbacks: Python decides which code objects are profiled (add()) and
+ * sets their local events; before 3.12 a C trace function
+ * (fpy_lines_legacy.c) feeds the same accounting (fpy_lines.h). This
  * counts each line's hits and times it: from its LINE event to the next
  * event of the same frame (LINE, a backward JUMP within one line, return,
  * yield, unwind). Each frame's open line is kept by frame object, so
@@ -12,46 +14,10 @@
  * profiler's clock and its stack: when the top frame is this code's, its
  * `subt` (callee time so far) is the calls' time, so own = the change of
  * (now - subt). A code object gets own times only if every one of its
- * lines could be measured so (`own_lost` otherwise: see own_mark). The
- * sys.settrace recorder (<= 3.11) reads the same through
- * Profiler._line_clock. */
-#include "fpy_profiler.h"
-
-#include "fp_hash.h"
+ * lines could be measured so (`own_lost` otherwise: see own_mark). */
+#include "fpy_lines.h"
 
 #include <time.h>
-
-typedef struct code_lines {
-    const void *key; /* the code object (held in `code`) */
-    PyObject *code;
-    int base; /* line number of slot 0 */
-    int n;    /* slots */
-    uint64_t *hits;
-    uint64_t *ns; /* clock ticks: ns, or the bound profiler's */
-    int64_t *own; /* the same, the calls made from the line excluded */
-    int own_lost; /* a line of it ran where own time was not exact */
-    UT_hash_handle hh;
-} code_lines_t;
-
-typedef struct frame_line {
-    const void *key; /* the frame object: only compared */
-    code_lines_t *lines;
-    int line; /* 0: none yet */
-    uint64_t t0;
-    fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
-    int own_ok;   /* own_mark's answer at t0 */
-    UT_hash_handle hh;
-} frame_line_t;
-
-typedef struct {
-    PyObject_HEAD
-    code_lines_t *codes;
-    frame_line_t *frames;
-    PyObject *disable; /* sys.monitoring.DISABLE */
-    int nomem;
-    fpy_profiler_t *prof; /* bind(): its clock, and own times; NULL: none */
-    int tool_id;          /* the sys.monitoring tool id of these callbacks */
-} line_counter_t;
 
 static uint64_t now_ns(void)
 {
@@ -72,10 +38,12 @@ enum { OWN_LOST = 0, OWN_EXACT = 1, OWN_BEFORE_START = 2 };
  * service; its runs are left out of own times, which stay exact for the
  * rest. OWN_LOST when it cannot say: p not recording (stopped, timer
  * failed, thread not recorded, frames dropped), or its top frame another
- * function's. On 3.12+ only if these callbacks run before p's for the same
- * event (a higher tool id: sys.monitoring calls the highest first), so
- * that at PY_RETURN the frame is still on p's stack: else the caller,
- * maybe of the same code, would be read. */
+ * function's. Before 3.12 the interpreter calls the trace function before
+ * the profile hook at a return, so the frame is still on p's stack. On
+ * 3.12+ only if these callbacks run before p's for the same event (a
+ * higher tool id: sys.monitoring calls the highest first), so that at
+ * PY_RETURN the frame is still on p's stack: else the caller, maybe of the
+ * same code, would be read. */
 static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
     (void)tool_id;
@@ -174,13 +142,9 @@ static code_lines_t *find_code(line_counter_t *lc, PyObject *code)
     return cl;
 }
 
-/* The open line of the running frame of `code`, made if `make`. */
-static frame_line_t *frame_of(line_counter_t *lc, PyObject *code, int make)
+/* The open line of `frame` (only compared) of `code`, made if `make`. */
+static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *code, int make)
 {
-    PyFrameObject *frame = PyEval_GetFrame();
-    if (!frame)
-        return NULL;
-    const void *key = frame;
     frame_line_t *fl;
     HASH_FIND_PTR(lc->frames, &key, fl);
     if (fl && fl->lines->code == code)
@@ -208,12 +172,24 @@ static frame_line_t *frame_of(line_counter_t *lc, PyObject *code, int make)
     return fl;
 }
 
-static void new_line(line_counter_t *lc, PyObject *code, int line)
+/* The open line of the running frame of `code`, made if `make`. */
+static frame_line_t *frame_of(line_counter_t *lc, PyObject *code, int make)
 {
+    PyFrameObject *frame = PyEval_GetFrame();
+    return frame ? frame_line(lc, frame, code, make) : NULL;
+}
+
+int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int line, int make)
+{
+    /* not made: looked up first, so that frames not counted read no clock */
+    frame_line_t *fl = make ? NULL : frame_line(lc, frame, code, 0);
+    if (!make && !fl)
+        return 0;
     uint64_t t = lc_now(lc);
-    frame_line_t *fl = frame_of(lc, code, 1);
+    if (make)
+        fl = frame_line(lc, frame, code, 1);
     if (!fl)
-        return;
+        return 0;
     charge(lc, fl, t, 1);
     int i = slot_of(lc, fl->lines, line);
     if (i >= 0)
@@ -221,6 +197,26 @@ static void new_line(line_counter_t *lc, PyObject *code, int line)
     fl->line = line;
     fl->t0 = t;
     start_own(lc, fl, t);
+    return 1;
+}
+
+static void new_line(line_counter_t *lc, PyObject *code, int line)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame)
+        fpy_lines_line(lc, frame, code, line, 1);
+}
+
+void fpy_lines_enter(line_counter_t *lc, const void *frame, PyObject *code)
+{
+    frame_line_t *fl = frame_line(lc, frame, code, 1);
+    if (fl)
+        fl->line = 0; /* a generator's frame resumed: its last line ended at its yield */
+}
+
+int fpy_lines_counts(line_counter_t *lc, PyObject *code)
+{
+    return find_code(lc, code) != NULL;
 }
 
 static PyObject *lc_line(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
@@ -293,29 +289,46 @@ static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *arg
     PyMem_Free(fl);
 }
 
+void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code)
+{
+    frame_line_t *fl = frame_line(lc, frame, code, 0);
+    if (fl)
+        end_frame(lc, fl, NULL, lc_now(lc));
+}
+
 static PyObject *lc_exit(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
 {
     return frame_event(lc, args, nargs, 1, 0, end_frame);
 }
 
-static PyObject *lc_add(line_counter_t *lc, PyObject *code)
+int fpy_lines_add(line_counter_t *lc, PyObject *code)
 {
     if (!PyCode_Check(code)) {
         PyErr_SetString(PyExc_TypeError, "add() takes a code object");
-        return NULL;
+        return -1;
     }
     if (find_code(lc, code))
-        Py_RETURN_NONE;
+        return 0;
     code_lines_t *cl = PyMem_Calloc(1, sizeof *cl);
-    if (!cl)
-        return PyErr_NoMemory();
+    if (!cl) {
+        PyErr_NoMemory();
+        return -1;
+    }
     cl->key = code;
     cl->code = Py_NewRef(code);
     if (!FP_HASH_ADD(lc->codes, key, sizeof cl->key, cl)) {
         Py_DECREF(code);
         PyMem_Free(cl);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
+    return 0;
+}
+
+static PyObject *lc_add(line_counter_t *lc, PyObject *code)
+{
+    if (fpy_lines_add(lc, code) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -440,20 +453,6 @@ static PyObject *lc_bind(line_counter_t *lc, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* Profiler._line_clock(code): (now, mark) in seconds of the profiler's
- * clock, mark the own-time mark of the running frame of `code` (own_mark),
- * or None: the sys.settrace recorder's clock (<= 3.11), whose trace events
- * come before the profiler's at a return (own_mark's condition). */
-PyObject *fpy_profiler_line_clock(fpy_profiler_t *p, PyObject *code)
-{
-    fp_time_t now = fpy_now(p); /* a failing timer: its last reading (fpy_now_custom) */
-    double hz = p->clock.ticks_per_second;
-    fp_time_t mark;
-    if (own_mark(p, 1 << 30, code, now, &mark) == OWN_EXACT)
-        return Py_BuildValue("(dd)", now / hz, mark / hz);
-    return Py_BuildValue("(dO)", now / hz, Py_None);
-}
-
 static PyObject *lc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *disable;
@@ -472,12 +471,14 @@ static int lc_traverse(line_counter_t *lc, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(lc));
     Py_VISIT(lc->prof);
+    Py_VISIT(lc->decide);
     return 0;
 }
 
 static int lc_clear_refs(line_counter_t *lc)
 {
     Py_CLEAR(lc->prof);
+    Py_CLEAR(lc->decide);
     return 0;
 }
 
@@ -498,6 +499,10 @@ static void lc_dealloc(line_counter_t *lc)
         PyMem_Free(cl);
     }
     Py_CLEAR(lc->disable);
+#if !FPY_USE_MONITORING
+    fpy_lines_trace_free(lc);
+#endif
+    Py_CLEAR(lc->decide);
     type->tp_free((PyObject *)lc);
     Py_DECREF(type);
 }
@@ -523,6 +528,9 @@ static PyMethodDef lc_methods[] = {
     {"bind", (PyCFunction)lc_bind, METH_VARARGS,
      "bind($self, profiler, tool_id, /)\n--\n\nTime lines with the profiler's clock and measure "
      "their own time against its stack; tool_id: these callbacks' sys.monitoring tool id."},
+#if !FPY_USE_MONITORING
+    FPY_LINES_TRACE_METHODS
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -532,6 +540,9 @@ static PyType_Slot lc_slots[] = {
     {Py_tp_traverse, (void *)lc_traverse},
     {Py_tp_clear, (void *)lc_clear_refs},
     {Py_tp_methods, lc_methods},
+#if !FPY_USE_MONITORING
+    {Py_tp_call, (void *)fpy_lines_trace_call},
+#endif
     {Py_tp_doc, "LineCounter(disable)\n--\n\nLine hits and times of the code objects added."},
     {0, NULL},
 };

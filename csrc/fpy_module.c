@@ -452,10 +452,6 @@ static PyMethodDef profiler_methods[] = {
     {"_set_scope", (PyCFunction)fpy_scope_set, METH_O,
      "_set_scope($self, decide, /)\n--\n\nonly=: record only code objects for which decide(code) is "
      "true (and the C functions they call); None: everything. Only while disabled."},
-    {"_line_clock", (PyCFunction)fpy_profiler_line_clock, METH_O,
-     "_line_clock($self, code, /)\n--\n\n(now, mark) in seconds: the profiler's clock, and it less "
-     "the callee time of the running frame of code when it is the profiler's top frame, else "
-     "None (line own times)."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,

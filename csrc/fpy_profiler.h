@@ -372,13 +372,10 @@ void fpy_gc_detach(fpy_profiler_t *p);
 
 int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
 
-/* ---- fpy_lines.c: LineCounter, line-level profiling's sys.monitoring
- *      callbacks (used on 3.12+) ---- */
+/* ---- fpy_lines.c: LineCounter, line-level profiling's per-line
+ *      accounting (its event sources: sys.monitoring callbacks on 3.12+,
+ *      the trace function of fpy_lines_legacy.c before) ---- */
 int fpy_lines_module_init(PyObject *module);
-
-/* Profiler._line_clock(code): the sys.settrace line recorder's clock and
- * own-time mark (<= 3.11). */
-PyObject *fpy_profiler_line_clock(fpy_profiler_t *p, PyObject *code);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */
 

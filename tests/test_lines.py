@@ -285,6 +285,81 @@ def test_no_free_tool_id_is_a_clear_error():
             mon.free_tool_id(t)
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
+def test_trace_function_already_set_is_a_clear_error():
+    from fastprof.line_profiling import LineRecorderError
+
+    def debugger(frame, event, arg):
+        return None
+
+    sys.settrace(debugger)
+    try:
+        prof = Profile(lines=["lines_corpus"])
+        with pytest.raises(LineRecorderError, match="a trace function .* is already set"):
+            prof.enable()
+        assert not prof.enabled
+        assert sys.gettrace() is debugger
+    finally:
+        sys.settrace(None)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
+def test_program_restoring_the_trace_function_keeps_lines_counted():
+    # the C trace function is what sys.gettrace() returns; set back as a
+    # Python trace function, it puts itself back, and the profile hook,
+    # a separate slot, records all along
+    expected = settrace_hits(lambda: lines_corpus.loop_branches(12), "lines_corpus")
+    key = label(lines_corpus.loop_branches.__code__)
+    prof = Profile(lines=["lines_corpus:loop_branches"])
+    with prof:
+        saved = sys.gettrace()
+        sys.settrace(None)
+        lines_corpus.loop_branches(12)  # not traced: no lines
+        sys.settrace(saved)
+        lines_corpus.loop_branches(12)
+    assert sys.gettrace() is None
+    assert line_hits(prof.line_stats())[key] == expected[key]
+    prof.create_stats()
+    calls = {k[2]: v[1] for k, v in prof.stats.items()}
+    assert calls["loop_branches"] == 2
+
+
+def _pausing():
+    yield 1
+    a = 2
+    yield a
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
+def test_frames_get_their_line_events_back_after_the_profile():
+    # the C trace function switches line events off in frames it does not
+    # count; a tracer set later (a debugger) must still see their lines:
+    # this running frame, and a generator suspended meanwhile
+    here = sys._getframe()
+    gen = _pausing()
+    prof = Profile(lines=["lines_corpus:loop_branches"])
+    prof.enable()
+    next(gen)
+    prof.disable()
+    seen = []
+
+    def tracer(frame, event, arg):
+        if event == "line" and frame.f_code in (here.f_code, _pausing.__code__):
+            seen.append((frame.f_code.co_name, frame.f_lineno - frame.f_code.co_firstlineno))
+        return tracer
+
+    here.f_trace = tracer
+    sys.settrace(tracer)
+    try:
+        next(gen)
+        mark = len(seen)
+    finally:
+        sys.settrace(None)
+    assert ("_pausing", 2) in seen and ("_pausing", 3) in seen
+    assert seen[-1][0] == here.f_code.co_name  # the line of `mark = ...`
+    assert mark
+
+
 def test_listing_title_names_a_method_once():
     # the qualified name replaces the plain one: "Box.grow (file:line)"
     from fastprof.line_view import function_listing

@@ -14,9 +14,11 @@ global; their callbacks compare one pointer for other code.  A
 ``restart_events()`` from any tool re-enables disabled locations: the
 callbacks decide again from their caches and stay correct.
 
-3.9-3.11: ``sys.settrace`` (and ``threading.settrace`` with threads=True);
-the global trace function returns None for frames of other functions, so
-they get no line events, only the call event.
+3.9-3.11: a C trace function (``PyEval_SetTrace``, csrc/fpy_lines_legacy.c;
+``threading.settrace`` installs it in new threads with threads=True). It
+decides each code object at its first call event and switches the line
+events of frames of other functions off, so they get only the call and
+return events.
 
 Own time (``bind(profiler)``, which ``Profile`` does): a line's time less
 the time of the calls made while it was open, as the profiler measures
@@ -25,10 +27,10 @@ reads the profiler's callee time of the running frame (its top frame).
 A function gets own times only if every line of it could be measured so
 (docs/lines.md says where not).
 
-On 3.12+ the line callbacks are C (``_fastprof.LineCounter``); the rest,
-and the trace functions before 3.12, are Python (costs in docs/lines.md).
-The interpreter runs no profiler hook inside callbacks: they are never
-recorded.
+The line events are counted in C (``_fastprof.LineCounter``) on every
+version; deciding which code objects to count is Python, once per code
+object. The interpreter runs no profiler hook inside callbacks: they are
+never recorded.
 """
 
 import sys
@@ -100,16 +102,14 @@ class _Common:
         self.own_lost.clear()
 
 
-class MonitoringRecorder(_Common):
-    """3.12+: see the module docstring.  The line events go to the C
-    ``LineCounter`` (fpy_lines.c); PY_START, which decides, stays here and
-    returns DISABLE for every code object (matched ones need no PY_START:
-    their frames are known from their first line on)."""
+class _Counted(_Common):
+    """The line events go to the C ``LineCounter`` (fpy_lines.c), which
+    holds the counts."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         from . import _fastprof
-        self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE)
+        self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE if MONITORING else None)
 
     def own_stats(self):
         return _own_by_key(self.counter.own_stats(), self.counter.stats())
@@ -125,6 +125,12 @@ class MonitoringRecorder(_Common):
 
     def clear(self):
         self.counter.clear()
+
+
+class MonitoringRecorder(_Counted):
+    """3.12+: see the module docstring.  PY_START, which decides, stays
+    here and returns DISABLE for every code object (matched ones need no
+    PY_START: their frames are known from their first line on)."""
 
     def start(self):
         mon = sys.monitoring
@@ -209,7 +215,7 @@ class MonitoringRecorder(_Common):
         return cb
 
 
-class SettraceRecorder(_Common):
+class SettraceRecorder(_Counted):
     """3.9-3.11: see the module docstring."""
 
     def start(self):
@@ -217,75 +223,22 @@ class SettraceRecorder(_Common):
             raise LineRecorderError(
                 "line profiling on Python < 3.12 uses sys.settrace, and a trace "
                 "function (a debugger or coverage) is already set")
-        self._tracer = self._make_tracer()
-        sys.settrace(self._tracer)
+        if self.profiler is not None:
+            self.counter.bind(self.profiler, 0)  # a tool id only on 3.12+
+        self.counter.trace_start(self._decide)
         if self.threads:
-            threading.settrace(self._tracer)
+            threading.settrace(self.counter.thread_trace)
         self.running = True
 
     def stop(self):
         if not self.running:
             return
         self.running = False
-        if sys.gettrace() is self._tracer:
-            sys.settrace(None)
+        self.counter.trace_stop()
         if self.threads:
             threading.settrace(None)
-
-    def _make_tracer(self):
-        seen = self.seen
-        decide = self._decide
-        lost = self.own_lost
-        if self.profiler is not None:
-            line_clock = self.profiler._line_clock  # (now, own-time mark or None)
-        else:
-            clock = self.clock
-
-            def line_clock(code):
-                return clock(), None
-
-        def on_call(frame, event, arg):
-            code = frame.f_code
-            table = seen.get(code, False)
-            if table is False:
-                table = decide(code, frame)
-            if table is None:
-                return None
-            # current line, its start, its own-time mark; [hits, time, own]
-            # per line. The trace's return comes before the profiler's: the
-            # frame is still on its stack.
-            state = [0, 0.0, None]
-
-            def on_event(frame, event, arg):
-                t, m = line_clock(code)
-                prev = state[0]
-                if prev:
-                    rec = table.get(prev)
-                    if rec is None:
-                        rec = table[prev] = [0, 0.0, 0.0]
-                    rec[1] += t - state[1]
-                    if m is None or state[2] is None:
-                        lost.add(code)
-                    else:
-                        rec[2] += m - state[2]
-                if event == "line":
-                    lineno = frame.f_lineno
-                    rec = table.get(lineno)
-                    if rec is None:
-                        table[lineno] = [1, 0.0, 0.0]
-                    else:
-                        rec[0] += 1
-                    state[0] = lineno
-                elif event == "return":
-                    state[0] = 0
-                # else exception: the line goes on
-                state[1] = t
-                state[2] = m
-                return on_event
-
-            return on_event
-
-        return on_call
+        # lines still running (frames open at stop) end now
+        self.counter.close()
 
 
 def _own_by_key(own, counted):
