@@ -27,7 +27,7 @@ typedef struct frame_line {
     int line; /* 0: none yet */
     uint64_t t0;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
-    int own_ok; /* own_mark's answer at t0 */
+    int own_ok;   /* own_mark's answer at t0 */
     UT_hash_handle hh;
 } frame_line_t;
 
