@@ -35,7 +35,6 @@ never recorded.
 
 import sys
 import threading
-import time
 
 from .func_patterns import FunctionPatterns
 from .names import label
@@ -52,10 +51,9 @@ class LineRecorderError(RuntimeError):
 
 
 class _Common:
-    def __init__(self, patterns, main_alias=None, keys=(), threads=False, clock=time.perf_counter):
+    def __init__(self, patterns, main_alias=None, keys=(), threads=False):
         self.patterns = FunctionPatterns(patterns, main_alias=main_alias, keys=keys)
         self.threads = threads
-        self.clock = clock
         self.seen = {}    # code object -> its line table, or None if not matched
         self.running = False
         self.profiler = None

@@ -38,7 +38,8 @@ PROG = "python -m fastprof"
 
 USAGE = ("%s [-o FILE] [--to FORMAT] [-s SORT] [--threads | --no-threads] [--per-thread] "
          "[--clock {%s}] [--coroutines {%s}] [--callpaths] "
-         "[--max-depth N] [--no-builtins] [--fast] [--signal SIG [--idle]] [--subprocesses] "
+         "[--max-depth N] [--no-builtins] [--fast] [--lines PATTERN] [--lines-from OLD.prof[:N]] "
+         "[--only PATTERN] [--signal SIG [--idle]] [--subprocesses] "
          "(-m module | script.py | app.pyz | directory) [args ...]"
          % (PROG, ",".join(arguments.CLOCKS), ",".join(arguments.COROUTINE_MODES)))
 
