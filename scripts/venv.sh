@@ -21,10 +21,11 @@ want=$( { echo "$base"; "$base" -c 'import sys; print(sys.version)';
           cat scripts/requirements-build.txt requirements-test.txt; } | sha256sum | cut -d' ' -f1)
 
 # A venv copied or moved from elsewhere keeps scripts (bin/pytest) whose
-# first line names the old place: make it anew.
+# first line names the old place: make it anew. The venv's real place is
+# compared, so a worktree whose .venv links to another checkout's keeps it.
 if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c pass >/dev/null 2>&1 \
         && [ "$(cat "$basefile" 2>/dev/null)" = "$base" ] \
-        && head -n3 "$dir/bin/pip" 2>/dev/null | grep -qF "$(pwd -P)/$dir/bin/python"; then
+        && head -n3 "$dir/bin/pip" 2>/dev/null | grep -qF "$(cd "$dir" && pwd -P)/bin/python"; then
     if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
         exit 0                                  # up to date: say nothing
     fi
