@@ -113,6 +113,11 @@ lint:
 bench: deps
 	@bash benchmarks/bench_all.sh
 
+# `make -s print-PY` prints a variable's value (scripts/run-tests.sh reads
+# PY and ASAN_PY so).
+print-%:
+	@echo '$($*)'
+
 # Deps, venvs, builds, lint, C tests, pytest on every version, pytest under
 # ASan+UBSan, benchmark smoke; a summary at the end; non-zero if anything failed.
 test:

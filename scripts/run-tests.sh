@@ -4,21 +4,27 @@
 # does, as nothing after them can work. Exit status non-zero if anything failed.
 # Logs: build/logs/<stage>.log; pytest JUnit reports: build/reports/.
 #
-# The machine has 2 cores: after the builds, the tests run in two lanes side
-# by side (the sanitizer lane, then the plain one), each lane's stages in
-# turn. A lane's output is shown when it ends, so logs never interleave.
-# FASTPROF_TEST_LANES=1 runs everything in one lane, in order.
+# The machine has 2 cores: after the builds, two workers take the test
+# stages from one queue, longest first (each version's sanitizer run, the C
+# tests, each version's plain run, then the short ones), so neither core idles
+# while the other still has a long lane. A stage's output is shown when all
+# are done, in queue order, so logs never interleave.
+# FASTPROF_TEST_LANES=1 runs everything with one worker, in order.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MAKE=${MAKE:-make}
 serial=(deps venvs build)
 fatal=(deps venvs)
-lane_a=(test-c test-asan)
-lane_b=(lint test-py bench-smoke)     # lint: seconds, and never stops the tests
-if [ "${FASTPROF_TEST_LANES:-2}" = 1 ]; then
-    serial+=("${lane_a[@]}" "${lane_b[@]}")
-    lane_a=(); lane_b=()
-fi
+# make's lists, so the queue follows ASAN_PY / PY when they are given
+read -r -a asan_versions <<< "$("$MAKE" --no-print-directory -s print-ASAN_PY)"
+read -r -a py_versions <<< "$("$MAKE" --no-print-directory -s print-PY)"
+# Longest first: newer interpreters run the sanitizer suite slower.
+queue=()
+for ((i=${#asan_versions[@]}-1; i>=0; i--)); do queue+=("test-asan-${asan_versions[i]}"); done
+queue+=(test-c)
+for ((i=${#py_versions[@]}-1; i>=0; i--)); do queue+=("test-py-${py_versions[i]}"); done
+queue+=(bench-smoke lint)
+workers=${FASTPROF_TEST_LANES:-2}
 
 rm -rf build/logs build/reports
 mkdir -p build/logs build/reports build/results
@@ -57,29 +63,46 @@ for st in "${serial[@]}"; do
     fi
 done
 
-run_lane() {
-    for st in "$@"; do run_stage "$st"; done
+# worker: takes the next stage off build/queue until it is empty
+worker() {
+    local st
+    while :; do
+        st=$(flock build/queue.lock bash -c \
+             'st=$(head -n1 build/queue); [ -n "$st" ] && sed -i 1d build/queue; echo "$st"')
+        [ -n "$st" ] || return 0
+        run_stage "$st"
+    done
 }
-show_lane() {
-    for st in "$@"; do
+if [ -z "$stop" ]; then
+    echo
+    echo "################ $workers workers, longest first: ${queue[*]} ################"
+    printf '%s\n' "${queue[@]}" > build/queue
+    pids=()
+    for ((w=0; w<workers; w++)); do worker & pids+=($!); done
+    wait "${pids[@]}"
+    for st in "${queue[@]}"; do
         echo
         echo "################ make $st ################"
         cat "build/logs/$st.log"
     done
-}
-if [ -z "$stop" ] && [ ${#lane_a[@]} -gt 0 ]; then
-    echo
-    echo "################ lanes side by side: ${lane_a[*]} | ${lane_b[*]} ################"
-    run_lane "${lane_a[@]}" &
-    pid_a=$!
-    run_lane "${lane_b[@]}"
-    show_lane "${lane_b[@]}"
-    wait "$pid_a"
-    show_lane "${lane_a[@]}"
 fi
 
+# One summary row per kind of stage (test-py, test-asan): the versions'
+# statuses joined, their seconds added; their counts come from the reports.
+for kind in test-py test-asan; do
+    status=ok secs=0 any=
+    for f in build/results/"$kind"-[0-9]*; do
+        [ -f "$f" ] || continue
+        read -r _ st t < "$f"
+        any=1; secs=$((secs + t))
+        [ "$st" = ok ] || status=FAILED
+        rm -f "$f"
+    done
+    [ -n "$any" ] && echo "$kind $status $secs" > "build/results/$kind"
+done
+
 results=()
-for st in "${serial[@]}" "${lane_a[@]}" "${lane_b[@]}"; do
+for st in "${serial[@]}" test-c test-py test-asan bench-smoke lint; do
     if [ -f "build/results/$st" ]; then results+=("$(cat "build/results/$st")")
     else results+=("$st not-run 0"); fi
 done
