@@ -1,18 +1,18 @@
-"""python/fastprof/_fastprof.pyi agrees with the built C module (issue 13,
-item 5): the same members, and each function's parameters (names, kinds,
-defaults) as inspect.signature() reads them from the C docstrings' text
-signatures. The stub and py.typed are installed with the package.
-
-The stub is read with `ast`, not a type checker, so this runs on every
-supported Python without extra dependencies.
+"""python/fastprof/_fastprof.pyi agrees with the built C module: every name
+the module and each of its types define (public and underscore names, and
+the dunders a type adds of its own) is in the stub, as it stands on this
+Python version, and every stub name is in the module; each function's
+parameters (names, kinds, defaults) are those inspect.signature() reads from
+the C docstrings' text signatures; properties are data descriptors and
+methods are methods. The stub and py.typed are installed with the package.
 """
-import ast
 import inspect
 import os
 import sys
 import types
 
 import pytest
+import stub_ast
 
 import helpers
 
@@ -23,66 +23,45 @@ from fastprof import _fastprof  # noqa: E402
 
 PKG_DIR = os.path.dirname(os.path.abspath(fastprof.__file__))
 STUB = os.path.join(PKG_DIR, "_fastprof.pyi")
-TYPE_ONLY_BASES = {"TypedDict", "Protocol"}     # stub-only helper classes (e.g. _ClockInfo)
+VERSION = sys.version_info[:2]
+# What every C type gets from PyType_FromSpec / PyStructSequence and the
+# stub leaves to typeshed's builtins; any other dunder a type has is its own.
+GENERATED_DUNDERS = {"__doc__", "__module__", "__new__", "__init__", "__reduce__", "__repr__", "__replace__",
+                     "__dict__", "__weakref__"}
+DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
-def stub_tree():
-    with open(STUB, encoding="utf-8") as f:
-        return ast.parse(f.read(), STUB)
+def stub_module():
+    return stub_ast.module_names(stub_ast.parse(STUB), VERSION)
 
 
-def top_level(tree):
-    """{name: node} of the stub's module-level definitions (imports left out)."""
-    names = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names[node.name] = node
-        elif isinstance(node, ast.AnnAssign):
-            names[node.target.id] = node
-    return names
+def runtime_module_names():
+    return {n for n in dir(_fastprof) if not (n.startswith("__") and n.endswith("__"))}
 
 
-def is_type_only(node):
-    return isinstance(node, ast.ClassDef) and any(
-        isinstance(b, ast.Name) and b.id in TYPE_ONLY_BASES for b in node.bases)
+def runtime_class_names(cls):
+    return {n for n in vars(cls) if n not in GENERATED_DUNDERS}
 
 
-def class_members(node):
-    """{name: FunctionDef} of a stub class, properties included."""
-    return {n.name: n for n in node.body if isinstance(n, ast.FunctionDef)}
-
-
-def is_property(fn):
-    return any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
-
-
-def stub_params(fn, drop_self):
-    """[(name, kind, default)] of a stub function, as inspect names kinds."""
-    a = fn.args
-    positional = [(p, inspect.Parameter.POSITIONAL_ONLY) for p in a.posonlyargs] + \
-                 [(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in a.args]
-    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = [(p.arg, kind, d) for (p, kind), d in zip(positional, defaults)]
-    if a.vararg:
-        out.append((a.vararg.arg, inspect.Parameter.VAR_POSITIONAL, None))
-    out += [(p.arg, inspect.Parameter.KEYWORD_ONLY, d) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
-    if a.kwarg:
-        out.append((a.kwarg.arg, inspect.Parameter.VAR_KEYWORD, None))
-    if drop_self:
-        assert out and out[0][0] == "self", fn.name
-        out = out[1:]
-    return [(name, kind, inspect.Parameter.empty if d is None else ast.literal_eval(d))
-            for name, kind, d in out]
+def stub_class_names(node):
+    names = set(stub_ast.class_members(node, VERSION)) - {"__init__"}
+    return names | stub_ast.STRUCTSEQ_MEMBERS if stub_ast.is_structseq(node) else names
 
 
 def runtime_params(obj):
     return [(p.name, p.kind, p.default) for p in inspect.signature(obj).parameters.values()]
 
 
-def runtime_public(obj):
-    """The names a module or class defines, dunders left out."""
-    names = vars(obj) if isinstance(obj, type) else {n: getattr(obj, n) for n in dir(obj)}
-    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+def has_text_signature(cls):
+    # 3.9's PyType_FromSpec drops a type's text signature from its doc
+    try:
+        inspect.signature(cls)
+    except ValueError:
+        return False
+    return True
+
+
+C_TYPES = sorted(n for n in dir(_fastprof) if isinstance(getattr(_fastprof, n), type))
 
 
 def test_stub_and_py_typed_are_installed_with_the_package():
@@ -93,43 +72,79 @@ def test_stub_and_py_typed_are_installed_with_the_package():
     assert os.path.dirname(os.path.abspath(_fastprof.__file__)) == PKG_DIR
 
 
-def test_module_members_agree():
-    stub = {n for n, node in top_level(stub_tree()).items() if not is_type_only(node)}
-    assert stub == runtime_public(_fastprof)
+def test_installed_stub_is_the_source_stub():
+    with open(STUB, encoding="utf-8") as a, open(stub_ast.SOURCE_STUB, encoding="utf-8") as b:
+        assert a.read() == b.read()
 
 
-@pytest.mark.parametrize("name", ["_after_fork_child", "_mem_fail_after"])
+def test_module_names_agree():
+    assert set(stub_module()) == runtime_module_names()
+
+
+def test_every_type_is_a_stub_class():
+    stub = stub_module()
+    assert C_TYPES == sorted(n for n, node in stub.items() if isinstance(node, stub_ast.ast.ClassDef))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in dir(_fastprof)
+                                        if callable(getattr(_fastprof, n))
+                                        and not isinstance(getattr(_fastprof, n), type)
+                                        and not n.startswith("__")))
 def test_module_function_signatures_agree(name):
-    fn = top_level(stub_tree())[name]
-    assert stub_params(fn, drop_self=False) == runtime_params(getattr(_fastprof, name))
+    fn = stub_module()[name]
+    assert stub_ast.params(fn.args, drop_self=False) == runtime_params(getattr(_fastprof, name))
 
 
-def test_profiler_members_agree():
-    stub = class_members(top_level(stub_tree())["Profiler"])
-    runtime = runtime_public(_fastprof.Profiler)
-    assert set(stub) - {"__init__"} == runtime
-    for name, fn in stub.items():
+@pytest.mark.parametrize("type_name", C_TYPES)
+def test_type_members_agree(type_name):
+    cls = getattr(_fastprof, type_name)
+    assert stub_class_names(stub_module()[type_name]) == runtime_class_names(cls)
+
+
+@pytest.mark.parametrize("type_name", C_TYPES)
+def test_type_signatures_agree(type_name):
+    cls = getattr(_fastprof, type_name)
+    members = stub_ast.class_members(stub_module()[type_name], VERSION)
+    checked = 0
+    for name, node in members.items():
         if name == "__init__":
-            # the class's own text signature: Profile(timer=None, ...).
-            # 3.9's PyType_FromSpec drops a type's text signature from its doc.
-            if sys.version_info < (3, 10):
+            if has_text_signature(cls):
+                assert stub_ast.params(node.args, drop_self=True) == runtime_params(cls), name
+                checked += 1
+        elif stub_ast.is_property(node):
+            assert isinstance(vars(cls)[name], DATA_DESCRIPTORS), name
+        elif isinstance(node, stub_ast.ast.FunctionDef):
+            attr = vars(cls)[name]
+            if name == "__call__":
+                # a tp_call slot: its wrapper has no text signature to compare
+                assert isinstance(attr, types.WrapperDescriptorType), name
                 continue
-            assert stub_params(fn, drop_self=True) == runtime_params(_fastprof.Profiler)
-        elif is_property(fn):
-            assert isinstance(vars(_fastprof.Profiler)[name], types.GetSetDescriptorType), name
-        else:
+            assert isinstance(attr, types.MethodDescriptorType), name
             # an unbound method descriptor: `self` is positional-only on both sides
-            assert stub_params(fn, drop_self=False) == runtime_params(getattr(_fastprof.Profiler, name)), name
+            assert stub_ast.params(node.args, drop_self=False) == runtime_params(attr), name
+            checked += 1
+        else:                                      # a class attribute (__match_args__)
+            assert not isinstance(vars(cls)[name], DATA_DESCRIPTORS), name
+    assert checked or stub_ast.is_structseq(stub_module()[type_name])
+
+
+def test_stub_conditions_are_read_for_this_version():
+    # the 3.9-3.11 trace-function methods exist exactly where the stub says
+    members = stub_ast.class_members(stub_module()["LineCounter"], VERSION)
+    assert ("trace_start" in members) == (VERSION < (3, 12)) == (not _fastprof.USES_MONITORING)
 
 
 @pytest.mark.parametrize("name", ["profiler_entry", "profiler_subentry"])
 def test_record_fields_agree(name):
-    node = top_level(stub_tree())[name]
-    stub_fields = [n for n, fn in class_members(node).items() if is_property(fn)]
+    node = stub_module()[name]
+    members = stub_ast.class_members(node, VERSION)
+    stub_fields = [n for n, fn in members.items() if stub_ast.is_property(fn)]
     cls = getattr(_fastprof, name)
     fields = [n for n, v in vars(cls).items() if isinstance(v, types.MemberDescriptorType)]
     assert stub_fields == fields                      # same names, same order
     assert len(fields) == cls.n_fields
+    if VERSION >= (3, 10):
+        assert cls.__match_args__ == tuple(fields)
 
 
 def test_return_values_have_the_stub_types():
@@ -159,3 +174,30 @@ def test_return_values_have_the_stub_types():
     assert info["clock"] in ("tsc", "monotonic", "cpu", "custom")
     assert p.clear() is None
     assert isinstance(_fastprof.USES_MONITORING, int)
+
+
+@pytest.mark.skipif(not _fastprof.USES_MONITORING, reason="line() and jump() are sys.monitoring callbacks")
+def test_line_counter_return_values_have_the_stub_types():
+    def body():
+        x = 1
+        return x
+
+    code = body.__code__
+    disable = object()
+    lc = _fastprof.LineCounter(disable)
+    p = _fastprof.Profiler()
+    assert lc.bind(p, 2) is None
+    assert lc.add(code) is None
+    first = code.co_firstlineno
+    assert lc.line(code, first + 1) is None
+    assert lc.line(code, first + 2) is None
+    assert lc.jump(code, 0, 2) is disable              # a forward jump: not needed again
+    assert lc.close() is None
+    stats = lc.stats()
+    assert list(stats) == [code]
+    assert {n: type(h) for n, (h, _) in stats[code].items()} == {first + 1: int, first + 2: int}
+    assert all(isinstance(t, float) for _, t in stats[code].values())
+    own = lc.own_stats()
+    assert all(isinstance(c, types.CodeType) and all(isinstance(t, float) for t in lines.values())
+               for c, lines in own.items())
+    assert lc.clear() is None
