@@ -93,7 +93,7 @@ def params(args, drop_self):
     if args.kwarg:
         out.append((args.kwarg.arg, inspect.Parameter.VAR_KEYWORD, None))
     if drop_self:
-        assert out and out[0][0] == "self", ast.unparse(args)
+        assert out and out[0][0] in ("self", "cls"), ast.unparse(args)
         out = out[1:]
     return [(name, kind, inspect.Parameter.empty if d is None else ast.literal_eval(d))
             for name, kind, d in out]

@@ -37,7 +37,7 @@ def stub_entries(tree, owner):
     if owner == MODULE:
         return {n: node for n, node in module.items() if not isinstance(node, ast.ClassDef)}
     members = stub_ast.class_members(module[owner], None)
-    return {owner if n == "__init__" else n: node for n, node in members.items()}
+    return {owner if n in ("__init__", "__new__") else n: node for n, node in members.items()}
 
 
 def documented(token):

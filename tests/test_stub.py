@@ -29,6 +29,8 @@ VERSION = sys.version_info[:2]
 GENERATED_DUNDERS = {"__doc__", "__module__", "__new__", "__init__", "__reduce__", "__repr__", "__replace__",
                      "__dict__", "__weakref__"}
 DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+Py_TPFLAGS_BASETYPE = 1 << 10
+CONSTRUCTORS = {"__init__", "__new__"}     # the stub's: tp_init (Profiler) or tp_new only (LineCounter)
 
 
 def stub_module():
@@ -44,7 +46,7 @@ def runtime_class_names(cls):
 
 
 def stub_class_names(node):
-    names = set(stub_ast.class_members(node, VERSION)) - {"__init__"}
+    names = set(stub_ast.class_members(node, VERSION)) - CONSTRUCTORS
     return names | stub_ast.STRUCTSEQ_MEMBERS if stub_ast.is_structseq(node) else names
 
 
@@ -107,7 +109,7 @@ def test_type_signatures_agree(type_name):
     members = stub_ast.class_members(stub_module()[type_name], VERSION)
     checked = 0
     for name, node in members.items():
-        if name == "__init__":
+        if name in CONSTRUCTORS:
             if has_text_signature(cls):
                 assert stub_ast.params(node.args, drop_self=True) == runtime_params(cls), name
                 checked += 1
@@ -126,6 +128,14 @@ def test_type_signatures_agree(type_name):
         else:                                      # a class attribute (__match_args__)
             assert not isinstance(vars(cls)[name], DATA_DESCRIPTORS), name
     assert checked or stub_ast.is_structseq(stub_module()[type_name])
+
+
+@pytest.mark.parametrize("type_name", C_TYPES)
+def test_final_in_the_stub_exactly_where_the_type_cannot_be_subclassed(type_name):
+    node = stub_module()[type_name]
+    final = any(isinstance(d, stub_ast.ast.Name) and d.id == "final" for d in node.decorator_list)
+    subclassable = bool(getattr(_fastprof, type_name).__flags__ & Py_TPFLAGS_BASETYPE)
+    assert final == (not subclassable)
 
 
 def test_stub_conditions_are_read_for_this_version():

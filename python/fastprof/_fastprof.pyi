@@ -1,8 +1,12 @@
 """Type stubs for fastprof._fastprof, the C core (csrc/fpy_module.c).
 
-tests/test_stub.py checks that this file and the built module agree: the
-same members, and each function's parameters (names, kinds, defaults) as
-inspect.signature() reads them from the C docstrings.
+tests/test_stub.py checks that this file and the built module agree on
+every Python version: every name of the module and of each type (the
+`sys.version_info` blocks resolved), both ways; each function's parameters
+(names, kinds, defaults) as inspect.signature() reads them from the C
+docstrings; @final exactly where a type cannot be subclassed.
+mypy's stubtest agrees as well (`python -m mypy.stubtest fastprof._fastprof`;
+mypy is not a test dependency).
 """
 
 import sys
@@ -10,6 +14,7 @@ from types import CodeType, FrameType
 from typing import Any, Callable, Final, Literal, Optional, TypedDict, final
 
 from _typeshed import structseq
+from typing_extensions import disjoint_base
 
 # 1 when events come from sys.monitoring (3.12+), 0 from the profile hook.
 USES_MONITORING: int
@@ -58,6 +63,7 @@ class _ClockInfo(TypedDict):
     clock: Literal["tsc", "monotonic", "cpu", "custom"]
     ticks_per_second: float
 
+@disjoint_base  # a C layout of its own: no class can inherit from it and another such base
 class Profiler:
     """The C profiler behind fastprof.Profile (its class name is fastprof.Profile)."""
 
@@ -93,11 +99,13 @@ class Profiler:
     def memory(self, /) -> int: ...
     def clock_info(self, /) -> _ClockInfo: ...
 
+@final
 class LineCounter:
     """Line-level profiling's per-line counts: the sys.monitoring callbacks
     on 3.12+; a C trace function before (trace_start ... trace_stop)."""
 
-    def __init__(self, disable: object) -> None: ...  # disable: what jump() returns for an event it will not need again
+    # made by tp_new; disable: what jump() returns for an event it will not need again
+    def __new__(cls, disable: object) -> LineCounter: ...
     def add(self, code: CodeType, /) -> None: ...
     def bind(self, profiler: Profiler, tool_id: int, /) -> None: ...  # before any line is counted
     # the sys.monitoring callbacks (LINE, JUMP, PY_RESUME/PY_THROW, PY_RETURN/PY_YIELD/PY_UNWIND)
