@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from . import cmdline
+from . import cmdline, formats
 from .cmdline import UsageError
 from .process_alive import alive as _alive
 
@@ -44,7 +44,7 @@ def add_parser(sub, formatter_class):
                     "no socket), profile all its threads for --duration seconds or until "
                     "Ctrl-C, then stop, write the profile and detach. The process runs on "
                     "unchanged and can be attached again.",
-        epilog=cmdline.formats_help() + "\nexamples:\n"
+        epilog=formats.formats_help() + "\nexamples:\n"
                "  fastprof attach 12345 --duration 10 -o service.prof\n"
                "  fastprof attach 12345 -o service.html        # until Ctrl-C\n"
                "  fastprof attach 12345 --duration 10 --lines-from service.prof:5\n"
@@ -59,7 +59,7 @@ def add_parser(sub, formatter_class):
                         "without it the table is printed")
     p.add_argument("--to", metavar="FORMAT",
                    help="with -o, write this format whatever the name: one of %s"
-                        % ", ".join(cmdline.FORMATS))
+                        % ", ".join(formats.FORMATS))
     p.add_argument("-s", "--sort", default="cumulative", metavar="SORT",
                    help="without -o: sort order of the printed table, cProfile's keys "
                         "(default: cumulative)")
@@ -345,7 +345,7 @@ def run(args):
         else:
             sort = cmdline.parse_cprofile_sort(args.sort)
         check_remote_debug_allowed(pid)
-        options = cmdline.profile_options(args, args.callpaths or fmt in cmdline.TREE_FORMATS)
+        options = cmdline.profile_options(args, args.callpaths or fmt in formats.TREE_FORMATS)
         # refused here as the target would refuse it (same Python version):
         # --fast where it is unavailable, bad patterns
         probe = cmdline.new_profile(options)

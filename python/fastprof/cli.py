@@ -21,7 +21,7 @@ program the interpreter ``python -m fastprof`` leaves it.
 import os
 import sys
 
-from . import cmdline
+from . import cmdline, formats
 from .cmdline import UsageError
 
 PROG = "fastprof"
@@ -95,7 +95,7 @@ def _diff_min_time(text: str) -> str:
     return text
 
 
-FORMATS_HELP = cmdline.formats_help()
+FORMATS_HELP = formats.formats_help()
 
 
 def build_parser():
@@ -175,7 +175,7 @@ def build_parser():
                    help="where to write the sum (pstats unless the name or --to says "
                         "otherwise; '-' for stdout, with --to)")
     p.add_argument("--to", metavar="FORMAT",
-                   help="output format: %s (default: from OUT's name)" % ", ".join(cmdline.FORMATS))
+                   help="output format: %s (default: from OUT's name)" % ", ".join(formats.FORMATS))
 
     p = sub.add_parser(
         "convert", help="write a profile as HTML, callgrind, speedscope, collapsed stacks...",
@@ -183,7 +183,7 @@ def build_parser():
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="a cProfile or fastprof .prof file")
     p.add_argument("--to", metavar="FORMAT",
-                   help="output format: %s (default: from OUT's name)" % ", ".join(cmdline.FORMATS))
+                   help="output format: %s (default: from OUT's name)" % ", ".join(formats.FORMATS))
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="the file to write (pstats for a name no format claims; "
                         "'-' for stdout, with --to)")
@@ -322,7 +322,7 @@ def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
 
 
 def _note_estimated(data, fmt: str, out: str, command: str) -> None:
-    if fmt in cmdline.TREE_FORMATS and data.callpaths is None:
+    if fmt in formats.TREE_FORMATS and data.callpaths is None:
         print("%s %s: note: no call paths in the input; the call tree in %s is estimated from the "
               "caller graph (record exact paths with fastprof --callpaths)" % (PROG, command, out),
               file=sys.stderr)

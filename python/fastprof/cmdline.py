@@ -11,6 +11,8 @@ must import nothing the program could notice (os and sys only).
 import os
 import sys
 
+from . import formats
+
 
 class UsageError(ValueError):
     """A command-line mistake: reported on one line, exit status 2."""
@@ -214,54 +216,18 @@ def print_line_listings(lines, stats, qualnames, own=None):
 
 # -- output formats ------------------------------------------------------------
 
-# The one table of output formats: (format, name suffixes, name prefixes, read by).
-# A name that matches no row is written as pstats, as cProfile writes any name.
-FORMAT_TABLE = (
-    ("pstats", (".prof", ".pstats"), (),
-     "cProfile's format (+ fastprof's trailer): pstats, snakeviz, gprof2dot, tuna"),
-    ("callgrind", (".callgrind",), ("callgrind.out",), "KCachegrind / QCachegrind"),
-    ("speedscope", (".speedscope.json",), (), "https://www.speedscope.app"),
-    ("collapsed", (".collapsed", ".folded"), (), "flamegraph.pl / inferno folded stacks"),
-    ("html", (".html", ".htm"), (), "one self-contained HTML report (works offline)"),
-    ("pprof", (".pb.gz",), (), "go tool pprof, Pyroscope, Parca, Grafana (gzip'd profile.proto)"),
-    # the Firefox Profiler reads any .json: no name of its own, --to gecko only
-    ("gecko", (), (), "Firefox Profiler, https://profiler.firefox.com (JSON; --to only)"),
-)
-
-FORMATS = tuple(row[0] for row in FORMAT_TABLE)
-
-# formats drawn from the calling-context tree (python -m fastprof -o implies --callpaths)
-TREE_FORMATS = ("speedscope", "collapsed", "html", "pprof", "gecko")
-# those of them that fold the paths below --min-percent into their callers
-FOLDED_FORMATS = ("speedscope", "collapsed", "html")
+# The formats are fastprof.formats' table (its ValueErrors become usage errors here).
 
 # "-o -": the profile goes to stdout (the format must then be given)
 STDOUT = "-"
 
 
-def _name_forms(suffixes, prefixes):
-    return list(suffixes) + ["%s*" % p for p in prefixes]
-
-
-def known_names():
-    """The file names that choose a format, for messages: '.prof, .pstats, ...'."""
-    return ", ".join(n for _f, s, p, _r in FORMAT_TABLE for n in _name_forms(s, p))
-
-
-def format_for_name(path):
-    """The format a file name asks for, or None if it names none (then: pstats)."""
-    name = os.path.basename(os.fspath(path)).lower()
-    for fmt, suffixes, prefixes, _reader in FORMAT_TABLE:
-        if name.endswith(suffixes) or (prefixes and name.startswith(prefixes)):
-            return fmt
-    return None
-
-
 def check_format(fmt):
     """*fmt* if it is a known format name; UsageError otherwise."""
-    if fmt not in FORMATS:
-        raise UsageError("unknown format %r; known formats: %s" % (fmt, ", ".join(FORMATS)))
-    return fmt
+    try:
+        return formats.check_format(fmt).name
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def output_format(path, to=None):
@@ -270,24 +236,8 @@ def output_format(path, to=None):
         return check_format(to)
     if path == STDOUT:
         raise UsageError("writing to stdout ('-o -') needs --to FORMAT (one of %s)"
-                         % ", ".join(FORMATS))
-    return format_for_name(path) or "pstats"
-
-
-def formats_help():
-    """The help text of the output formats, made from the table."""
-    rows = [(fmt, " ".join(_name_forms(s, p)), reader) for fmt, s, p, reader in FORMAT_TABLE]
-    w1 = max(len(r[0]) for r in rows)
-    w2 = max(len(r[1]) for r in rows)
-    lines = ["output formats (-o chooses by the file name, --to FORMAT by name):"]
-    lines += ["  %-*s  %-*s  %s" % (w1, f, w2, n, r) for f, n, r in rows]
-    lines += ["  any other name (out.txt, restats, x.fprof) is written as pstats, as",
-              "  cProfile writes it; -o - writes to stdout (with --to).",
-              "speedscope, collapsed, the HTML flame graph, pprof and gecko draw the",
-              "call paths recorded with --callpaths (implied when -o or --to names one",
-              "of them); for a profile without them they draw a tree estimated from",
-              "the caller graph (pprof: label call_stacks=estimated)."]
-    return "\n".join(lines) + "\n"
+                         % ", ".join(formats.FORMATS))
+    return formats.format_for_name(path) or "pstats"
 
 
 # -- output paths ----------------------------------------------------------------
@@ -328,7 +278,7 @@ def write_output(data, path, fmt, title=None, min_percent=None):
     from fastprof import exports
     if path != STDOUT:
         exports.export(data, path, fmt, title=title, min_percent=min_percent)
-    elif fmt in exports.BINARY_FORMATS:
+    elif fmt in formats.BINARY_FORMATS:
         sys.stdout.flush()
         sys.stdout.buffer.write(exports.render_bytes(data, fmt, title=title))
         sys.stdout.buffer.flush()

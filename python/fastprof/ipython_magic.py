@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from . import cmdline, run_cli
+from . import cmdline, formats, run_cli
 from .cmdline import UsageError
 
 MAGIC = "fastprof"
@@ -52,7 +52,7 @@ def build_parser():
     p.prog = "%" + MAGIC
     p.usage = USAGE
     p.description = DESCRIPTION
-    p.epilog = cmdline.formats_help() + "\n" + EXAMPLES
+    p.epilog = formats.formats_help() + "\n" + EXAMPLES
     p.get_option("-o").help = ("write the profile to FILE instead of printing its table; "
                                "the format follows the file name (see below), pstats for "
                                "any name not listed")
@@ -184,7 +184,7 @@ class FastprofMagic:
         from IPython.core.error import UsageError as IPythonUsageError
         shell = self.shell
         inline = options.outfile is None and shows_html(shell)
-        callpaths = options.callpaths or inline or options.fmt in cmdline.TREE_FORMATS
+        callpaths = options.callpaths or inline or options.fmt in formats.TREE_FORMATS
         try:
             prof = cmdline.new_profile(cmdline.profile_options(options, callpaths))
         except UsageError as exc:  # --fast where it is not available

@@ -136,7 +136,7 @@ class FastprofSession:
     --fastprof or --fastprof-per-test is given)."""
 
     def __init__(self, config, outfile, per_test_dir):
-        from fastprof import cmdline
+        from fastprof import cmdline, formats
         self.config = config
         self.fmt = None
         try:
@@ -154,7 +154,7 @@ class FastprofSession:
                 cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
             options = _run_options(config)
             cmdline.check_scope_options(options, name=_spelled)
-            self.callpaths = self.fmt in cmdline.TREE_FORMATS
+            self.callpaths = self.fmt in formats.TREE_FORMATS
             self.profile_options = cmdline.profile_options(options, self.callpaths)
             self.profile_options["threads"] = True
             cmdline.new_profile(self.profile_options)  # refused now, not at the first test

@@ -24,7 +24,7 @@ import io
 import os
 import sys
 
-from fastprof import arguments, cmdline
+from fastprof import arguments, cmdline, formats
 from fastprof.cmdline import UsageError
 
 # --threads is on by default on the command line (cmdline.RUN_OPTIONS)
@@ -100,7 +100,7 @@ def _optparse():
 def build_parser():
     optparse, Parser, Formatter = _optparse()
     p = Parser(prog=PROG, usage=USAGE, description=DESCRIPTION, formatter=Formatter(),
-               epilog=cmdline.formats_help() + "\n" + EXAMPLES, add_help_option=True)
+               epilog=formats.formats_help() + "\n" + EXAMPLES, add_help_option=True)
     p.disable_interspersed_args()
     p.add_option("-o", "--outfile", metavar="FILE",
                  help="write the profile to FILE instead of printing it; the format "
@@ -108,7 +108,7 @@ def build_parser():
                       "listed. Nothing is printed then but what the program prints.")
     p.add_option("--to", metavar="FORMAT",
                  help="with -o, write this format whatever the name: one of %s"
-                      % ", ".join(cmdline.FORMATS))
+                      % ", ".join(formats.FORMATS))
     p.add_option("-s", "--sort", metavar="SORT",
                  help="sort order of the printed table: one of %s, or several "
                       "separated by commas (default: %s, as cProfile on this Python). %s"
@@ -187,10 +187,6 @@ def split_argv(argv):
 
 
 # -- early checks --------------------------------------------------------------
-
-# -o formats drawn from the calling-context tree: --callpaths is implied
-TREE_FORMATS = cmdline.TREE_FORMATS
-
 
 def output_format(path, to=None):
     """The output format for -o PATH: 'pstats' or a fastprof.exports format."""
@@ -557,7 +553,7 @@ def main(argv=None):
         return 2
 
     # formats that draw the call tree get exact call paths without asking
-    callpaths = options.callpaths or fmt in TREE_FORMATS
+    callpaths = options.callpaths or fmt in formats.TREE_FORMATS
     kwargs = cmdline.profile_options(options, callpaths)
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]

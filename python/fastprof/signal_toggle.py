@@ -25,7 +25,7 @@ How the pieces keep the profile clean and the program safe:
 import os
 import sys
 
-from . import cmdline
+from . import cmdline, formats
 from .cmdline import UsageError
 
 # signals a process cannot catch
@@ -345,7 +345,7 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     cmdline.check_output_path(path)
     if min_percent is not None and not 0 <= min_percent <= 100:
         raise ValueError("min_percent must be between 0 and 100, not %r" % (min_percent,))
-    if fmt in cmdline.TREE_FORMATS:
+    if fmt in formats.TREE_FORMATS:
         profile_kwargs.setdefault("callpaths", True)
     prof = Profile(threads=threads, **profile_kwargs)
     toggle = SignalToggle(prof, signum, os.path.abspath(path), fmt, min_percent)

@@ -218,6 +218,6 @@ def _thread(data: ProfileData, stacks: Stacks, strings: _Strings, name: str, tid
     }
 
 
-def write_gecko(data: ProfileData, out: TextIO, title: str = "") -> None:
-    json.dump(gecko_document(data, title), out, separators=(",", ":"), allow_nan=False)
+def write_gecko(data: ProfileData, out: TextIO, title: Optional[str] = None) -> None:
+    json.dump(gecko_document(data, title or ""), out, separators=(",", ":"), allow_nan=False)
     out.write("\n")

@@ -14,7 +14,7 @@ and the name says that too.
 """
 
 import json
-from typing import List, TextIO, Tuple
+from typing import List, Optional, TextIO, Tuple
 
 from ..calltree import CallTree, build_tree
 from ..names import is_builtin, readable_name
@@ -100,8 +100,9 @@ def _events(tree: CallTree) -> List[Tuple[str, int, int]]:
     return events
 
 
-def write_speedscope(data: ProfileData, out: TextIO, name: str = "", min_fraction: float = 0.0) -> None:
-    doc, events = _document(data, name or "fastprof profile", min_fraction)
+def write_speedscope(data: ProfileData, out: TextIO, title: Optional[str] = None,
+                     min_fraction: float = 0.0) -> None:
+    doc, events = _document(data, title or "fastprof profile", min_fraction)
     # Everything but the events through json; the events (most of the file)
     # formatted directly, which is several times faster.
     head = json.dumps(doc, separators=(",", ":"))
