@@ -363,10 +363,10 @@ def run(args):
             cmdline.report(PROG, "cannot write %s: %s" % (args.output, exc.strerror or exc))
             return 2
     else:
-        from .profiler import _pstats_of, _sort_args
+        from .model import pstats_of, sort_args
         if probe.scope_note() is not None:  # --only: what the table leaves out
             print(probe.scope_note())
-        _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+        pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(sort)).print_stats()
         cmdline.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
         sys.stdout.flush()
     say(_summary_line(pid, data, summary, args.output))

@@ -132,7 +132,7 @@ def profiler_in_use():
 # the modules the helper needs later, imported before profiling starts (and
 # before the sys.path entry the bootstrap may have added is removed)
 _NEEDED = ("fastprof.profiler", "fastprof.profile_file", "fastprof.names",
-           "fastprof.thread_names", "fastprof.merge", "fastprof.cmdline")
+           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline")
 
 
 def start(directory, options, added_path=None, modules_before=()):
@@ -297,7 +297,8 @@ class _Session:
 
     def profile_data(self):
         """Profile.profile_data() without the helper thread's record."""
-        from fastprof.merge import merge_callpaths, merge_stats
+        from fastprof.merge import merge_callpaths
+        from fastprof.model import merge_stats
         from fastprof.names import qualnames_of
         from fastprof.profile_file import ProfileData
         from fastprof.profiler import callpaths_to_file

@@ -247,7 +247,7 @@ def _process_file(path, pid):
 
 def cmd_view(args) -> int:
     from . import view
-    from .names import by_match_key
+    from .model import by_match_key
     from .profile_file import ProfileData
     _check_min_percent(args)
     data = _load(_process_file(args.file, args.process))

@@ -58,7 +58,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .names import FuncKey
+from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
 FORMAT_VERSION = 1

@@ -101,30 +101,6 @@ def callpaths_to_file(nodes):
     return CallPaths(functions, out)
 
 
-class _StatsHolder:
-    """What pstats.Stats() accepts: an object with create_stats() and .stats."""
-
-    def __init__(self, stats):
-        self.stats = stats
-
-    def create_stats(self):
-        pass
-
-
-def _pstats_of(stats, stream=None):
-    """A pstats.Stats over a pstats dict; empty is allowed (pstats refuses it)."""
-    import pstats
-    if stats:
-        return pstats.Stats(_StatsHolder(stats), stream=stream)
-    return pstats.Stats(stream=stream)
-
-
-def _sort_args(sort):
-    if isinstance(sort, (tuple, list)):
-        return tuple(sort)
-    return (sort,)
-
-
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
@@ -375,7 +351,7 @@ class Profile(_fastprof.Profiler):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
         or a tuple of them); ``thread``: only that thread (an id from
         ``thread_stats()``)."""
-        stats = self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        stats = self._pstats(thread).strip_dirs().sort_stats(*_model().sort_args(sort))
         if self._only is not None:
             print(self.scope_note(), file=stats.stream)
         stats.print_stats()
@@ -384,19 +360,19 @@ class Profile(_fastprof.Profiler):
         """Print who called each function (``pstats.Stats.print_callers``);
         ``restrictions`` select rows as in pstats: a regex on the name, an
         int count or a float fraction."""
-        (self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        (self._pstats(thread).strip_dirs().sort_stats(*_model().sort_args(sort))
          .print_callers(*restrictions))
 
     def print_callees(self, *restrictions, sort=-1, thread=None):
         """Print what each function called (``pstats.Stats.print_callees``)."""
-        (self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        (self._pstats(thread).strip_dirs().sort_stats(*_model().sort_args(sort))
          .print_callees(*restrictions))
 
     def _pstats(self, thread):
         if thread is None:
             self.create_stats()
-            return _pstats_of(self.stats)
-        return _pstats_of(self._thread_stats_dict(self._thread_id(thread)))
+            return _model().pstats_of(self.stats)
+        return _model().pstats_of(self._thread_stats_dict(self._thread_id(thread)))
 
     # -- threads -------------------------------------------------------------
 
@@ -569,6 +545,12 @@ def _threads_mod():
     """thread_names, imported when first needed (not by ``import fastprof``)."""
     from . import thread_names
     return thread_names
+
+
+def _model():
+    """model (pstats.Stats over a dict), imported when a table is printed."""
+    from . import model
+    return model
 
 
 def _live_thread_names():

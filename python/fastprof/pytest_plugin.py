@@ -401,7 +401,8 @@ def _without_own_rows(data):
 
 def _add(a, b):
     """ProfileData *a* + *b* (the threads of one name are one thread)."""
-    from fastprof.merge import merge_profiles, merge_stats
+    from fastprof.merge import merge_profiles
+    from fastprof.model import merge_stats
     out = merge_profiles([a, b])
     threads = {}
     for t in a.threads + b.threads:

@@ -431,8 +431,8 @@ def _write_merged(data, options, fmt):
         cmdline.write_output(data, options.outfile, fmt, min_percent=options.min_percent)
         return
     _usable_stdout()
-    from .profiler import _pstats_of, _sort_args
-    _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(options.sort)).print_stats()
+    from .model import pstats_of, sort_args
+    pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
 
 
@@ -469,14 +469,14 @@ def _print_output(prof, options):
         return
     prof.disable()
     # threads named alike (a server's request threads) share one table
-    from .profiler import _pstats_of, _sort_args
-    from .thread_names import per_thread_tables
+    from .model import pstats_of, sort_args
+    from .thread_groups import per_thread_tables
     for title, tid, stats in per_thread_tables(prof.thread_stats()):
         print("=== %s ===" % title)
         if tid is not None:
             prof.print_stats(options.sort, thread=tid)
         else:
-            _pstats_of(stats).strip_dirs().sort_stats(*_sort_args(options.sort)).print_stats()
+            pstats_of(stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
 
 

@@ -18,7 +18,8 @@ calls a) stays; KCachegrind shows it as a cycle.
 from collections import defaultdict
 from typing import Dict, Optional, TextIO
 
-from ..names import by_match_key, is_builtin, readable_name
+from ..model import by_match_key, is_builtin
+from ..names import readable_name
 from ..profile_file import FuncKey, ProfileData
 
 BUILTIN_FILE = "<built-in>"

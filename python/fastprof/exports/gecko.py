@@ -49,7 +49,8 @@ import os
 import platform
 from typing import Dict, List, Optional, TextIO
 
-from ..names import is_builtin, readable_name
+from ..model import is_builtin
+from ..names import readable_name
 from ..profile_file import ProfileData
 from ._stacks import Stacks, profile_stacks, thread_stacks
 

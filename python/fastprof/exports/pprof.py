@@ -24,7 +24,8 @@ What fastprof writes:
 import gzip
 from typing import BinaryIO, Dict, List, Optional
 
-from ..names import is_builtin, readable_name, stdname
+from ..model import is_builtin
+from ..names import readable_name, stdname
 from ..profile_file import ProfileData
 from ._protobuf import Message
 from ._stacks import profile_stacks

@@ -17,7 +17,8 @@ import json
 from typing import List, Optional, TextIO, Tuple
 
 from ..calltree import CallTree, build_tree
-from ..names import is_builtin, readable_name
+from ..model import is_builtin
+from ..names import readable_name
 from ..profile_file import ProfileData
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
