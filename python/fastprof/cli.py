@@ -191,7 +191,7 @@ def build_parser():
                    help="html, speedscope, collapsed: fold call paths below P%% of the total "
                         "time into their callers (default 0.01; 0 keeps every path)")
 
-    from .attach import add_parser as add_attach_parser
+    from .modes.attach import add_parser as add_attach_parser
     add_attach_parser(sub, argparse.RawDescriptionHelpFormatter)
 
     sub.add_parser(
@@ -233,7 +233,7 @@ def _process_file(path, pid):
     """The file to show: *path*, or with --process PID, that process's profile."""
     if pid is None:
         return path
-    from .subprocesses import PROCESSES_SUFFIX, process_profiles
+    from .modes.subprocesses import PROCESSES_SUFFIX, process_profiles
     files = process_profiles(path)
     if not files:
         raise UsageError("%s has no per-process profiles (no %s%s/ directory: they are "
@@ -369,7 +369,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from . import attach
+    from .modes import attach
     return attach.run(args)
 
 

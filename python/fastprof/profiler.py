@@ -275,7 +275,7 @@ class Profile(_fastprof.Profiler):
 
     def _before_enable(self):
         # what the thread names need before the C enable(); the signal
-        # toggle calls it before its C handler enables (signal_toggle.py)
+        # toggle calls it before its C handler enables (modes/signal_toggle.py)
         self._names_at_enable = _live_thread_names()
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()

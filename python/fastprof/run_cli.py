@@ -436,12 +436,12 @@ def _write_merged(data, options, fmt):
     sys.stdout.flush()
 
 
-def _report_unmatched(prof, follower=None):
+def _report_unmatched(prof, follower=None, prog=PROG):
     """--lines/--only patterns that named nothing (in any process, with
     --subprocesses): one line each."""
     lines = cmdline.unmatched_patterns(prof)
     for line in follower.unmatched_everywhere(lines) if follower is not None else lines:
-        print("%s: %s" % (PROG, line), file=sys.stderr)
+        print("%s: %s" % (prog, line), file=sys.stderr)
 
 
 def _print_lines(prof):
@@ -515,7 +515,7 @@ def main(argv=None):
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
         signum = None
         if options.signal is not None:
-            from fastprof.signal_toggle import parse_signal
+            from fastprof.modes.signal_toggle import parse_signal
             signum = parse_signal(options.signal)
             if options.outfile is None or options.outfile == cmdline.STDOUT:
                 raise UsageError("--signal needs -o FILE: each stop writes the profile there")
@@ -565,7 +565,7 @@ def main(argv=None):
         return 2
     toggle = None
     if signum is not None:
-        from fastprof.signal_toggle import SignalToggle
+        from fastprof.modes.signal_toggle import SignalToggle
         toggle = SignalToggle(prof, signum, options.outfile, fmt, options.min_percent, PROG)
         try:
             toggle.install(start=not options.idle)
@@ -574,7 +574,7 @@ def main(argv=None):
             return 2
     follower = None
     if options.subprocesses:
-        from fastprof.subprocesses import Follower
+        from fastprof.modes.subprocesses import Follower
         follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []
@@ -600,13 +600,16 @@ def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
     try:
-        return _finish_profile(prof, options, fmt, failures, status, follower)
+        return finish_profile(prof, options, fmt, failures, status, follower)
     finally:
         if toggle is not None:
             toggle.end_exit()
 
 
-def _finish_profile(prof, options, fmt, failures, status, follower=None):
+def finish_profile(prof, options, fmt, failures, status, follower=None, prog=PROG):
+    """How a run ends, here and in %fastprof: stop profiling, report
+    profiler *failures* and unmatched patterns (as *prog*), write the
+    profile (*fmt*) or print its table; return the exit status."""
     try:
         prof.disable()
     except Exception as err:
@@ -614,12 +617,12 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
     prof._remember_thread_names()
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
-              % (PROG, type(err).__name__, err), file=sys.stderr)
+              % (prog, type(err).__name__, err), file=sys.stderr)
         status = status or 1
     merged = None
     if follower is not None:
-        merged = follower.finish(prof.profile_data(), options.outfile, PROG)
-    _report_unmatched(prof, follower)
+        merged = follower.finish(prof.profile_data(), options.outfile, prog)
+    _report_unmatched(prof, follower, prog)
     try:
         if merged is not None:
             _write_merged(merged, options, fmt)
@@ -632,7 +635,7 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
         sys.stdout = None
         return exc.errno
     except OSError as exc:
-        print("%s: error: cannot write %s: %s" % (PROG, options.outfile, exc.strerror or exc),
+        print("%s: error: cannot write %s: %s" % (prog, options.outfile, exc.strerror or exc),
               file=sys.stderr)
         return status or 1
     return status

@@ -25,8 +25,8 @@ How the pieces keep the profile clean and the program safe:
 import os
 import sys
 
-from . import cmdline, formats
-from .cmdline import UsageError
+from .. import cmdline, formats
+from ..cmdline import UsageError
 
 # signals a process cannot catch
 _UNCATCHABLE = ("SIGKILL", "SIGSTOP")
@@ -336,7 +336,7 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     the profile if called while profiling, where ``uninstall()`` shows
     none). Linux only.
     """
-    from .profiler import Profile
+    from ..profiler import Profile
     signum = parse_signal(sig)
     path = os.fspath(filename)
     fmt = cmdline.output_format(path, to)

@@ -27,6 +27,7 @@ mode 0700) is the only channel; its files, each written atomically:
 import os
 import sys
 
+from . import package_parent
 from .process_alive import alive as _alive
 
 # The bootstrap's code; %(...)r fields are filled by the attaching side.
@@ -69,7 +70,7 @@ def _fastprof_attach(directory, fastprof_parent, abi, options):
                 return
             sys.path.append(fastprof_parent)
             added = fastprof_parent
-        from fastprof import attach_agent
+        from fastprof.modes import attach_agent
     except BaseException as exc:
         note("error", "cannot import fastprof in process %%d: %%s: %%s" %% (
             os.getpid(), type(exc).__name__, exc))
@@ -98,9 +99,8 @@ def abi_tag():
 
 def bootstrap_text(directory, options):
     """The bootstrap script for *directory* with profiler *options*."""
-    package_dir = os.path.dirname(os.path.abspath(__file__))
     return BOOTSTRAP % {"directory": directory,
-                        "fastprof_parent": os.path.dirname(package_dir),
+                        "fastprof_parent": package_parent(),
                         "abi": abi_tag(), "options": options}
 
 

@@ -2,8 +2,9 @@
 
 Registered through the ``pytest11`` entry point as ``fastprof`` (so
 ``-p no:fastprof`` turns it off). pytest imports every plugin at start-up:
-this module imports nothing but os and pytest itself until one of its
-options is given (``import fastprof`` loads the C extension, nothing else).
+this module imports nothing but os, pytest and the run options' declarations
+(cmdline: os and sys) until one of its options is given; the C extension is
+loaded when the first profile is made.
 
 What is profiled: the three phases of each test -- setup (its fixtures),
 call (the test function) and teardown (fixture finalizers) -- and nothing
@@ -24,6 +25,8 @@ import os
 
 import pytest
 
+from .. import cmdline, formats
+
 DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
@@ -35,6 +38,13 @@ PREFIX = "--fastprof-"
 def _spelled(option):
     """How run option *option* is spelled here: --lines -> --fastprof-lines."""
     return PREFIX + option[2:]
+
+
+def _respelled(text):
+    """*text* (a run option's help) with the options the plugin takes spelled its way."""
+    import re  # (at start-up: pytest imported it)
+    names = "|".join(sorted((o[2:] for o in RUN_OPTIONS), key=len, reverse=True))
+    return re.sub(r"--(%s)\b" % names, lambda m: _spelled(m.group(0)), text)
 
 
 def pytest_addoption(parser):
@@ -51,29 +61,17 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
-    # python -m fastprof's --lines, --lines-from, --only and --fast, declared
-    # here and not from cmdline.RUN_OPTIONS: importing any fastprof module
-    # imports the package and its C extension, which every pytest run would
-    # then pay (nothing of fastprof's is imported until an option is given)
-    group.addoption(
-        "--fastprof-lines", action="append", default=[], metavar="PATTERN",
-        help="line by line: each line's hits and time in the functions PATTERN names "
-             "(python -m fastprof --lines: MODULE[:QUALNAME] with shell wildcards, "
-             "test_db:test_*, or a file path glob), stored in the profile "
-             "(fastprof view FILE --lines). Repeatable")
-    group.addoption(
-        "--fastprof-lines-from", metavar="OLD.prof[:N]", default=None,
-        help="line by line for the N functions (default 10) with the most own time "
-             "in an earlier profile OLD.prof")
-    group.addoption(
-        "--fastprof-only", action="append", default=[], metavar="PATTERN",
-        help="record only the functions PATTERN names (the --fastprof-lines syntax) and "
-             "the C functions they call; the time of calls into other Python code "
-             "stays in the caller's own time. Repeatable")
-    group.addoption(
-        "--fastprof-fast", action="store_true", default=False,
-        help="Python functions only, through a frame evaluator (PEP 523): much cheaper, "
-             "counts as cProfile with builtins=False (not with --fastprof-lines/-only)")
+    # python -m fastprof's --lines, --lines-from, --only and --fast, as it declares them
+    for flags, _d, action, kind, default, metavar, text in cmdline.RUN_OPTIONS:
+        if flags[-1] not in RUN_OPTIONS:
+            continue
+        kwargs = {"action": action, "help": _respelled(text).replace("%", "%%"),
+                  "default": list(default) if isinstance(default, list) else default}
+        if metavar is not None:
+            kwargs["metavar"] = metavar
+        if kind is not None:
+            kwargs["type"] = kind
+        group.addoption(_spelled(flags[-1]), **kwargs)
 
 
 def pytest_configure(config):
@@ -111,8 +109,6 @@ def _run_options(config):
     """The run options as python -m fastprof's parser gives them (the
     plugin's own values where it takes them, the defaults elsewhere)."""
     import types
-
-    from fastprof import cmdline
     values = dict(cmdline.RUN_DEFAULTS)
     for option in RUN_OPTIONS:
         values[option[2:].replace("-", "_")] = config.getoption(_dest(option))
@@ -136,7 +132,6 @@ class FastprofSession:
     --fastprof or --fastprof-per-test is given)."""
 
     def __init__(self, config, outfile, per_test_dir):
-        from fastprof import cmdline, formats
         self.config = config
         self.fmt = None
         try:
@@ -177,15 +172,13 @@ class FastprofSession:
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
-        from fastprof import cmdline
         return cmdline.new_profile(self.profile_options)
 
     def _note_unmatched(self, prof=None, lines=None):
         """Keep the patterns that named nothing in any of the profiles (of
         *prof*, or a worker's *lines*)."""
         if prof is not None:
-            from fastprof import cmdline
-            lines = cmdline.unmatched_patterns(prof, name=_spelled)
+                lines = cmdline.unmatched_patterns(prof, name=_spelled)
         self.unmatched = lines if self.unmatched is None else [
             line for line in self.unmatched if line in lines]
 
@@ -266,7 +259,6 @@ class FastprofSession:
             return
         if self.final is None or self.outfile is None:
             return
-        from fastprof import cmdline
         try:
             cmdline.write_output(self.final, self.outfile, self.fmt)
             self.written = self.outfile
