@@ -176,11 +176,8 @@ def new_profile(kwargs, main_alias=None):
         prof = Profile(**kwargs)
     except (RuntimeError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    if prof._lines is not None:
-        prof._lines.patterns.main_alias = main_alias
-        prof._lines.patterns.keys.update(tuple(k) for k in line_keys)
-    if prof._only is not None:
-        prof._only.main_alias = main_alias
+    prof.set_main_alias(main_alias)
+    prof.add_line_keys(line_keys)
     return prof
 
 
@@ -192,10 +189,10 @@ def unmatched_patterns(prof, name=lambda option: option):
            for text in prof.unmatched_line_patterns()]
     out += ["%s %s: no function that ran matches it" % (name("--only"), text)
             for text in prof.unmatched_only_patterns()]
-    missed = prof._lines.patterns.keys_unmatched() if prof._lines is not None else []
+    missed, count = prof.unmatched_line_keys()
     if missed:
         out.append("%s: %d of its %d functions did not run: %s" % (
-            name("--lines-from"), len(missed), len(prof._lines.patterns.keys),
+            name("--lines-from"), len(missed), count,
             ", ".join("%s:%d(%s)" % (os.path.basename(f), n, fn) for f, n, fn in missed[:3])
             + (", ..." if len(missed) > 3 else "")))
     return out

@@ -232,7 +232,7 @@ class Profile(_fastprof.Profiler):
 
     def enable(self):
         """Start profiling (cProfile's ``enable``)."""
-        self._before_enable()
+        self.prepare_enable()
         if self._lines is not None and not self.enabled:
             self._lines.start()
         super().enable()
@@ -273,9 +273,41 @@ class Profile(_fastprof.Profiler):
         """The ``lines=`` patterns that named no function that ran."""
         return self._lines.patterns.unmatched() if self._lines is not None else []
 
-    def _before_enable(self):
-        # what the thread names need before the C enable(); the signal
-        # toggle calls it before its C handler enables (modes/signal_toggle.py)
+    # -- what the run modes set and read (command lines, attach, subprocesses...)
+
+    def set_main_alias(self, alias):
+        """The module name ``__main__`` also answers to in the ``lines=`` and
+        ``only=`` patterns: the script's stem (``prog:hot`` for prog.py)."""
+        if self._lines is not None:
+            self._lines.patterns.main_alias = alias
+        if self._only is not None:
+            self._only.main_alias = alias
+
+    def add_line_keys(self, keys):
+        """Also profile line by line the functions with these pstats keys
+        (``--lines-from``); needs ``lines=``."""
+        if self._lines is not None:
+            self._lines.patterns.keys.update(tuple(k) for k in keys)
+
+    def unmatched_line_keys(self):
+        """``(keys, count)``: the add_line_keys() keys of functions that did
+        not run, and how many keys were added."""
+        if self._lines is None:
+            return [], 0
+        return self._lines.patterns.keys_unmatched(), len(self._lines.patterns.keys)
+
+    def toggled_by(self, callback):
+        """A C callable for a signal handler: disable(), then
+        ``callback(error, was_enabled, *args)``, then enable() if it returned
+        true, with no frame of its own recorded and no Python code between
+        the answer and the enable (the C ``_toggle_with``)."""
+        import functools  # (deferred: import fastprof imports nothing cProfile does not)
+        return functools.partial(self._toggle_with, callback)
+
+    def prepare_enable(self):
+        """What the thread names need before the C enable(): enable() does
+        it; the signal toggle calls it before its C handler enables
+        (modes/signal_toggle.py)."""
         self._names_at_enable = _live_thread_names()
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()
@@ -315,7 +347,7 @@ class Profile(_fastprof.Profiler):
         try:
             self.disable()
         finally:
-            self._remember_thread_names()
+            self.take_thread_names()
 
     def __enter__(self):
         self.enable()
@@ -329,7 +361,7 @@ class Profile(_fastprof.Profiler):
                 raise
             self._failed_under(err, exc)
         finally:
-            self._remember_thread_names()
+            self.take_thread_names()
         return False
 
     # -- stats -------------------------------------------------------------
@@ -385,7 +417,7 @@ class Profile(_fastprof.Profiler):
         that ended before its name could be seen is called
         ``"Thread-<ident> (ended)"``.
         """
-        self._remember_thread_names()
+        self.take_thread_names()
         out = []
         for tid, ident, _native in self.threads():
             out.append((tid, ident, self._thread_name(tid, ident),
@@ -415,8 +447,10 @@ class Profile(_fastprof.Profiler):
                 thread, ", ".join(str(r[0]) for r in records) or "none"))
         return thread
 
-    def _remember_thread_names(self):
-        """Name the profiled threads (``thread_names.name_records``)."""
+    def take_thread_names(self):
+        """Name the profiled threads now, while their Thread objects are at
+        hand (``thread_names.name_records``): disable() does, and a run mode
+        that reads thread stats of a profiler still enabled calls it first."""
         try:
             records = self.threads()
         except Exception:
@@ -509,12 +543,12 @@ class Profile(_fastprof.Profiler):
                 self.disable()
             except Exception as err:
                 self._failed_under(err, exc, stacklevel=4)  # runcall's caller
-            self._remember_thread_names()
+            self.take_thread_names()
             raise
         try:
             self.disable()
         finally:
-            self._remember_thread_names()
+            self.take_thread_names()
         return result
 
 

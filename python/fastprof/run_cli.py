@@ -614,7 +614,7 @@ def finish_profile(prof, options, fmt, failures, status, follower=None, prog=PRO
         prof.disable()
     except Exception as err:
         failures.append(err)
-    prof._remember_thread_names()
+    prof.take_thread_names()
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
               % (prog, type(err).__name__, err), file=sys.stderr)
@@ -685,7 +685,7 @@ def run_program(prof, code, globs, threads, failures, toggle=None):
             prof.disable()
         except Exception as err:
             failures.append(err)
-    prof._remember_thread_names()
+    prof.take_thread_names()
     status = 0
     if isinstance(error, SystemExit):
         status = _exit_status(error)

@@ -303,7 +303,7 @@ class _Session:
         from fastprof.profile_file import ProfileData
         from fastprof.profiler import callpaths_to_file
         prof = self.prof
-        prof._remember_thread_names()
+        prof.take_thread_names()
         kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]
         codes = [e.code for tid, _i, _n, _s in kept for e in prof.getstats(tid)]
         data = ProfileData(merge_stats([st for _t, _i, _n, st in kept]),

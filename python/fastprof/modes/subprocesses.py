@@ -350,7 +350,7 @@ def _write(state):
     try:
         from ..cmdline import unmatched_patterns
         from ..profile_file import write_profile
-        prof._remember_thread_names()
+        prof.take_thread_names()
         data = prof.profile_data()
         # first what this process's patterns missed (the parent reports a
         # pattern only if every process missed it), then the profile: the
