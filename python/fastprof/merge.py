@@ -28,7 +28,7 @@
   lines has them for.
 """
 
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from .profile_file import CallPaths, ProfileData
@@ -193,8 +193,3 @@ def merge_profiles(profiles: Iterable[ProfileData]) -> ProfileData:
     for p in profiles:
         total.add(p)
     return total.result()
-
-
-def clocks_differ(profiles: Sequence[ProfileData]) -> bool:
-    """True if the inputs name two different clocks (cProfile files name none)."""
-    return len({p.clock for p in profiles if p.clock is not None}) > 1

@@ -188,16 +188,6 @@ def split_argv(argv):
 
 # -- early checks --------------------------------------------------------------
 
-def output_format(path, to=None):
-    """The output format for -o PATH: 'pstats' or a fastprof.exports format."""
-    return cmdline.output_format(path, to)
-
-
-def check_output_path(path, inputs=()):
-    """Raise UsageError unless *path* can be written (checked, not created)."""
-    cmdline.check_output_path(path, inputs)
-
-
 def _find_quietly(modname):
     """True if *modname* (and for a package, its __main__) can be found
     without running any package's ``__init__``: parents are looked up in
@@ -531,8 +521,8 @@ def main(argv=None):
             kind = check_script(args[0])
         fmt = None
         if options.outfile is not None:
-            fmt = output_format(options.outfile, options.to)
-            check_output_path(options.outfile, [] if options.module else [args[0]])
+            fmt = cmdline.output_format(options.outfile, options.to)
+            cmdline.check_output_path(options.outfile, [] if options.module else [args[0]])
             if options.outfile != cmdline.STDOUT:
                 # the program may chdir: fix the path now, as cProfile does
                 options.outfile = os.path.abspath(options.outfile)

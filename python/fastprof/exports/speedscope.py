@@ -28,14 +28,6 @@ def _ns(seconds: float) -> int:
     return max(0, int(round(seconds * 1e9)))
 
 
-def speedscope_document(data: ProfileData, name: str = "fastprof profile",
-                        min_fraction: float = 0.0) -> dict:
-    """The speedscope file as a dict (events as dicts: handy, but slow for big trees)."""
-    doc, events = _document(data, name, min_fraction)
-    doc["profiles"][0]["events"] = [{"type": t, "frame": f, "at": at} for t, f, at in events]
-    return doc
-
-
 def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
     tree = build_tree(data, min_fraction)
     frames = []
