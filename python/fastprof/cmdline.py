@@ -11,7 +11,7 @@ must import nothing the program could notice (os and sys only).
 import os
 import sys
 
-from . import formats
+from . import arguments, formats
 
 
 class UsageError(ValueError):
@@ -103,7 +103,6 @@ def check_run_options(options):
     python -m fastprof, fastprof attach and %fastprof parse them all (the
     pytest plugin its few: check_scope_options).  Sets ``options.line_keys``:
     --lines-from's functions."""
-    from . import arguments
     try:
         arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
         arguments.check_choice("--coroutines", options.coroutines, arguments.COROUTINE_MODES)
@@ -130,8 +129,8 @@ def check_scope_options(options, name=lambda option: option):
     _check_patterns(name("--only"), options.only)
     if options.lines_from is None:
         return
-    from fastprof.line_profiling import parse_lines_from, top_functions
-    from fastprof.profile_file import ProfileFileError
+    from fastprof.line_profiling import parse_lines_from, top_functions  # (deferred: nothing before the program)
+    from fastprof.profile_file import ProfileFileError  # (deferred: nothing before the program)
     try:
         path, n = parse_lines_from(options.lines_from)
         keys = top_functions(path, n)
@@ -145,7 +144,7 @@ def check_scope_options(options, name=lambda option: option):
 def _check_patterns(option, patterns):
     if not patterns:
         return  # (func_patterns imports fnmatch: not without the option)
-    from fastprof.func_patterns import parse_pattern
+    from fastprof.func_patterns import parse_pattern  # (deferred: nothing before the program)
     for text in patterns:
         try:
             parse_pattern(text)
@@ -169,7 +168,7 @@ def new_profile(kwargs, main_alias=None):
     """The Profile profile_options() describes; *main_alias*: the name
     ``__main__`` also answers to in the patterns (the script's stem).
     UsageError if the Profile refuses them (--fast where unavailable)."""
-    from fastprof.profiler import Profile
+    from fastprof.profiler import Profile  # (deferred: nothing before the program)
     kwargs = dict(kwargs)
     line_keys = kwargs.pop("line_keys", ())
     try:
@@ -203,8 +202,8 @@ def print_line_listings(lines, stats, qualnames, own=None):
     *own*: the lines' own times where known."""
     if not lines:
         return
-    from fastprof.line_view import listings
-    from fastprof.view import micro_sign
+    from fastprof.line_view import listings  # (deferred: nothing before the program)
+    from fastprof.view import micro_sign  # (deferred: nothing before the program)
     out = listings(lines, stats, qualnames, micro=micro_sign(sys.stdout), own=own)
     print("\nLine by line (time of a line: from its start to the next line or the "
           "function's exit, callees included; own: less them)\n")
@@ -272,7 +271,7 @@ def check_output_path(path, inputs=()):
 def write_output(data, path, fmt, title=None, min_percent=None):
     """Write profile *data* (a ProfileData) to *path* ('-': stdout) in *fmt*;
     *min_percent*: exports.export's cut of small call paths."""
-    from fastprof import exports
+    from fastprof import exports  # (deferred: nothing before the program)
     if path != STDOUT:
         exports.export(data, path, fmt, title=title, min_percent=min_percent)
     elif fmt in formats.BINARY_FORMATS:

@@ -247,8 +247,8 @@ def parse_lines_from(text):
 def top_functions(path, n):
     """The pstats keys of the *n* Python functions with the most own time
     in the profile at *path* (ProfileFileError if it is not one)."""
-    from .model import is_builtin
-    from .profile_file import load_profile
+    from .model import is_builtin  # (deferred: --lines-from only)
+    from .profile_file import load_profile  # (deferred: --lines-from only)
     stats = load_profile(path).stats
     # functions: not C functions, nor module bodies (run once, before any
     # pattern could match them)

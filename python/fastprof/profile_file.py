@@ -58,6 +58,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .atomic_file import write_atomically
 from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
@@ -139,7 +140,6 @@ def write_profile(path, data: ProfileData) -> None:
     if hasattr(path, "write"):
         _write(path, data)
         return
-    from .atomic_file import write_atomically
     write_atomically(path, lambda f: _write(f, data))
 
 

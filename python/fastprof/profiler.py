@@ -30,7 +30,7 @@ def entries_to_stats(entries):
     sums two profiles -- counts, times, and callers, on either side of an
     edge.
     """
-    from .names import label
+    from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
     stats = {}
     for entry in entries:
         func = label(entry.code)
@@ -74,8 +74,8 @@ def callpaths_to_file(nodes):
     functions share a label are merged into one (counts and times summed),
     and so are their children, recursively, as in ``entries_to_stats``.
     """
-    from .names import label
-    from .profile_file import CallPaths
+    from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
+    from .profile_file import CallPaths  # (deferred: import fastprof adds nothing to cProfile's imports)
     functions = []
     index = {}
     out = []
@@ -198,7 +198,7 @@ class Profile(_fastprof.Profiler):
         # scoped profiling: the C profiler asks _in_scope once per code object
         self._only = None
         if only is not None:
-            from .func_patterns import FunctionPatterns
+            from .func_patterns import FunctionPatterns  # (deferred: import fastprof adds nothing to cProfile's imports)
             if isinstance(only, str):
                 raise TypeError("only must be a list of patterns, not a str: only=[%r]" % (only,))
             self._only = FunctionPatterns(list(only))
@@ -266,7 +266,7 @@ class Profile(_fastprof.Profiler):
         """One line saying what ``only=`` left out, or None without it."""
         if self._only is None:
             return None
-        from .view import scope_note
+        from .view import scope_note  # (deferred: import fastprof adds nothing to cProfile's imports)
         return scope_note(self._only.texts)
 
     def unmatched_line_patterns(self):
@@ -373,7 +373,7 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        from .names import qualnames_of
+        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats()
         self.stats = entries_to_stats(entries)
         # read here, once, from the code objects the entries hold (3.11+)
@@ -475,7 +475,7 @@ class Profile(_fastprof.Profiler):
 
         With ``thread``, only that thread's stats and call paths.
         """
-        from .profile_file import ProfileData
+        from .profile_file import ProfileData  # (deferred: import fastprof adds nothing to cProfile's imports)
         info = self.clock_info()
         if thread is None:
             self.create_stats()
@@ -490,7 +490,7 @@ class Profile(_fastprof.Profiler):
             return data
         self._disable()
         tid = self._thread_id(thread)
-        from .names import qualnames_of
+        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats(tid)
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
                            qualnames=qualnames_of(e.code for e in entries),
@@ -512,7 +512,7 @@ class Profile(_fastprof.Profiler):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
         fastprof's extras (clock, call paths, per-thread stats) follow in a
         trailer those tools ignore.  ``thread``: that thread only."""
-        from .profile_file import write_profile
+        from .profile_file import write_profile  # (deferred: import fastprof adds nothing to cProfile's imports)
         write_profile(file, self.profile_data(thread))
 
     # -- running code ------------------------------------------------------
@@ -553,7 +553,7 @@ class Profile(_fastprof.Profiler):
 
 
 def _line_recorder(lines, threads, main_alias=None, keys=()):
-    from .line_profiling import make_recorder
+    from .line_profiling import make_recorder  # (deferred: import fastprof adds nothing to cProfile's imports)
     if isinstance(lines, str):
         raise TypeError("lines must be a list of patterns, not a str: lines=[%r]" % (lines,))
     return make_recorder(list(lines), main_alias=main_alias, keys=keys, threads=threads)
@@ -577,13 +577,13 @@ def _scope_decider(patterns):
 
 def _threads_mod():
     """thread_names, imported when first needed (not by ``import fastprof``)."""
-    from . import thread_names
+    from . import thread_names  # (deferred: import fastprof adds nothing to cProfile's imports)
     return thread_names
 
 
 def _model():
     """model (pstats.Stats over a dict), imported when a table is printed."""
-    from . import model
+    from . import model  # (deferred: import fastprof adds nothing to cProfile's imports)
     return model
 
 

@@ -421,7 +421,7 @@ def _write_merged(data, options, fmt):
         cmdline.write_output(data, options.outfile, fmt, min_percent=options.min_percent)
         return
     _usable_stdout()
-    from .model import pstats_of, sort_args
+    from .model import pstats_of, sort_args  # (deferred: nothing before the program)
     pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
 
@@ -459,8 +459,8 @@ def _print_output(prof, options):
         return
     prof.disable()
     # threads named alike (a server's request threads) share one table
-    from .model import pstats_of, sort_args
-    from .thread_groups import per_thread_tables
+    from .model import pstats_of, sort_args  # (deferred: nothing before the program)
+    from .thread_groups import per_thread_tables  # (deferred: nothing before the program)
     for title, tid, stats in per_thread_tables(prof.thread_stats()):
         print("=== %s ===" % title)
         if tid is not None:
@@ -505,7 +505,7 @@ def main(argv=None):
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
         signum = None
         if options.signal is not None:
-            from fastprof.modes.signal_toggle import parse_signal
+            from fastprof.modes.signal_toggle import parse_signal  # (deferred: nothing before the program)
             signum = parse_signal(options.signal)
             if options.outfile is None or options.outfile == cmdline.STDOUT:
                 raise UsageError("--signal needs -o FILE: each stop writes the profile there")
@@ -555,7 +555,7 @@ def main(argv=None):
         return 2
     toggle = None
     if signum is not None:
-        from fastprof.modes.signal_toggle import SignalToggle
+        from fastprof.modes.signal_toggle import SignalToggle  # (deferred: nothing before the program)
         toggle = SignalToggle(prof, signum, options.outfile, fmt, options.min_percent, PROG)
         try:
             toggle.install(start=not options.idle)
@@ -564,7 +564,7 @@ def main(argv=None):
             return 2
     follower = None
     if options.subprocesses:
-        from fastprof.modes.subprocesses import Follower
+        from fastprof.modes.subprocesses import Follower  # (deferred: nothing before the program)
         follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []

@@ -20,6 +20,9 @@ import time
 
 from .. import cmdline, formats
 from ..cmdline import UsageError
+from ..model import pstats_of, sort_args
+from ..profile_file import load_profile
+from . import attach_agent
 from .process_alive import alive as _alive
 
 PROG = "fastprof attach"
@@ -273,7 +276,6 @@ def attach(pid, options, duration, timeout, say):
     on failure.  *options*: Profile's keyword arguments."""
     import tempfile
 
-    from . import attach_agent
     directory = tempfile.mkdtemp(prefix="fastprof-attach-")  # 0700, unpredictable name
     keep = False
     try:
@@ -303,7 +305,6 @@ def attach(pid, options, duration, timeout, say):
         say("profiling process %d%s" % (pid, " for %gs" % duration if duration is not None
                                        else " until Ctrl-C"))
         summary = _wait_done(directory, pid, duration, say)
-        from ..profile_file import load_profile
         data = load_profile(os.path.join(directory, "profile.prof"))
         return data, summary
     finally:
@@ -363,7 +364,6 @@ def run(args):
             cmdline.report(PROG, "cannot write %s: %s" % (args.output, exc.strerror or exc))
             return 2
     else:
-        from ..model import pstats_of, sort_args
         if probe.scope_note() is not None:  # --only: what the table leaves out
             print(probe.scope_note())
         pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(sort)).print_stats()

@@ -176,7 +176,7 @@ class _Session:
     def __init__(self, directory, options, added_path, modules_before):
         import _thread
 
-        from fastprof.cmdline import new_profile
+        from fastprof.cmdline import new_profile  # (deferred: imported by start(), see _NEEDED)
         self.directory = directory
         self.options = dict(options)
         self.added_path = added_path
@@ -282,14 +282,14 @@ class _Session:
                 _forget(self.added_path, self.modules_before)
 
     def write(self, duration, reason):
-        from fastprof.profile_file import write_profile
+        from fastprof.profile_file import write_profile  # (deferred: imported by start(), see _NEEDED)
         data = self.profile_data()
         tmp = os.path.join(self.directory, "profile.prof.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             write_profile(f, data)
         os.replace(tmp, os.path.join(self.directory, "profile.prof"))
-        from fastprof.cmdline import unmatched_patterns
+        from fastprof.cmdline import unmatched_patterns  # (deferred: imported by start(), see _NEEDED)
         note(self.directory, "done", repr({
             "duration": duration, "reason": reason,
             "threads": len(data.threads) if self.options.get("threads") else 1,
@@ -297,11 +297,11 @@ class _Session:
 
     def profile_data(self):
         """Profile.profile_data() without the helper thread's record."""
-        from fastprof.merge import merge_callpaths
-        from fastprof.model import merge_stats
-        from fastprof.names import qualnames_of
-        from fastprof.profile_file import ProfileData
-        from fastprof.profiler import callpaths_to_file
+        from fastprof.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.names import qualnames_of  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.profiler import callpaths_to_file  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
         prof.take_thread_names()
         kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]

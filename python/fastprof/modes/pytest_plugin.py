@@ -232,7 +232,7 @@ class FastprofSession:
             n += 1
             name = "%s-%d" % (base, n)
         self.per_test_files[name] = nodeid
-        from fastprof.profile_file import write_profile
+        from fastprof.profile_file import write_profile  # (deferred: nothing at pytest start-up)
         try:
             write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
         except OSError as exc:
@@ -274,7 +274,7 @@ class FastprofSession:
         out = {"times": self.times, "per_test_files": self.per_test_files,
                "problems": self.problems, "unmatched": self.unmatched, "profile": None}
         if self.final is not None:
-            from fastprof.profile_file import write_profile
+            from fastprof.profile_file import write_profile  # (deferred: nothing at pytest start-up)
             path = os.path.join(config.workerinput["fastprof_dir"],
                                 "%s.prof" % config.workerinput.get("workerid", os.getpid()))
             try:
@@ -298,7 +298,7 @@ class FastprofSession:
         if output["unmatched"] is not None:
             self._note_unmatched(lines=output["unmatched"])
         if output["profile"] is not None:
-            from fastprof.profile_file import ProfileFileError, load_profile
+            from fastprof.profile_file import ProfileFileError, load_profile  # (deferred: nothing at pytest start-up)
             try:
                 data = load_profile(output["profile"])
             except ProfileFileError as exc:
@@ -380,7 +380,7 @@ def _without_own_rows(data):
         t["stats"] = _drop(t["stats"], own)
     cp = data.callpaths
     if cp is not None:
-        from fastprof.profile_file import CallPaths
+        from fastprof.profile_file import CallPaths  # (deferred: nothing at pytest start-up)
         keep, nodes = {}, []
         for i, (parent, func, calls, tt, ct) in enumerate(cp.nodes):
             if tuple(cp.functions[func]) in own or (parent >= 0 and parent not in keep):
@@ -393,8 +393,8 @@ def _without_own_rows(data):
 
 def _add(a, b):
     """ProfileData *a* + *b* (the threads of one name are one thread)."""
-    from fastprof.merge import merge_profiles
-    from fastprof.model import merge_stats
+    from fastprof.merge import merge_profiles  # (deferred: nothing at pytest start-up)
+    from fastprof.model import merge_stats  # (deferred: nothing at pytest start-up)
     out = merge_profiles([a, b])
     threads = {}
     for t in a.threads + b.threads:
@@ -407,8 +407,8 @@ def _add(a, b):
 
 def summary_lines(data, times):
     """The terminal summary: slowest tests, then top functions by own time."""
-    from fastprof.names import func_label
-    from fastprof.view import format_percent, format_time, micro_sign, render_table
+    from fastprof.names import func_label  # (deferred: nothing at pytest start-up)
+    from fastprof.view import format_percent, format_time, micro_sign, render_table  # (deferred: nothing at pytest start-up)
     micro = micro_sign()
     lines = ["profiled time %s in %d tests (setup, call and teardown)"
              % (format_time(sum(times.values()), micro), len(times))]

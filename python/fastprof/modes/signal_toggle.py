@@ -27,6 +27,7 @@ import sys
 
 from .. import cmdline, formats
 from ..cmdline import UsageError
+from ..profiler import Profile
 
 # signals a process cannot catch
 _UNCATCHABLE = ("SIGKILL", "SIGSTOP")
@@ -335,7 +336,6 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     the profile if called while profiling, where ``uninstall()`` shows
     none). Linux only.
     """
-    from ..profiler import Profile
     signum = parse_signal(sig)
     path = os.fspath(filename)
     fmt = cmdline.output_format(path, to)

@@ -153,8 +153,8 @@ class Follower:
         """The parent's profile *own* (ProfileData) plus its children's; the
         per-process profiles are kept in OUTFILE.processes/ when *outfile*
         is a file."""
-        from ..merge import ProfileSum
-        from ..profile_file import ProfileFileError, load_profile, write_profile
+        from ..merge import ProfileSum  # (deferred: nothing in a child before its program)
+        from ..profile_file import ProfileFileError, load_profile, write_profile  # (deferred)
         # multiprocessing joins its children at exit (its atexit hook): do
         # it now, so that their profiles are there to merge
         util = sys.modules.get("multiprocessing.util")
@@ -276,7 +276,7 @@ def start_child(cfg):
 
 
 def _new_profiler(cfg):
-    from ..cmdline import new_profile
+    from ..cmdline import new_profile  # (deferred: nothing in a child before its program)
     return new_profile(cfg["options"], main_alias=cfg.get("main_alias"))
 
 
@@ -348,14 +348,14 @@ def _write(state):
     except Exception:
         pass
     try:
-        from ..cmdline import unmatched_patterns
-        from ..profile_file import write_profile
+        from ..cmdline import unmatched_patterns  # (deferred: nothing in a child before its program)
+        from ..profile_file import write_profile  # (deferred: nothing in a child before its program)
         prof.take_thread_names()
         data = prof.profile_data()
         # first what this process's patterns missed (the parent reports a
         # pattern only if every process missed it), then the profile: the
         # parent takes a child whose PID.prof is there
-        from ..atomic_file import write_atomically
+        from ..atomic_file import write_atomically  # (deferred: nothing in a child before its program)
         missed = json.dumps(unmatched_patterns(prof)).encode()
         write_atomically(os.path.join(state.cfg["dir"], "%d%s" % (state.pid, _UNMATCHED_SUFFIX)),
                          lambda f: f.write(missed))
