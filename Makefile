@@ -40,7 +40,7 @@ BENCH_SMOKE ?= benchmarks/run.py --smoke
 help:
 	@echo "fastprof make targets:"
 	@echo "  make test         everything CI runs: deps venvs build lint test-c test-py test-asan bench-smoke"
-	@echo "  make lint         ruff check (Python) and clang-format --dry-run (C); installs both if missing"
+	@echo "  make lint         ruff check and lint-imports (Python), clang-format --dry-run (C); installs them if missing"
 	@echo "  make deps         install missing Debian packages (scripts/apt-packages.txt)"
 	@echo "  make venvs        .venv/pyX.Y for PY=\"$(PY)\" with requirements-test.txt"
 	@echo "  make build        build/pyX.Y/lib for each PY, build/pyX.Y-asan/lib for each ASAN_PY"
@@ -104,8 +104,10 @@ bench-smoke: build-$(DEV_PY)
 	   PYTHONPATH=$(DEV_LIB) $(DEV_VENV)/bin/python $(BENCH_SMOKE) < /dev/null; \
 	 else echo "bench-smoke: $(firstword $(BENCH_SMOKE)) does not exist yet: skipped"; fi
 
-# The style rules (pyproject.toml [tool.ruff], .clang-format); scripts/lint.sh
-# installs ruff (pinned, .venv/ruff-VERSION) and clang-format (Debian) if missing.
+# The style rules (pyproject.toml [tool.ruff], .clang-format) and the import
+# graph (pyproject.toml [tool.importlinter]); scripts/lint.sh installs ruff and
+# import-linter (pinned, .venv/ruff-VERSION, .venv/import-linter-VERSION) and
+# clang-format (Debian) if missing.
 lint:
 	@scripts/lint.sh
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The style rules, checked (what `make lint` runs, and `make test` before the tests):
 #   python  ruff check (pyproject.toml [tool.ruff]) on the whole tree
+#   imports import-linter (pyproject.toml [tool.importlinter]) on python/fastprof:
+#           the package's floors (no import circles) and what may not import what
 #   c       clang-format --dry-run --Werror (.clang-format) on csrc/ and tests/c/
-# `scripts/lint.sh python` or `scripts/lint.sh c` runs one part; no argument runs both.
-# ruff is pinned and lives in its own venv, .venv/ruff-VERSION (made once, as
+# `scripts/lint.sh python`, `scripts/lint.sh imports` or `scripts/lint.sh c` runs
+# one part; no argument runs all three.
+# ruff and import-linter are pinned and live in their own venvs,
+# .venv/ruff-VERSION and .venv/import-linter-VERSION (made once, as
 # scripts/venv.sh makes the test venvs); clang-format is a Debian package
 # (scripts/apt-packages.txt, installed by scripts/install-apt-deps.sh).
 # Exits non-zero, naming the offending files, when a check fails.
@@ -11,23 +15,31 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 RUFF_VERSION=0.17.5
+IMPORT_LINTER_VERSION=2.3
+GRIMP_VERSION=3.20   # import-linter's graph builder, pinned with it
 PY_DIRS=(python tests benchmarks scripts examples setup.py)
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(python c)
+[ ${#parts[@]} -gt 0 ] || parts=(python imports c)
 
-ruff_bin() {
-    local dir=.venv/ruff-$RUFF_VERSION
-    if ! "$dir/bin/ruff" --version >/dev/null 2>&1; then
-        echo "lint: installing ruff $RUFF_VERSION into $dir" >&2
+# tool_venv NAME CHECK-COMMAND PACKAGE==VERSION...: the tool's own venv, made once
+tool_venv() {
+    local dir=.venv/$1 check=$2
+    shift 2
+    if ! "$dir/bin/$check" --help >/dev/null 2>&1; then
+        echo "lint: installing $* into $dir" >&2
         rm -rf "$dir"
         python3 -m venv "$dir"
         # (the grep drops a warning some machines' pip config prints, as venv.sh does)
         "$dir/bin/python" -m pip install --quiet --no-input --progress-bar off \
-            "ruff==$RUFF_VERSION" < /dev/null 2>&1 \
+            "$@" < /dev/null 2>&1 \
             | { grep -vF 'is ignored: it is neither a file nor a directory' || true; } >&2
     fi
-    echo "$dir/bin/ruff"
+    echo "$dir/bin/$check"
+}
+
+ruff_bin() {
+    tool_venv "ruff-$RUFF_VERSION" ruff "ruff==$RUFF_VERSION"
 }
 
 lint_python() {
@@ -35,6 +47,15 @@ lint_python() {
     ruff=$(ruff_bin)
     echo "lint: ruff check ${PY_DIRS[*]}"
     "$ruff" check --no-cache --quiet "${PY_DIRS[@]}"
+}
+
+lint_imports() {
+    local lint_imports
+    lint_imports=$(tool_venv "import-linter-$IMPORT_LINTER_VERSION" lint-imports \
+        "import-linter==$IMPORT_LINTER_VERSION" "grimp==$GRIMP_VERSION")
+    echo "lint: lint-imports (pyproject.toml [tool.importlinter]) on python/fastprof"
+    # the package from this tree (python/), read, not imported: no build needed
+    PYTHONPATH=python "$lint_imports" --config pyproject.toml --no-cache
 }
 
 lint_c() {
@@ -58,9 +79,10 @@ lint_c() {
 status=0
 for part in "${parts[@]}"; do
     case $part in
-        python) lint_python || status=1 ;;
-        c)      lint_c || status=1 ;;
-        *) echo "usage: scripts/lint.sh [python] [c]" >&2; exit 2 ;;
+        python)  lint_python || status=1 ;;
+        imports) lint_imports || status=1 ;;
+        c)       lint_c || status=1 ;;
+        *) echo "usage: scripts/lint.sh [python] [imports] [c]" >&2; exit 2 ;;
     esac
 done
 [ $status -eq 0 ] && echo "lint: ok"

@@ -427,7 +427,7 @@ def test_bootstrap_refuses_a_copy_of_fastprof_for_another_abi(tmp_path):
     """A target that cannot import fastprof gets the attacher's copy only if
     its Python would load that copy's C module: else one line, and nothing
     added to sys.path."""
-    from fastprof import attach_agent
+    from fastprof.modes import attach_agent
     directory = tmp_path / "private"
     directory.mkdir(mode=0o700)
     script = directory / "inject.py"
@@ -619,7 +619,7 @@ def test_scope_option_errors_before_attaching(tmp_path):
 
 
 def test_summary_line_counts_in_words():
-    from fastprof.attach import _summary_line
+    from fastprof.modes.attach import _summary_line
     from fastprof.profile_file import ProfileData
     one = ProfileData({("a.py", 1, "f"): (1, 1, 0.1, 0.1, {})})
     two = ProfileData({("a.py", 1, "f"): (2, 2, 0.1, 0.1, {}), ("a.py", 5, "g"): (1, 1, 0.1, 0.1, {})})

@@ -1,7 +1,7 @@
 """Both command lines take the same ``-o`` names and ``--to`` formats, with
 the same outcome: ``python -m fastprof -o NAME script.py`` and ``fastprof
 convert/merge in.prof -o NAME`` write the same format, or fail with the
-same one-line error (cmdline.FORMAT_TABLE is the one list of formats)."""
+same one-line error (formats.FORMAT_TABLE is the one list of formats)."""
 
 import gzip
 import marshal
@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 import fastprof
-from fastprof import cli, cmdline
+from fastprof import cli, formats
 
 PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
 
@@ -101,8 +101,8 @@ def _outcome(tmp_path, name, status, stdout, stderr, prefix):
 
 def _names():
     names = []
-    for _fmt, suffixes, prefixes, _reader in cmdline.FORMAT_TABLE:
-        names += ["out" + s for s in suffixes] + [p + ".7" for p in prefixes]
+    for row in formats.FORMAT_TABLE:
+        names += ["out" + s for s in row.suffixes] + [p + ".7" for p in row.prefixes]
     # names no format claims: pstats, as cProfile writes any name
     return names + ["out.fprof", "out.txt", "restats", "out.svg", "OUT.HTML"]
 
@@ -118,19 +118,19 @@ def work_dir(tmp_path_factory):
 
 
 CASES = ([(name, None) for name in _names()] +
-         [("out.any", fmt) for fmt in cmdline.FORMATS] +
-         [("-", fmt) for fmt in cmdline.FORMATS if fmt != "pstats"] +
+         [("out.any", fmt) for fmt in formats.FORMATS] +
+         [("-", fmt) for fmt in formats.FORMATS if fmt != "pstats"] +
          [("out.prof", "svg"), ("-", None), ("no/such/dir/x.prof", None)])
 
 
 @pytest.mark.parametrize("name, to", CASES)
 def test_both_command_lines_agree(work_dir, capsysbinary, name, to):
-    expected = cmdline.format_for_name(name) or "pstats" if name != "-" else to
+    expected = formats.format_for_name(name) or "pstats" if name != "-" else to
     run = outcome_run(work_dir, name, to)
     for command in ("convert", "merge"):
         assert outcome_tool(work_dir, capsysbinary, command, name, to) == run, command
     if to == "svg":
-        assert run == (2, "unknown format 'svg'; known formats: " + ", ".join(cmdline.FORMATS))
+        assert run == (2, "unknown format 'svg'; known formats: " + ", ".join(formats.FORMATS))
     elif name == "-" and to is None:
         assert run[0] == 2 and "needs --to FORMAT" in run[1]
     elif name.startswith("no/"):
@@ -149,9 +149,9 @@ def test_neither_overwrites_its_input(work_dir, capsysbinary):
 
 
 def test_help_of_both_lists_every_format_name():
-    text = cmdline.formats_help()
-    for fmt, suffixes, prefixes, _reader in cmdline.FORMAT_TABLE:
-        for n in (fmt,) + suffixes + prefixes:
+    text = formats.formats_help()
+    for row in formats.FORMAT_TABLE:
+        for n in (row.name,) + row.suffixes + row.prefixes:
             assert n in text
     r = subprocess.run([sys.executable, "-m", "fastprof", "--help"], env=env(),
                        stdout=subprocess.PIPE, universal_newlines=True, timeout=60)

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import fastprof
-from fastprof import diff, merge, names
+from fastprof import diff, merge, model, names
 from fastprof.profile_file import ProfileData, load_profile, write_profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +54,7 @@ work()
 
 
 def _addressed(stats):
-    return [k for k in stats if names.is_builtin(k) and " at 0x" in k[2]]
+    return [k for k in stats if model.is_builtin(k) and " at 0x" in k[2]]
 
 
 @pytest.fixture
@@ -71,8 +71,8 @@ def two_runs(tmp_path):
 def test_diff_matches_a_builtin_whose_address_changed(two_runs, tmp_path):
     a, b, ka, kb = two_runs
     changes = {c.key: c for c in diff.diff_stats(a.stats, b.stats)}
-    key = names.match_key(ka)
-    assert key == names.match_key(kb) and "0x" not in key[2]
+    key = model.match_key(ka)
+    assert key == model.match_key(kb) and "0x" not in key[2]
     c = changes[key]
     assert c.base_key is not None and c.new_key is not None
     assert c.base[:2] == c.new[:2] == (5, 5)
@@ -98,7 +98,7 @@ def test_views_show_and_sum_rows_without_the_address():
         ("~", 0, "<built-in method __new__ of type object at 0x10>"): (1, 1, 1.0, 1.0, {}),
         ("~", 0, "<built-in method __new__ of type object at 0x20>"): (2, 2, 2.0, 2.0, {}),
     }
-    shown = names.by_match_key(stats)
+    shown = model.by_match_key(stats)
     assert shown == {("~", 0, "<built-in method __new__ of type object>"): (3, 3, 3.0, 3.0, {})}
     assert names.readable_name(next(iter(stats))) == "<built-in method __new__ of type object>"
 

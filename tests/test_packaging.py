@@ -266,3 +266,31 @@ def test_wheel_registers_the_pytest_plugin(built, tmp_path):
     r = pytest_in_venv("test_fib.py", "-p", "no:fastprof")
     assert r.returncode == 0 and "fastprof" not in r.stdout
     assert not (tmp_path / "fastprof.prof").exists()
+
+
+@slow
+@not_sanitized
+def test_wheel_loads_the_ipython_extension(built, tmp_path):
+    ipython = pytest.importorskip("IPython")
+    venv, py, env = wheel_venv(built, tmp_path)
+    # IPython for that venv, offline: the one of the Python running this test,
+    # found through a .pth file (after the venv's own site-packages)
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True, env=env).stdout.strip()
+    Path(site, "test-ipython.pth").write_text(str(Path(ipython.__file__).resolve().parent.parent) + "\n")
+    check = ("import fastprof\n"
+             "from IPython.core.interactiveshell import InteractiveShell\n"
+             "shell = InteractiveShell.instance()\n"
+             "shell.run_cell('%load_ext fastprof')\n"
+             "shell.run_cell('def fib(n):\\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\\n')\n"
+             "shell.run_cell('%fastprof -o out.prof fib(15)')\n"
+             "import pstats\n"
+             "print(fastprof.__file__)\n"
+             "print([v[1] for k, v in pstats.Stats('out.prof').stats.items() if k[2] == 'fib'][0])\n")
+    r = subprocess.run([str(py), "-c", check], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert "%%fastprof: profile written to %s" % (tmp_path / "out.prof") in lines
+    assert lines[-2].startswith(str(venv / "lib")), lines    # the installed wheel
+    assert lines[-1] == "1973"                               # fib(15) calls fib 1973 times

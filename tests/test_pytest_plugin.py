@@ -3,7 +3,7 @@
 
 This repo's test runs put the build on PYTHONPATH without installing it, so
 the ``pytest11`` entry point is not registered here: each run loads the
-plugin with ``-p fastprof.pytest_plugin``, in a child pytest over a small
+plugin with ``-p fastprof.modes.pytest_plugin``, in a child pytest over a small
 generated test file. The entry point itself is checked on the installed
 wheel (tests/test_packaging.py). cProfile, run here on the same functions,
 gives the expected call counts.
@@ -26,7 +26,7 @@ from helpers import (
     subprocess_env,
 )
 
-PLUGIN = ["-p", "fastprof.pytest_plugin"]
+PLUGIN = ["-p", "fastprof.modes.pytest_plugin"]
 
 # Each phase calls fib with its own n: setup fib(12), the tests fib(15),
 # fib(5), a thread's fib(11), teardown fib(10); collection (the module's
@@ -211,8 +211,9 @@ def test_imports_nothing_without_its_options(tmp_path):
         import sys
 
         def test_nothing_imported(pytestconfig):
-            assert "fastprof.pytest_plugin" in sys.modules      # loaded, as every plugin
-            heavy = [m for m in ("fastprof.cmdline", "fastprof.exports", "fastprof.merge",
+            assert "fastprof.modes.pytest_plugin" in sys.modules      # loaded, as every plugin
+            heavy = [m for m in ("fastprof._fastprof", "fastprof.profiler",
+                                 "fastprof.exports", "fastprof.merge",
                                  "fastprof.profile_file", "fastprof.view", "fastprof.names",
                                  "fastprof.thread_names")
                      if m in sys.modules]

@@ -449,7 +449,7 @@ def test_install_refuses_an_existing_handler_and_uninstall_restores(tmp_path):
 
 
 def test_parse_signal_accepts_names_and_numbers():
-    from fastprof.signal_toggle import parse_signal
+    from fastprof.modes.signal_toggle import parse_signal
     for spelling in ("SIGUSR1", "USR1", "usr1", " SIGusr1 ", str(int(signal.SIGUSR1)),
                      int(signal.SIGUSR1), signal.SIGUSR1):
         assert parse_signal(spelling) == signal.SIGUSR1
@@ -513,7 +513,7 @@ def test_uninstall_while_profiling_adds_no_row(tmp_path):
         phases.phase_b()                # not profiled: uninstalled
         assert signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
         assert t.writes == 1 and not t.installed and not t.profiler.enabled
-        assert fastprof.signal_toggle._active is None
+        assert fastprof.modes.signal_toggle._active is None
         """))
     r = subprocess.run([sys.executable, "u.py"], cwd=str(tmp_path), env=cli_env(),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,

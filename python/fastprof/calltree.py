@@ -31,7 +31,7 @@ parents keep their width and the total stays whole.
 import heapq
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .names import FuncKey
+from .model import FuncKey
 from .profile_file import ProfileData
 
 # An estimated tree stops growing at this many nodes (the widest branches are

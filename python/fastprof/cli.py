@@ -21,7 +21,7 @@ program the interpreter ``python -m fastprof`` leaves it.
 import os
 import sys
 
-from . import cmdline
+from . import cmdline, formats
 from .cmdline import UsageError
 
 PROG = "fastprof"
@@ -60,7 +60,7 @@ def _regex(text: str) -> str:
 
 def _sort(text: str) -> str:
     argparse = _argparse()
-    from .view import parse_sort
+    from .view import parse_sort  # (deferred: fastprof run imports nothing before the program)
     try:
         return parse_sort(text)
     except ValueError as exc:
@@ -80,22 +80,22 @@ def _type(check):
 
 
 def _diff_metric(text: str) -> str:
-    from .diff import check_metric
+    from .diff import check_metric  # (deferred: fastprof run imports nothing before the program)
     return check_metric(text)
 
 
 def _diff_threshold(text: str) -> float:
-    from .diff import parse_threshold
+    from .diff import parse_threshold  # (deferred: fastprof run imports nothing before the program)
     return parse_threshold(text)
 
 
 def _diff_min_time(text: str) -> str:
-    from .diff import parse_min_time
+    from .diff import parse_min_time  # (deferred: fastprof run imports nothing before the program)
     parse_min_time(text)
     return text
 
 
-FORMATS_HELP = cmdline.formats_help()
+FORMATS_HELP = formats.formats_help()
 
 
 def build_parser():
@@ -175,7 +175,7 @@ def build_parser():
                    help="where to write the sum (pstats unless the name or --to says "
                         "otherwise; '-' for stdout, with --to)")
     p.add_argument("--to", metavar="FORMAT",
-                   help="output format: %s (default: from OUT's name)" % ", ".join(cmdline.FORMATS))
+                   help="output format: %s (default: from OUT's name)" % ", ".join(formats.FORMATS))
 
     p = sub.add_parser(
         "convert", help="write a profile as HTML, callgrind, speedscope, collapsed stacks...",
@@ -183,7 +183,7 @@ def build_parser():
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="a cProfile or fastprof .prof file")
     p.add_argument("--to", metavar="FORMAT",
-                   help="output format: %s (default: from OUT's name)" % ", ".join(cmdline.FORMATS))
+                   help="output format: %s (default: from OUT's name)" % ", ".join(formats.FORMATS))
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="the file to write (pstats for a name no format claims; "
                         "'-' for stdout, with --to)")
@@ -191,7 +191,7 @@ def build_parser():
                    help="html, speedscope, collapsed: fold call paths below P%% of the total "
                         "time into their callers (default 0.01; 0 keeps every path)")
 
-    from .attach import add_parser as add_attach_parser
+    from .modes.attach import add_parser as add_attach_parser  # (deferred: fastprof run imports nothing before the program)
     add_attach_parser(sub, argparse.RawDescriptionHelpFormatter)
 
     sub.add_parser(
@@ -202,14 +202,14 @@ def build_parser():
 
 
 def _version() -> str:
-    from . import __version__
+    from . import __version__  # (deferred: fastprof run imports nothing before the program)
     return __version__
 
 
 # ---------------------------------------------------------------- commands
 
 def _load(path):
-    from .profile_file import load_profile
+    from .profile_file import load_profile  # (deferred: fastprof run imports nothing before the program)
     return load_profile(path)  # ProfileFileError: reported by main()
 
 
@@ -221,7 +221,7 @@ def _say(lines):
 
 def _check_min_percent(args) -> None:
     """--min-percent, checked as python -m fastprof and the exports check it."""
-    from .arguments import check_percent
+    from .arguments import check_percent  # (deferred: fastprof run imports nothing before the program)
     if args.min_percent is not None:
         try:
             check_percent("--min-percent", args.min_percent)
@@ -233,7 +233,7 @@ def _process_file(path, pid):
     """The file to show: *path*, or with --process PID, that process's profile."""
     if pid is None:
         return path
-    from .subprocesses import PROCESSES_SUFFIX, process_profiles
+    from .modes.subprocesses import PROCESSES_SUFFIX, process_profiles  # (deferred)
     files = process_profiles(path)
     if not files:
         raise UsageError("%s has no per-process profiles (no %s%s/ directory: they are "
@@ -246,9 +246,9 @@ def _process_file(path, pid):
 
 
 def cmd_view(args) -> int:
-    from . import view
-    from .names import by_match_key
-    from .profile_file import ProfileData
+    from . import view  # (deferred: fastprof run imports nothing before the program)
+    from .model import by_match_key  # (deferred: fastprof run imports nothing before the program)
+    from .profile_file import ProfileData  # (deferred: fastprof run imports nothing before the program)
     _check_min_percent(args)
     data = _load(_process_file(args.file, args.process))
     micro = view.micro_sign(sys.stdout)
@@ -292,8 +292,8 @@ def cmd_view(args) -> int:
 
 
 def _line_listings(data, shown, args, name, micro):
-    from . import view
-    from .line_view import listings
+    from . import view  # (deferred: fastprof run imports nothing before the program)
+    from .line_view import listings  # (deferred: fastprof run imports nothing before the program)
     if not data.lines:
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
@@ -305,7 +305,7 @@ def _line_listings(data, shown, args, name, micro):
 
 
 def cmd_diff(args) -> int:
-    from . import diff, view
+    from . import diff, view  # (deferred: fastprof run imports nothing before the program)
     base = _load(args.base)
     new = _load(args.new)
     _say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
@@ -322,7 +322,7 @@ def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
 
 
 def _note_estimated(data, fmt: str, out: str, command: str) -> None:
-    if fmt in cmdline.TREE_FORMATS and data.callpaths is None:
+    if fmt in formats.TREE_FORMATS and data.callpaths is None:
         print("%s %s: note: no call paths in the input; the call tree in %s is estimated from the "
               "caller graph (record exact paths with fastprof --callpaths)" % (PROG, command, out),
               file=sys.stderr)
@@ -334,7 +334,7 @@ def cmd_convert(args) -> int:
     cmdline.check_output_path(args.output, [args.file])
     data = _load(args.file)
     _note_estimated(data, fmt, args.output, "convert")
-    from .exports import folding_note
+    from .exports import folding_note  # (deferred: fastprof run imports nothing before the program)
     note = folding_note(fmt, args.min_percent)
     if note:
         print("%s convert: note: %s" % (PROG, note), file=sys.stderr)
@@ -343,7 +343,7 @@ def cmd_convert(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .merge import ProfileSum
+    from .merge import ProfileSum  # (deferred: fastprof run imports nothing before the program)
     fmt = cmdline.output_format(args.output, args.to)
     cmdline.check_output_path(args.output, args.inputs)
     # one input read at a time and folded into the sum: 1,000 files need one
@@ -369,7 +369,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from . import attach
+    from .modes import attach  # (deferred: fastprof run imports nothing before the program)
     return attach.run(args)
 
 
@@ -378,7 +378,7 @@ COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": c
 
 
 def _run(argv) -> int:
-    from . import run_cli
+    from . import run_cli  # (deferred: fastprof run imports nothing before the program)
     return run_cli.main(argv)
 
 
@@ -387,7 +387,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         return _run(argv[1:])
-    from .profile_file import ProfileFileError
+    from .profile_file import ProfileFileError  # (deferred: fastprof run imports nothing before the program)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -11,6 +11,8 @@ must import nothing the program could notice (os and sys only).
 import os
 import sys
 
+from . import arguments, formats
+
 
 class UsageError(ValueError):
     """A command-line mistake: reported on one line, exit status 2."""
@@ -101,7 +103,6 @@ def check_run_options(options):
     python -m fastprof, fastprof attach and %fastprof parse them all (the
     pytest plugin its few: check_scope_options).  Sets ``options.line_keys``:
     --lines-from's functions."""
-    from . import arguments
     try:
         arguments.check_choice("--clock", options.clock, arguments.CLOCKS)
         arguments.check_choice("--coroutines", options.coroutines, arguments.COROUTINE_MODES)
@@ -128,8 +129,8 @@ def check_scope_options(options, name=lambda option: option):
     _check_patterns(name("--only"), options.only)
     if options.lines_from is None:
         return
-    from fastprof.line_profiling import parse_lines_from, top_functions
-    from fastprof.profile_file import ProfileFileError
+    from fastprof.line_profiling import parse_lines_from, top_functions  # (deferred: nothing before the program)
+    from fastprof.profile_file import ProfileFileError  # (deferred: nothing before the program)
     try:
         path, n = parse_lines_from(options.lines_from)
         keys = top_functions(path, n)
@@ -143,7 +144,7 @@ def check_scope_options(options, name=lambda option: option):
 def _check_patterns(option, patterns):
     if not patterns:
         return  # (func_patterns imports fnmatch: not without the option)
-    from fastprof.func_patterns import parse_pattern
+    from fastprof.func_patterns import parse_pattern  # (deferred: nothing before the program)
     for text in patterns:
         try:
             parse_pattern(text)
@@ -167,18 +168,15 @@ def new_profile(kwargs, main_alias=None):
     """The Profile profile_options() describes; *main_alias*: the name
     ``__main__`` also answers to in the patterns (the script's stem).
     UsageError if the Profile refuses them (--fast where unavailable)."""
-    from fastprof.profiler import Profile
+    from fastprof.profiler import Profile  # (deferred: nothing before the program)
     kwargs = dict(kwargs)
     line_keys = kwargs.pop("line_keys", ())
     try:
         prof = Profile(**kwargs)
     except (RuntimeError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    if prof._lines is not None:
-        prof._lines.patterns.main_alias = main_alias
-        prof._lines.patterns.keys.update(tuple(k) for k in line_keys)
-    if prof._only is not None:
-        prof._only.main_alias = main_alias
+    prof.set_main_alias(main_alias)
+    prof.add_line_keys(line_keys)
     return prof
 
 
@@ -190,10 +188,10 @@ def unmatched_patterns(prof, name=lambda option: option):
            for text in prof.unmatched_line_patterns()]
     out += ["%s %s: no function that ran matches it" % (name("--only"), text)
             for text in prof.unmatched_only_patterns()]
-    missed = prof._lines.patterns.keys_unmatched() if prof._lines is not None else []
+    missed, count = prof.unmatched_line_keys()
     if missed:
         out.append("%s: %d of its %d functions did not run: %s" % (
-            name("--lines-from"), len(missed), len(prof._lines.patterns.keys),
+            name("--lines-from"), len(missed), count,
             ", ".join("%s:%d(%s)" % (os.path.basename(f), n, fn) for f, n, fn in missed[:3])
             + (", ..." if len(missed) > 3 else "")))
     return out
@@ -204,8 +202,8 @@ def print_line_listings(lines, stats, qualnames, own=None):
     *own*: the lines' own times where known."""
     if not lines:
         return
-    from fastprof.line_view import listings
-    from fastprof.view import micro_sign
+    from fastprof.line_view import listings  # (deferred: nothing before the program)
+    from fastprof.view import micro_sign  # (deferred: nothing before the program)
     out = listings(lines, stats, qualnames, micro=micro_sign(sys.stdout), own=own)
     print("\nLine by line (time of a line: from its start to the next line or the "
           "function's exit, callees included; own: less them)\n")
@@ -214,54 +212,18 @@ def print_line_listings(lines, stats, qualnames, own=None):
 
 # -- output formats ------------------------------------------------------------
 
-# The one table of output formats: (format, name suffixes, name prefixes, read by).
-# A name that matches no row is written as pstats, as cProfile writes any name.
-FORMAT_TABLE = (
-    ("pstats", (".prof", ".pstats"), (),
-     "cProfile's format (+ fastprof's trailer): pstats, snakeviz, gprof2dot, tuna"),
-    ("callgrind", (".callgrind",), ("callgrind.out",), "KCachegrind / QCachegrind"),
-    ("speedscope", (".speedscope.json",), (), "https://www.speedscope.app"),
-    ("collapsed", (".collapsed", ".folded"), (), "flamegraph.pl / inferno folded stacks"),
-    ("html", (".html", ".htm"), (), "one self-contained HTML report (works offline)"),
-    ("pprof", (".pb.gz",), (), "go tool pprof, Pyroscope, Parca, Grafana (gzip'd profile.proto)"),
-    # the Firefox Profiler reads any .json: no name of its own, --to gecko only
-    ("gecko", (), (), "Firefox Profiler, https://profiler.firefox.com (JSON; --to only)"),
-)
-
-FORMATS = tuple(row[0] for row in FORMAT_TABLE)
-
-# formats drawn from the calling-context tree (python -m fastprof -o implies --callpaths)
-TREE_FORMATS = ("speedscope", "collapsed", "html", "pprof", "gecko")
-# those of them that fold the paths below --min-percent into their callers
-FOLDED_FORMATS = ("speedscope", "collapsed", "html")
+# The formats are fastprof.formats' table (its ValueErrors become usage errors here).
 
 # "-o -": the profile goes to stdout (the format must then be given)
 STDOUT = "-"
 
 
-def _name_forms(suffixes, prefixes):
-    return list(suffixes) + ["%s*" % p for p in prefixes]
-
-
-def known_names():
-    """The file names that choose a format, for messages: '.prof, .pstats, ...'."""
-    return ", ".join(n for _f, s, p, _r in FORMAT_TABLE for n in _name_forms(s, p))
-
-
-def format_for_name(path):
-    """The format a file name asks for, or None if it names none (then: pstats)."""
-    name = os.path.basename(os.fspath(path)).lower()
-    for fmt, suffixes, prefixes, _reader in FORMAT_TABLE:
-        if name.endswith(suffixes) or (prefixes and name.startswith(prefixes)):
-            return fmt
-    return None
-
-
 def check_format(fmt):
     """*fmt* if it is a known format name; UsageError otherwise."""
-    if fmt not in FORMATS:
-        raise UsageError("unknown format %r; known formats: %s" % (fmt, ", ".join(FORMATS)))
-    return fmt
+    try:
+        return formats.check_format(fmt).name
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def output_format(path, to=None):
@@ -270,24 +232,8 @@ def output_format(path, to=None):
         return check_format(to)
     if path == STDOUT:
         raise UsageError("writing to stdout ('-o -') needs --to FORMAT (one of %s)"
-                         % ", ".join(FORMATS))
-    return format_for_name(path) or "pstats"
-
-
-def formats_help():
-    """The help text of the output formats, made from the table."""
-    rows = [(fmt, " ".join(_name_forms(s, p)), reader) for fmt, s, p, reader in FORMAT_TABLE]
-    w1 = max(len(r[0]) for r in rows)
-    w2 = max(len(r[1]) for r in rows)
-    lines = ["output formats (-o chooses by the file name, --to FORMAT by name):"]
-    lines += ["  %-*s  %-*s  %s" % (w1, f, w2, n, r) for f, n, r in rows]
-    lines += ["  any other name (out.txt, restats, x.fprof) is written as pstats, as",
-              "  cProfile writes it; -o - writes to stdout (with --to).",
-              "speedscope, collapsed, the HTML flame graph, pprof and gecko draw the",
-              "call paths recorded with --callpaths (implied when -o or --to names one",
-              "of them); for a profile without them they draw a tree estimated from",
-              "the caller graph (pprof: label call_stacks=estimated)."]
-    return "\n".join(lines) + "\n"
+                         % ", ".join(formats.FORMATS))
+    return formats.format_for_name(path) or "pstats"
 
 
 # -- output paths ----------------------------------------------------------------
@@ -325,10 +271,10 @@ def check_output_path(path, inputs=()):
 def write_output(data, path, fmt, title=None, min_percent=None):
     """Write profile *data* (a ProfileData) to *path* ('-': stdout) in *fmt*;
     *min_percent*: exports.export's cut of small call paths."""
-    from fastprof import exports
+    from fastprof import exports  # (deferred: nothing before the program)
     if path != STDOUT:
         exports.export(data, path, fmt, title=title, min_percent=min_percent)
-    elif fmt in exports.BINARY_FORMATS:
+    elif fmt in formats.BINARY_FORMATS:
         sys.stdout.flush()
         sys.stdout.buffer.write(exports.render_bytes(data, fmt, title=title))
         sys.stdout.buffer.flush()

@@ -5,7 +5,7 @@ whose first line moved (the code around it was edited) is still matched by
 ``(file, name)`` when that pair is unique on both sides.  C functions whose
 name carries an address (``<built-in method __new__ of type object at
 0x7f...>``, a new address every run) are matched, and shown, without it
-(``names.match_key``).
+(``model.match_key``).
 
 Two runs of unchanged code never have the same times, so a change is only
 reported when it is beyond noise (``Noise``): call counts are exact, so any
@@ -24,8 +24,8 @@ import linecache
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from .names import by_match_key, merge_qualnames
-from .profile_file import FuncKey, ProfileData
+from .model import FuncKey, by_match_key, merge_qualnames
+from .profile_file import ProfileData
 from .view import format_count, format_time, function_text, render_table, totals
 
 METRICS = ("tottime", "cumtime", "calls")

@@ -50,14 +50,19 @@ class LineRecorderError(RuntimeError):
     """Line profiling cannot start (no free tool id, a tracer already set)."""
 
 
-class _Common:
+class _LineRecorder:
+    """What both recorders share: the patterns and the decision per code
+    object; the line events go to the C ``LineCounter`` (fpy_lines.c),
+    which holds the counts."""
+
     def __init__(self, patterns, main_alias=None, keys=(), threads=False):
         self.patterns = FunctionPatterns(patterns, main_alias=main_alias, keys=keys)
         self.threads = threads
         self.seen = {}    # code object -> its line table, or None if not matched
         self.running = False
         self.profiler = None
-        self.own_lost = set()  # code objects a line of which had no exact own time
+        from . import _fastprof  # (deferred: the C extension, as Profile loads it)
+        self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE if MONITORING else None)
 
     def bind(self, profiler):
         """Time lines with *profiler*'s clock and measure their own time
@@ -74,46 +79,6 @@ class _Common:
         """``{(file, firstlineno, name): {lineno: (hits, seconds)}}``, code
         objects sharing a key summed."""
         out = {}
-        for code, table in list(self.seen.items()):
-            if not table:
-                continue
-            lines = out.setdefault(label(code), {})
-            for lineno, rec in list(table.items()):
-                prev = lines.get(lineno, (0, 0.0))
-                lines[lineno] = (prev[0] + rec[0], prev[1] + rec[1])
-        return out
-
-    def own_stats(self):
-        """``{(file, firstlineno, name): {lineno: own seconds}}`` of the
-        functions whose every line's own time is exact."""
-        if self.profiler is None:
-            return {}
-        return _own_by_key({code: {n: rec[2] for n, rec in table.items()}
-                            for code, table in list(self.seen.items())
-                            if table and code not in self.own_lost},
-                           [code for code, table in list(self.seen.items()) if table])
-
-    def clear(self):
-        for table in self.seen.values():
-            if table:
-                table.clear()
-        self.own_lost.clear()
-
-
-class _Counted(_Common):
-    """The line events go to the C ``LineCounter`` (fpy_lines.c), which
-    holds the counts."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        from . import _fastprof
-        self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE if MONITORING else None)
-
-    def own_stats(self):
-        return _own_by_key(self.counter.own_stats(), self.counter.stats())
-
-    def line_stats(self):
-        out = {}
         for code, table in self.counter.stats().items():
             lines = out.setdefault(label(code), {})
             for lineno, (hits, seconds) in table.items():
@@ -121,11 +86,16 @@ class _Counted(_Common):
                 lines[lineno] = (prev[0] + hits, prev[1] + seconds)
         return out
 
+    def own_stats(self):
+        """``{(file, firstlineno, name): {lineno: own seconds}}`` of the
+        functions whose every line's own time is exact."""
+        return _own_by_key(self.counter.own_stats(), self.counter.stats())
+
     def clear(self):
         self.counter.clear()
 
 
-class MonitoringRecorder(_Counted):
+class MonitoringRecorder(_LineRecorder):
     """3.12+: see the module docstring.  PY_START, which decides, stays
     here and returns DISABLE for every code object (matched ones need no
     PY_START: their frames are known from their first line on)."""
@@ -213,7 +183,7 @@ class MonitoringRecorder(_Counted):
         return cb
 
 
-class SettraceRecorder(_Counted):
+class SettraceRecorder(_LineRecorder):
     """3.9-3.11: see the module docstring."""
 
     def start(self):
@@ -277,8 +247,8 @@ def parse_lines_from(text):
 def top_functions(path, n):
     """The pstats keys of the *n* Python functions with the most own time
     in the profile at *path* (ProfileFileError if it is not one)."""
-    from .names import is_builtin
-    from .profile_file import load_profile
+    from .model import is_builtin  # (deferred: --lines-from only)
+    from .profile_file import load_profile  # (deferred: --lines-from only)
     stats = load_profile(path).stats
     # functions: not C functions, nor module bodies (run once, before any
     # pattern could match them)

@@ -28,57 +28,17 @@
   lines has them for.
 """
 
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from .names import QUALNAME_SEPARATOR, match_key
-from .profile_file import CallPaths, FuncKey, ProfileData
-
-
-class _KeyChooser:
-    """The key written for each function: the first one seen of its match_key."""
-
-    def __init__(self):
-        self.first: Dict[FuncKey, FuncKey] = {}
-
-    def __call__(self, key: FuncKey) -> FuncKey:
-        key = tuple(key)
-        return self.first.setdefault(match_key(key), key)
-
-
-def merge_stats(tables: Iterable[Dict[FuncKey, tuple]],
-                keys: Optional[_KeyChooser] = None) -> Dict[FuncKey, tuple]:
-    out: Dict[FuncKey, list] = {}
-    keys = keys if keys is not None else _KeyChooser()
-    for table in tables:
-        _add_stats(out, table, keys)
-    return _stats_result(out)
-
-
-def _add_stats(out: Dict[FuncKey, list], table: Dict[FuncKey, tuple], keys: _KeyChooser) -> None:
-    for key, (cc, nc, tt, ct, callers) in table.items():
-        key = keys(key)
-        cur = out.get(key)
-        if cur is None:
-            cur = out[key] = [0, 0, 0.0, 0.0, {}]
-        cur[0] += cc
-        cur[1] += nc
-        cur[2] += tt
-        cur[3] += ct
-        edges = cur[4]
-        for caller, edge in callers.items():
-            caller = keys(caller)
-            prev = edges.get(caller)
-            edges[caller] = tuple(edge) if prev is None else tuple(a + b for a, b in zip(prev, edge))
-
-
-def _stats_result(out: Dict[FuncKey, list]) -> Dict[FuncKey, tuple]:
-    return {k: (v[0], v[1], v[2], v[3], v[4]) for k, v in out.items()}
+from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
+from .profile_file import CallPaths, ProfileData
+from .thread_groups import thread_pattern
 
 
 class _TreeSum:
     """Call-path trees added one by one into one tree (as lists, summed in place)."""
 
-    def __init__(self, keys: _KeyChooser):
+    def __init__(self, keys: KeyChooser):
         self.keys = keys
         self.functions: List[FuncKey] = []
         self.func_index: Dict[FuncKey, int] = {}
@@ -111,8 +71,8 @@ class _TreeSum:
         return CallPaths(self.functions, [tuple(n) for n in self.nodes])
 
 
-def merge_callpaths(trees: Iterable[CallPaths], keys: Optional[_KeyChooser] = None) -> CallPaths:
-    acc = _TreeSum(keys if keys is not None else _KeyChooser())
+def merge_callpaths(trees: Iterable[CallPaths], keys: Optional[KeyChooser] = None) -> CallPaths:
+    acc = _TreeSum(keys if keys is not None else KeyChooser())
     for cp in trees:
         acc.add(cp)
     return acc.result()
@@ -133,7 +93,7 @@ class ProfileSum:
     """
 
     def __init__(self):
-        self.keys = _KeyChooser()
+        self.keys = KeyChooser()
         self.count = 0
         self.clocks: Set[Optional[str]] = set()
         self.any_callpaths = False
@@ -152,18 +112,14 @@ class ProfileSum:
 
     def add(self, p: ProfileData) -> None:
         self.count += 1
-        _add_stats(self._stats, p.stats, self.keys)
+        add_stats(self._stats, p.stats, self.keys)
         if p.callpaths is not None:
             self.any_callpaths = True
         if p.callpaths is None:
             self._tree = None
         elif self._tree is not None:
             self._tree.add(p.callpaths)
-        for key, text in p.qualnames.items():
-            names = self._qualnames.setdefault(key, [])
-            for q in text.split(QUALNAME_SEPARATOR):
-                if q not in names:
-                    names.append(q)
+        add_qualnames(self._qualnames, p.qualnames)
         for key, table in p.lines.items():
             out = self._lines.setdefault(self.keys(key), {})
             for lineno, (hits, seconds) in table.items():
@@ -190,20 +146,19 @@ class ProfileSum:
                 self._add_to_group(self.count, t)
 
     def _add_to_group(self, input_number: int, thread: dict) -> None:
-        from .thread_names import thread_pattern
         group = self._thread_groups.setdefault(
             thread_pattern(str(thread.get("name", "thread"))), [{}, 0, set()])
-        _add_stats(group[0], thread.get("stats") or {}, self.keys)
+        add_stats(group[0], thread.get("stats") or {}, self.keys)
         group[1] += 1
         group[2].add(input_number)
 
     def result(self) -> ProfileData:
         if not self.count:
             raise ValueError("nothing to merge")
-        data = ProfileData(_stats_result(self._stats))
+        data = ProfileData(stats_result(self._stats))
         if self._tree is not None:
             data.callpaths = self._tree.result()
-        data.qualnames = {k: QUALNAME_SEPARATOR.join(sorted(v)) for k, v in self._qualnames.items()}
+        data.qualnames = qualnames_result(self._qualnames)
         data.lines = self._lines
         data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
         if len(self.clocks) == 1:
@@ -222,7 +177,7 @@ class ProfileSum:
             data.threads.append(t)
         for pattern, (stats, nthreads, inputs) in sorted((self._thread_groups or {}).items()):
             data.threads.append({
-                "id": len(data.threads), "ident": 0, "stats": _stats_result(stats),
+                "id": len(data.threads), "ident": 0, "stats": stats_result(stats),
                 "name": "%s [%d thread%s of %d inputs, summed]" % (
                     pattern, nthreads, "" if nthreads == 1 else "s", len(inputs))})
         return data
@@ -238,8 +193,3 @@ def merge_profiles(profiles: Iterable[ProfileData]) -> ProfileData:
     for p in profiles:
         total.add(p)
     return total.result()
-
-
-def clocks_differ(profiles: Sequence[ProfileData]) -> bool:
-    """True if the inputs name two different clocks (cProfile files name none)."""
-    return len({p.clock for p in profiles if p.clock is not None}) > 1

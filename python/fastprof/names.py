@@ -3,11 +3,10 @@
 A pstats key ``(file, line, name)`` (``label`` makes one from a code object
 or a C function's name) is what cProfile writes and what every
 reader matches on; this module never changes one.  It only says how a key is
-*shown* and which keys are *the same function* across runs:
+*shown* (which keys are the same function across runs: fastprof.model):
 
 - C functions named with an address (``<built-in method __new__ of type
-  object at 0x7f...>``) get a new address every run (ASLR).  ``match_key``
-  drops it, so diff, merge and the views treat them as one function, and
+  object at 0x7f...>``) get a new address every run (ASLR);
   ``readable_name`` shows them without it.
 - Python 3.11+ knows each code object's qualified name (``co_qualname``:
   ``Node.__init__`` rather than ``__init__``).  fastprof stores those in the
@@ -19,17 +18,10 @@ reader matches on; this module never changes one.  It only says how a key is
 """
 
 import os
-import re
 import sys
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional
 
-FuncKey = Tuple[str, int, str]
-
-# " at 0x7f3a..." inside a C function's name: the address of the object the
-# method is bound to, different in every process.
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-QUALNAME_SEPARATOR = " | "
+from .model import QUALNAME_SEPARATOR, FuncKey, is_builtin, strip_address
 
 
 def label(code) -> FuncKey:
@@ -41,25 +33,6 @@ def label(code) -> FuncKey:
     if isinstance(code, str):
         return ("~", 0, code)
     return (code.co_filename, code.co_firstlineno, code.co_name)
-
-
-def is_builtin(key: FuncKey) -> bool:
-    return key[0] == "~" and key[1] == 0
-
-
-def strip_address(name: str) -> str:
-    """*name* without its ``" at 0x..."`` parts (unchanged if it has none)."""
-    if " at 0x" not in name:
-        return name
-    return _ADDRESS.sub("", name)
-
-
-def match_key(key: FuncKey) -> FuncKey:
-    """The key that identifies *key*'s function across runs: C function names
-    lose their addresses; every other key is returned as is."""
-    if is_builtin(key) and isinstance(key[2], str) and " at 0x" in key[2]:
-        return (key[0], key[1], strip_address(key[2]))
-    return key
 
 
 def readable_name(key: FuncKey, qualnames: Optional[Mapping[FuncKey, str]] = None) -> str:
@@ -94,18 +67,6 @@ def qualnames_of(codes: Iterable) -> Dict[FuncKey, str]:
         if text != key[2]:
             out[key] = text
     return out
-
-
-def merge_qualnames(tables: Iterable[Mapping[FuncKey, str]]) -> Dict[FuncKey, str]:
-    """The union of several ``qualnames`` maps (differing names listed together)."""
-    found: Dict[FuncKey, List[str]] = {}
-    for table in tables:
-        for key, text in table.items():
-            names = found.setdefault(key, [])
-            for q in text.split(QUALNAME_SEPARATOR):
-                if q not in names:
-                    names.append(q)
-    return {k: QUALNAME_SEPARATOR.join(sorted(v)) for k, v in found.items()}
 
 
 _PREFIXES: Dict[tuple, List[str]] = {}
@@ -153,12 +114,3 @@ def stdname(key: FuncKey) -> str:
             return "{%s}" % name[1:-1]
         return name
     return "%s:%s(%s)" % (filename, line, name)
-
-
-def by_match_key(stats: Mapping[FuncKey, tuple]) -> Dict[FuncKey, tuple]:
-    """*stats* with rows (and caller edges) of the same ``match_key`` summed,
-    keyed by ``match_key``: what the views and diff show."""
-    if not any(match_key(k) is not k for k in stats):
-        return dict(stats)
-    from .merge import merge_stats  # the views only
-    return merge_stats([stats], match_key)

@@ -58,7 +58,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .names import FuncKey
+from .atomic_file import write_atomically
+from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
 FORMAT_VERSION = 1
@@ -139,7 +140,6 @@ def write_profile(path, data: ProfileData) -> None:
     if hasattr(path, "write"):
         _write(path, data)
         return
-    from .atomic_file import write_atomically
     write_atomically(path, lambda f: _write(f, data))
 
 

@@ -30,7 +30,7 @@ def entries_to_stats(entries):
     sums two profiles -- counts, times, and callers, on either side of an
     edge.
     """
-    from .names import label
+    from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
     stats = {}
     for entry in entries:
         func = label(entry.code)
@@ -74,8 +74,8 @@ def callpaths_to_file(nodes):
     functions share a label are merged into one (counts and times summed),
     and so are their children, recursively, as in ``entries_to_stats``.
     """
-    from .names import label
-    from .profile_file import CallPaths
+    from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
+    from .profile_file import CallPaths  # (deferred: import fastprof adds nothing to cProfile's imports)
     functions = []
     index = {}
     out = []
@@ -99,30 +99,6 @@ def callpaths_to_file(nodes):
             out[n] = (parent, i, c + calls, own + inlinetime, cum + totaltime)
         where.append(n)
     return CallPaths(functions, out)
-
-
-class _StatsHolder:
-    """What pstats.Stats() accepts: an object with create_stats() and .stats."""
-
-    def __init__(self, stats):
-        self.stats = stats
-
-    def create_stats(self):
-        pass
-
-
-def _pstats_of(stats, stream=None):
-    """A pstats.Stats over a pstats dict; empty is allowed (pstats refuses it)."""
-    import pstats
-    if stats:
-        return pstats.Stats(_StatsHolder(stats), stream=stream)
-    return pstats.Stats(stream=stream)
-
-
-def _sort_args(sort):
-    if isinstance(sort, (tuple, list)):
-        return tuple(sort)
-    return (sort,)
 
 
 class Profile(_fastprof.Profiler):
@@ -222,7 +198,7 @@ class Profile(_fastprof.Profiler):
         # scoped profiling: the C profiler asks _in_scope once per code object
         self._only = None
         if only is not None:
-            from .func_patterns import FunctionPatterns
+            from .func_patterns import FunctionPatterns  # (deferred: import fastprof adds nothing to cProfile's imports)
             if isinstance(only, str):
                 raise TypeError("only must be a list of patterns, not a str: only=[%r]" % (only,))
             self._only = FunctionPatterns(list(only))
@@ -256,7 +232,7 @@ class Profile(_fastprof.Profiler):
 
     def enable(self):
         """Start profiling (cProfile's ``enable``)."""
-        self._before_enable()
+        self.prepare_enable()
         if self._lines is not None and not self.enabled:
             self._lines.start()
         super().enable()
@@ -290,16 +266,48 @@ class Profile(_fastprof.Profiler):
         """One line saying what ``only=`` left out, or None without it."""
         if self._only is None:
             return None
-        from .view import scope_note
+        from .view import scope_note  # (deferred: import fastprof adds nothing to cProfile's imports)
         return scope_note(self._only.texts)
 
     def unmatched_line_patterns(self):
         """The ``lines=`` patterns that named no function that ran."""
         return self._lines.patterns.unmatched() if self._lines is not None else []
 
-    def _before_enable(self):
-        # what the thread names need before the C enable(); the signal
-        # toggle calls it before its C handler enables (signal_toggle.py)
+    # -- what the run modes set and read (command lines, attach, subprocesses...)
+
+    def set_main_alias(self, alias):
+        """The module name ``__main__`` also answers to in the ``lines=`` and
+        ``only=`` patterns: the script's stem (``prog:hot`` for prog.py)."""
+        if self._lines is not None:
+            self._lines.patterns.main_alias = alias
+        if self._only is not None:
+            self._only.main_alias = alias
+
+    def add_line_keys(self, keys):
+        """Also profile line by line the functions with these pstats keys
+        (``--lines-from``); needs ``lines=``."""
+        if self._lines is not None:
+            self._lines.patterns.keys.update(tuple(k) for k in keys)
+
+    def unmatched_line_keys(self):
+        """``(keys, count)``: the add_line_keys() keys of functions that did
+        not run, and how many keys were added."""
+        if self._lines is None:
+            return [], 0
+        return self._lines.patterns.keys_unmatched(), len(self._lines.patterns.keys)
+
+    def toggled_by(self, callback):
+        """A C callable for a signal handler: disable(), then
+        ``callback(error, was_enabled, *args)``, then enable() if it returned
+        true, with no frame of its own recorded and no Python code between
+        the answer and the enable (the C ``_toggle_with``)."""
+        import functools  # (deferred: import fastprof imports nothing cProfile does not)
+        return functools.partial(self._toggle_with, callback)
+
+    def prepare_enable(self):
+        """What the thread names need before the C enable(): enable() does
+        it; the signal toggle calls it before its C handler enables
+        (modes/signal_toggle.py)."""
         self._names_at_enable = _live_thread_names()
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()
@@ -339,7 +347,7 @@ class Profile(_fastprof.Profiler):
         try:
             self.disable()
         finally:
-            self._remember_thread_names()
+            self.take_thread_names()
 
     def __enter__(self):
         self.enable()
@@ -353,7 +361,7 @@ class Profile(_fastprof.Profiler):
                 raise
             self._failed_under(err, exc)
         finally:
-            self._remember_thread_names()
+            self.take_thread_names()
         return False
 
     # -- stats -------------------------------------------------------------
@@ -365,7 +373,7 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        from .names import qualnames_of
+        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats()
         self.stats = entries_to_stats(entries)
         # read here, once, from the code objects the entries hold (3.11+)
@@ -375,7 +383,7 @@ class Profile(_fastprof.Profiler):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
         or a tuple of them); ``thread``: only that thread (an id from
         ``thread_stats()``)."""
-        stats = self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        stats = self._pstats(thread).strip_dirs().sort_stats(*_model().sort_args(sort))
         if self._only is not None:
             print(self.scope_note(), file=stats.stream)
         stats.print_stats()
@@ -384,19 +392,19 @@ class Profile(_fastprof.Profiler):
         """Print who called each function (``pstats.Stats.print_callers``);
         ``restrictions`` select rows as in pstats: a regex on the name, an
         int count or a float fraction."""
-        (self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        (self._pstats(thread).strip_dirs().sort_stats(*_model().sort_args(sort))
          .print_callers(*restrictions))
 
     def print_callees(self, *restrictions, sort=-1, thread=None):
         """Print what each function called (``pstats.Stats.print_callees``)."""
-        (self._pstats(thread).strip_dirs().sort_stats(*_sort_args(sort))
+        (self._pstats(thread).strip_dirs().sort_stats(*_model().sort_args(sort))
          .print_callees(*restrictions))
 
     def _pstats(self, thread):
         if thread is None:
             self.create_stats()
-            return _pstats_of(self.stats)
-        return _pstats_of(self._thread_stats_dict(self._thread_id(thread)))
+            return _model().pstats_of(self.stats)
+        return _model().pstats_of(self._thread_stats_dict(self._thread_id(thread)))
 
     # -- threads -------------------------------------------------------------
 
@@ -409,7 +417,7 @@ class Profile(_fastprof.Profiler):
         that ended before its name could be seen is called
         ``"Thread-<ident> (ended)"``.
         """
-        self._remember_thread_names()
+        self.take_thread_names()
         out = []
         for tid, ident, _native in self.threads():
             out.append((tid, ident, self._thread_name(tid, ident),
@@ -439,8 +447,10 @@ class Profile(_fastprof.Profiler):
                 thread, ", ".join(str(r[0]) for r in records) or "none"))
         return thread
 
-    def _remember_thread_names(self):
-        """Name the profiled threads (``thread_names.name_records``)."""
+    def take_thread_names(self):
+        """Name the profiled threads now, while their Thread objects are at
+        hand (``thread_names.name_records``): disable() does, and a run mode
+        that reads thread stats of a profiler still enabled calls it first."""
         try:
             records = self.threads()
         except Exception:
@@ -465,7 +475,7 @@ class Profile(_fastprof.Profiler):
 
         With ``thread``, only that thread's stats and call paths.
         """
-        from .profile_file import ProfileData
+        from .profile_file import ProfileData  # (deferred: import fastprof adds nothing to cProfile's imports)
         info = self.clock_info()
         if thread is None:
             self.create_stats()
@@ -480,7 +490,7 @@ class Profile(_fastprof.Profiler):
             return data
         self._disable()
         tid = self._thread_id(thread)
-        from .names import qualnames_of
+        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats(tid)
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
                            qualnames=qualnames_of(e.code for e in entries),
@@ -502,7 +512,7 @@ class Profile(_fastprof.Profiler):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
         fastprof's extras (clock, call paths, per-thread stats) follow in a
         trailer those tools ignore.  ``thread``: that thread only."""
-        from .profile_file import write_profile
+        from .profile_file import write_profile  # (deferred: import fastprof adds nothing to cProfile's imports)
         write_profile(file, self.profile_data(thread))
 
     # -- running code ------------------------------------------------------
@@ -533,17 +543,17 @@ class Profile(_fastprof.Profiler):
                 self.disable()
             except Exception as err:
                 self._failed_under(err, exc, stacklevel=4)  # runcall's caller
-            self._remember_thread_names()
+            self.take_thread_names()
             raise
         try:
             self.disable()
         finally:
-            self._remember_thread_names()
+            self.take_thread_names()
         return result
 
 
 def _line_recorder(lines, threads, main_alias=None, keys=()):
-    from .line_profiling import make_recorder
+    from .line_profiling import make_recorder  # (deferred: import fastprof adds nothing to cProfile's imports)
     if isinstance(lines, str):
         raise TypeError("lines must be a list of patterns, not a str: lines=[%r]" % (lines,))
     return make_recorder(list(lines), main_alias=main_alias, keys=keys, threads=threads)
@@ -567,8 +577,14 @@ def _scope_decider(patterns):
 
 def _threads_mod():
     """thread_names, imported when first needed (not by ``import fastprof``)."""
-    from . import thread_names
+    from . import thread_names  # (deferred: import fastprof adds nothing to cProfile's imports)
     return thread_names
+
+
+def _model():
+    """model (pstats.Stats over a dict), imported when a table is printed."""
+    from . import model  # (deferred: import fastprof adds nothing to cProfile's imports)
+    return model
 
 
 def _live_thread_names():

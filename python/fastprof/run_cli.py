@@ -24,7 +24,7 @@ import io
 import os
 import sys
 
-from fastprof import arguments, cmdline
+from fastprof import arguments, cmdline, formats
 from fastprof.cmdline import UsageError
 
 # --threads is on by default on the command line (cmdline.RUN_OPTIONS)
@@ -100,7 +100,7 @@ def _optparse():
 def build_parser():
     optparse, Parser, Formatter = _optparse()
     p = Parser(prog=PROG, usage=USAGE, description=DESCRIPTION, formatter=Formatter(),
-               epilog=cmdline.formats_help() + "\n" + EXAMPLES, add_help_option=True)
+               epilog=formats.formats_help() + "\n" + EXAMPLES, add_help_option=True)
     p.disable_interspersed_args()
     p.add_option("-o", "--outfile", metavar="FILE",
                  help="write the profile to FILE instead of printing it; the format "
@@ -108,7 +108,7 @@ def build_parser():
                       "listed. Nothing is printed then but what the program prints.")
     p.add_option("--to", metavar="FORMAT",
                  help="with -o, write this format whatever the name: one of %s"
-                      % ", ".join(cmdline.FORMATS))
+                      % ", ".join(formats.FORMATS))
     p.add_option("-s", "--sort", metavar="SORT",
                  help="sort order of the printed table: one of %s, or several "
                       "separated by commas (default: %s, as cProfile on this Python). %s"
@@ -187,20 +187,6 @@ def split_argv(argv):
 
 
 # -- early checks --------------------------------------------------------------
-
-# -o formats drawn from the calling-context tree: --callpaths is implied
-TREE_FORMATS = cmdline.TREE_FORMATS
-
-
-def output_format(path, to=None):
-    """The output format for -o PATH: 'pstats' or a fastprof.exports format."""
-    return cmdline.output_format(path, to)
-
-
-def check_output_path(path, inputs=()):
-    """Raise UsageError unless *path* can be written (checked, not created)."""
-    cmdline.check_output_path(path, inputs)
-
 
 def _find_quietly(modname):
     """True if *modname* (and for a package, its __main__) can be found
@@ -435,17 +421,17 @@ def _write_merged(data, options, fmt):
         cmdline.write_output(data, options.outfile, fmt, min_percent=options.min_percent)
         return
     _usable_stdout()
-    from .profiler import _pstats_of, _sort_args
-    _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(options.sort)).print_stats()
+    from .model import pstats_of, sort_args  # (deferred: nothing before the program)
+    pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
 
 
-def _report_unmatched(prof, follower=None):
+def _report_unmatched(prof, follower=None, prog=PROG):
     """--lines/--only patterns that named nothing (in any process, with
     --subprocesses): one line each."""
     lines = cmdline.unmatched_patterns(prof)
     for line in follower.unmatched_everywhere(lines) if follower is not None else lines:
-        print("%s: %s" % (PROG, line), file=sys.stderr)
+        print("%s: %s" % (prog, line), file=sys.stderr)
 
 
 def _print_lines(prof):
@@ -473,14 +459,14 @@ def _print_output(prof, options):
         return
     prof.disable()
     # threads named alike (a server's request threads) share one table
-    from .profiler import _pstats_of, _sort_args
-    from .thread_names import per_thread_tables
+    from .model import pstats_of, sort_args  # (deferred: nothing before the program)
+    from .thread_groups import per_thread_tables  # (deferred: nothing before the program)
     for title, tid, stats in per_thread_tables(prof.thread_stats()):
         print("=== %s ===" % title)
         if tid is not None:
             prof.print_stats(options.sort, thread=tid)
         else:
-            _pstats_of(stats).strip_dirs().sort_stats(*_sort_args(options.sort)).print_stats()
+            pstats_of(stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
 
 
@@ -519,7 +505,7 @@ def main(argv=None):
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
         signum = None
         if options.signal is not None:
-            from fastprof.signal_toggle import parse_signal
+            from fastprof.modes.signal_toggle import parse_signal  # (deferred: nothing before the program)
             signum = parse_signal(options.signal)
             if options.outfile is None or options.outfile == cmdline.STDOUT:
                 raise UsageError("--signal needs -o FILE: each stop writes the profile there")
@@ -535,8 +521,8 @@ def main(argv=None):
             kind = check_script(args[0])
         fmt = None
         if options.outfile is not None:
-            fmt = output_format(options.outfile, options.to)
-            check_output_path(options.outfile, [] if options.module else [args[0]])
+            fmt = cmdline.output_format(options.outfile, options.to)
+            cmdline.check_output_path(options.outfile, [] if options.module else [args[0]])
             if options.outfile != cmdline.STDOUT:
                 # the program may chdir: fix the path now, as cProfile does
                 options.outfile = os.path.abspath(options.outfile)
@@ -557,7 +543,7 @@ def main(argv=None):
         return 2
 
     # formats that draw the call tree get exact call paths without asking
-    callpaths = options.callpaths or fmt in TREE_FORMATS
+    callpaths = options.callpaths or fmt in formats.TREE_FORMATS
     kwargs = cmdline.profile_options(options, callpaths)
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
@@ -569,7 +555,7 @@ def main(argv=None):
         return 2
     toggle = None
     if signum is not None:
-        from fastprof.signal_toggle import SignalToggle
+        from fastprof.modes.signal_toggle import SignalToggle  # (deferred: nothing before the program)
         toggle = SignalToggle(prof, signum, options.outfile, fmt, options.min_percent, PROG)
         try:
             toggle.install(start=not options.idle)
@@ -578,7 +564,7 @@ def main(argv=None):
             return 2
     follower = None
     if options.subprocesses:
-        from fastprof.subprocesses import Follower
+        from fastprof.modes.subprocesses import Follower  # (deferred: nothing before the program)
         follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []
@@ -604,26 +590,29 @@ def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
     try:
-        return _finish_profile(prof, options, fmt, failures, status, follower)
+        return finish_profile(prof, options, fmt, failures, status, follower)
     finally:
         if toggle is not None:
             toggle.end_exit()
 
 
-def _finish_profile(prof, options, fmt, failures, status, follower=None):
+def finish_profile(prof, options, fmt, failures, status, follower=None, prog=PROG):
+    """How a run ends, here and in %fastprof: stop profiling, report
+    profiler *failures* and unmatched patterns (as *prog*), write the
+    profile (*fmt*) or print its table; return the exit status."""
     try:
         prof.disable()
     except Exception as err:
         failures.append(err)
-    prof._remember_thread_names()
+    prof.take_thread_names()
     for err in failures:
         print("%s: profiling stopped early: %s: %s; the profile is partial"
-              % (PROG, type(err).__name__, err), file=sys.stderr)
+              % (prog, type(err).__name__, err), file=sys.stderr)
         status = status or 1
     merged = None
     if follower is not None:
-        merged = follower.finish(prof.profile_data(), options.outfile, PROG)
-    _report_unmatched(prof, follower)
+        merged = follower.finish(prof.profile_data(), options.outfile, prog)
+    _report_unmatched(prof, follower, prog)
     try:
         if merged is not None:
             _write_merged(merged, options, fmt)
@@ -636,7 +625,7 @@ def _finish_profile(prof, options, fmt, failures, status, follower=None):
         sys.stdout = None
         return exc.errno
     except OSError as exc:
-        print("%s: error: cannot write %s: %s" % (PROG, options.outfile, exc.strerror or exc),
+        print("%s: error: cannot write %s: %s" % (prog, options.outfile, exc.strerror or exc),
               file=sys.stderr)
         return status or 1
     return status
@@ -686,7 +675,7 @@ def run_program(prof, code, globs, threads, failures, toggle=None):
             prof.disable()
         except Exception as err:
             failures.append(err)
-    prof._remember_thread_names()
+    prof.take_thread_names()
     status = 0
     if isinstance(error, SystemExit):
         status = _exit_status(error)

@@ -12,9 +12,10 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, T
 
 from .arguments import check_percent
 from .calltree import build_tree
-from .names import func_label, is_builtin, readable_name, short_path, stdname
+from .model import is_builtin
+from .names import func_label, readable_name, short_path, stdname
 from .profile_file import FuncKey, ProfileData
-from .thread_names import group_threads, merged_thread_stats, thread_pattern
+from .thread_groups import group_threads, merged_thread_stats, thread_pattern
 
 # ---------------------------------------------------------------- units
 

@@ -112,8 +112,3 @@ def _below_caller(key: FuncKey, stats, index, nodes_of, tree: CallTree, calls: L
 
 def _order(key: FuncKey):
     return (str(key[0]), key[1] if isinstance(key[1], int) else 0, str(key[2]))
-
-
-def total_seconds(stats: Dict[FuncKey, tuple]) -> float:
-    """The profile's total time: the sum of every function's own time."""
-    return sum(max(0.0, float(v[2])) for v in stats.values())

@@ -16,9 +16,10 @@ calls a) stays; KCachegrind shows it as a cycle.
 """
 
 from collections import defaultdict
-from typing import Dict, TextIO
+from typing import Dict, Optional, TextIO
 
-from ..names import by_match_key, is_builtin, readable_name
+from ..model import by_match_key, is_builtin
+from ..names import readable_name
 from ..profile_file import FuncKey, ProfileData
 
 BUILTIN_FILE = "<built-in>"
@@ -43,7 +44,9 @@ def _names(stats, qualnames=None) -> Dict[FuncKey, str]:
     return names
 
 
-def write_callgrind(data: ProfileData, out: TextIO, cmd: str = "") -> None:
+def write_callgrind(data: ProfileData, out: TextIO, title: Optional[str] = None) -> None:
+    """Write *data*; *title* (the command line profiled) is the ``cmd:`` line."""
+    cmd = title or ""
     stats = by_match_key(data.stats)  # C functions named with an address: one function
     names = _names(stats, data.qualnames)
     # callees[f] = {g: edge (nc, cc, tt, ct)} for each call f -> g

@@ -18,7 +18,7 @@ A cProfile file without call paths gets the tree estimated from its callers
 (see ``fastprof.calltree``); the CLI says so on stderr.
 """
 
-from typing import Iterator, TextIO, Tuple
+from typing import Iterator, Optional, TextIO, Tuple
 
 from ..calltree import build_tree
 from ..names import func_label
@@ -55,7 +55,9 @@ def collapsed_lines(data: ProfileData, unit: float = 1e-6,
             stack.append((c, depth + 1))
 
 
-def write_collapsed(data: ProfileData, out: TextIO, min_fraction: float = 0.0) -> None:
+def write_collapsed(data: ProfileData, out: TextIO, title: Optional[str] = None,
+                    min_fraction: float = 0.0) -> None:
+    """Write *data* as folded stacks (which have no title)."""
     chunk = []
     for stack, weight in collapsed_lines(data, min_fraction=min_fraction):
         chunk.append("%s %d\n" % (stack, weight))

@@ -49,7 +49,8 @@ import os
 import platform
 from typing import Dict, List, Optional, TextIO
 
-from ..names import is_builtin, readable_name
+from ..model import is_builtin
+from ..names import readable_name
 from ..profile_file import ProfileData
 from ._stacks import Stacks, profile_stacks, thread_stacks
 
@@ -218,6 +219,6 @@ def _thread(data: ProfileData, stacks: Stacks, strings: _Strings, name: str, tid
     }
 
 
-def write_gecko(data: ProfileData, out: TextIO, title: str = "") -> None:
-    json.dump(gecko_document(data, title), out, separators=(",", ":"), allow_nan=False)
+def write_gecko(data: ProfileData, out: TextIO, title: Optional[str] = None) -> None:
+    json.dump(gecko_document(data, title or ""), out, separators=(",", ":"), allow_nan=False)
     out.write("\n")

@@ -33,7 +33,8 @@ from typing import Dict, List, Optional, TextIO, Tuple
 
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
 from ..line_view import function_total, hottest
-from ..names import is_builtin, readable_name, short_path
+from ..model import is_builtin
+from ..names import readable_name, short_path
 from ..profile_file import FuncKey, ProfileData
 
 MAX_SOURCE_LINES = 300

@@ -22,9 +22,10 @@ What fastprof writes:
 """
 
 import gzip
-from typing import Dict, List
+from typing import BinaryIO, Dict, List, Optional
 
-from ..names import is_builtin, readable_name, stdname
+from ..model import is_builtin
+from ..names import readable_name, stdname
 from ..profile_file import ProfileData
 from ._protobuf import Message
 from ._stacks import profile_stacks
@@ -74,6 +75,10 @@ def _value_type(strings: _Strings, type_: str, unit: str) -> Message:
 def pprof_bytes(data: ProfileData, title: str = "") -> bytes:
     """The gzip'd profile.proto of *data*."""
     return gzip.compress(profile_message(data, title).to_bytes(), mtime=0)
+
+
+def write_pprof(data: ProfileData, out: BinaryIO, title: Optional[str] = None) -> None:
+    out.write(pprof_bytes(data, title or ""))
 
 
 def profile_message(data: ProfileData, title: str = "") -> Message:

@@ -14,10 +14,11 @@ and the name says that too.
 """
 
 import json
-from typing import List, TextIO, Tuple
+from typing import List, Optional, TextIO, Tuple
 
 from ..calltree import CallTree, build_tree
-from ..names import is_builtin, readable_name
+from ..model import is_builtin
+from ..names import readable_name
 from ..profile_file import ProfileData
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
@@ -25,14 +26,6 @@ SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
 def _ns(seconds: float) -> int:
     return max(0, int(round(seconds * 1e9)))
-
-
-def speedscope_document(data: ProfileData, name: str = "fastprof profile",
-                        min_fraction: float = 0.0) -> dict:
-    """The speedscope file as a dict (events as dicts: handy, but slow for big trees)."""
-    doc, events = _document(data, name, min_fraction)
-    doc["profiles"][0]["events"] = [{"type": t, "frame": f, "at": at} for t, f, at in events]
-    return doc
 
 
 def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
@@ -100,8 +93,9 @@ def _events(tree: CallTree) -> List[Tuple[str, int, int]]:
     return events
 
 
-def write_speedscope(data: ProfileData, out: TextIO, name: str = "", min_fraction: float = 0.0) -> None:
-    doc, events = _document(data, name or "fastprof profile", min_fraction)
+def write_speedscope(data: ProfileData, out: TextIO, title: Optional[str] = None,
+                     min_fraction: float = 0.0) -> None:
+    doc, events = _document(data, title or "fastprof profile", min_fraction)
     # Everything but the events through json; the events (most of the file)
     # formatted directly, which is several times faster.
     head = json.dumps(doc, separators=(",", ":"))

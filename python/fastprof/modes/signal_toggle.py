@@ -8,7 +8,7 @@ final one. POSIX signals: Linux only (Windows has no SIGUSR1).
 
 How the pieces keep the profile clean and the program safe:
 
-- The handler is a C callable (``Profiler._toggle_with`` behind a
+- The handler is a C callable (``Profile.toggled_by``: ``Profiler._toggle_with`` behind a
   ``functools.partial``): it stops the profiler before any Python code of
   ours runs, and starts it after the last of it, so no frame of the
   handler is recorded.
@@ -25,8 +25,9 @@ How the pieces keep the profile clean and the program safe:
 import os
 import sys
 
-from . import cmdline
-from .cmdline import UsageError
+from .. import cmdline, formats
+from ..cmdline import UsageError
+from ..profiler import Profile
 
 # signals a process cannot catch
 _UNCATCHABLE = ("SIGKILL", "SIGSTOP")
@@ -99,7 +100,6 @@ class SignalToggle:
     """
 
     def __init__(self, profiler, signum, filename, fmt, min_percent=None, prog="fastprof"):
-        import functools
         self.profiler = profiler
         self.signum = signum
         self.filename = filename
@@ -117,9 +117,9 @@ class SignalToggle:
         self._original_signal = None
         self._at_exit_registered = False
         # called from C: no frame of it is recorded (see the module's doc)
-        self._handler = functools.partial(profiler._toggle_with, self._on_signal)
-        self.uninstall = functools.partial(profiler._toggle_with, self._uninstall)
-        self._at_exit = functools.partial(profiler._toggle_with, self._final)
+        self._handler = profiler.toggled_by(self._on_signal)
+        self.uninstall = profiler.toggled_by(self._uninstall)
+        self._at_exit = profiler.toggled_by(self._final)
 
     def __repr__(self):
         return "<fastprof.SignalToggle %s -> %s, %s>" % (
@@ -247,7 +247,7 @@ class SignalToggle:
         finally:
             self._busy = False
         if self._want_on and not self._closing:
-            self.profiler._before_enable()
+            self.profiler.prepare_enable()
         # read last, with no call after it (no signal is handled between
         # this and the C enable): a signal handled meanwhile is counted
         return self._want_on and not self._closing
@@ -336,7 +336,6 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     the profile if called while profiling, where ``uninstall()`` shows
     none). Linux only.
     """
-    from .profiler import Profile
     signum = parse_signal(sig)
     path = os.fspath(filename)
     fmt = cmdline.output_format(path, to)
@@ -345,7 +344,7 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     cmdline.check_output_path(path)
     if min_percent is not None and not 0 <= min_percent <= 100:
         raise ValueError("min_percent must be between 0 and 100, not %r" % (min_percent,))
-    if fmt in cmdline.TREE_FORMATS:
+    if fmt in formats.TREE_FORMATS:
         profile_kwargs.setdefault("callpaths", True)
     prof = Profile(threads=threads, **profile_kwargs)
     toggle = SignalToggle(prof, signum, os.path.abspath(path), fmt, min_percent)

@@ -42,6 +42,8 @@ import shutil
 import sys
 import tempfile
 
+from . import package_parent
+
 ENV = "FASTPROF_SUBPROCESSES"
 
 # beside DIR/PID.prof: the --lines/--only lines that child would report
@@ -77,7 +79,7 @@ def _fastprof_follow():
         if added:
             _sys.path.append(cfg["path"])
         try:
-            from fastprof import subprocesses
+            from fastprof.modes import subprocesses
         finally:
             if added:
                 _sys.path.remove(cfg["path"])
@@ -129,7 +131,7 @@ class Follower:
         os.mkdir(boot, 0o700)
         with open(os.path.join(boot, "sitecustomize.py"), "w") as f:
             f.write(BOOTSTRAP)
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        here = package_parent()
         self.children_unmatched = []  # per child: the lines of unmatched_patterns()
         cfg = {"dir": self.dir, "options": dict(options), "main_alias": main_alias, "path": here,
                "python": [sys.implementation.name, sys.hexversion, getattr(sys, "abiflags", "")]}
@@ -151,8 +153,8 @@ class Follower:
         """The parent's profile *own* (ProfileData) plus its children's; the
         per-process profiles are kept in OUTFILE.processes/ when *outfile*
         is a file."""
-        from .merge import ProfileSum
-        from .profile_file import ProfileFileError, load_profile, write_profile
+        from ..merge import ProfileSum  # (deferred: nothing in a child before its program)
+        from ..profile_file import ProfileFileError, load_profile, write_profile  # (deferred)
         # multiprocessing joins its children at exit (its atexit hook): do
         # it now, so that their profiles are there to merge
         util = sys.modules.get("multiprocessing.util")
@@ -274,7 +276,7 @@ def start_child(cfg):
 
 
 def _new_profiler(cfg):
-    from .cmdline import new_profile
+    from ..cmdline import new_profile  # (deferred: nothing in a child before its program)
     return new_profile(cfg["options"], main_alias=cfg.get("main_alias"))
 
 
@@ -346,14 +348,14 @@ def _write(state):
     except Exception:
         pass
     try:
-        from .cmdline import unmatched_patterns
-        from .profile_file import write_profile
-        prof._remember_thread_names()
+        from ..cmdline import unmatched_patterns  # (deferred: nothing in a child before its program)
+        from ..profile_file import write_profile  # (deferred: nothing in a child before its program)
+        prof.take_thread_names()
         data = prof.profile_data()
         # first what this process's patterns missed (the parent reports a
         # pattern only if every process missed it), then the profile: the
         # parent takes a child whose PID.prof is there
-        from .atomic_file import write_atomically
+        from ..atomic_file import write_atomically  # (deferred: nothing in a child before its program)
         missed = json.dumps(unmatched_patterns(prof)).encode()
         write_atomically(os.path.join(state.cfg["dir"], "%d%s" % (state.pid, _UNMATCHED_SUFFIX)),
                          lambda f: f.write(missed))

@@ -17,10 +17,9 @@ Imported only by ``load_ipython_extension`` (IPython is imported then).
 import html
 import os
 import re
-import sys
 
-from . import cmdline, run_cli
-from .cmdline import UsageError
+from .. import cmdline, formats, run_cli
+from ..cmdline import UsageError
 
 MAGIC = "fastprof"
 USAGE = ("%%%s [options] statement\n   or: %%%%%s [options]   (the cell below is profiled)"
@@ -52,7 +51,7 @@ def build_parser():
     p.prog = "%" + MAGIC
     p.usage = USAGE
     p.description = DESCRIPTION
-    p.epilog = cmdline.formats_help() + "\n" + EXAMPLES
+    p.epilog = formats.formats_help() + "\n" + EXAMPLES
     p.get_option("-o").help = ("write the profile to FILE instead of printing its table; "
                                "the format follows the file name (see below), pstats for "
                                "any name not listed")
@@ -184,7 +183,7 @@ class FastprofMagic:
         from IPython.core.error import UsageError as IPythonUsageError
         shell = self.shell
         inline = options.outfile is None and shows_html(shell)
-        callpaths = options.callpaths or inline or options.fmt in cmdline.TREE_FORMATS
+        callpaths = options.callpaths or inline or options.fmt in formats.TREE_FORMATS
         try:
             prof = cmdline.new_profile(cmdline.profile_options(options, callpaths))
         except UsageError as exc:  # --fast where it is not available
@@ -194,6 +193,7 @@ class FastprofMagic:
         code = shell.compile(source, filename, "exec")
         ns = shell.user_ns
         error = None
+        failures = []
         prof.enable()
         try:
             exec(code, ns, ns)
@@ -202,31 +202,29 @@ class FastprofMagic:
         try:
             prof.disable()
         except Exception as err:
-            print("%%%s: profiling stopped early: %s: %s; the profile is partial"
-                  % (MAGIC, type(err).__name__, err), file=sys.stderr)
+            failures.append(err)
         if error is not None:
             # from the user's code on: this frame is not theirs
             tb = error.__traceback__
             error.__traceback__ = tb.tb_next if tb is not None else None
             # (tb_offset=0: IPython 8 would skip one more frame by default)
             shell.showtraceback((type(error), error, error.__traceback__), tb_offset=0)
-        self.report(prof, options, inline)
+        self.report(prof, options, inline, failures)
         if isinstance(error, KeyboardInterrupt):
             raise error
 
-    def report(self, prof, options, inline):
-        prof._remember_thread_names()
-        for line in cmdline.unmatched_patterns(prof):
-            print("%%%s: %s" % (MAGIC, line), file=sys.stderr)
+    def report(self, prof, options, inline, failures):
+        """End the run as python -m fastprof does (run_cli.finish_profile)."""
+        fmt = options.fmt if options.outfile is not None else None
+        status = run_cli.finish_profile(prof, options, fmt, failures, 0, prog="%" + MAGIC)
         if options.outfile is not None:
-            run_cli._write_output(prof, options, options.fmt)
-            print("%%%s: profile written to %s" % (MAGIC, os.path.abspath(options.outfile)))
+            if status == (1 if failures else 0):  # (else: it said why it could not write)
+                print("%%%s: profile written to %s" % (MAGIC, os.path.abspath(options.outfile)))
             return
-        run_cli._print_output(prof, options)
         if inline:
-            from IPython.display import display
+            from IPython.display import display  # optional dependency: IPython's, loaded by it
 
-            from . import exports
+            from .. import exports  # (deferred: the HTML report's imports, for inline only)
             title = "%%%s profile" % MAGIC
             document = exports.render(prof.profile_data(), "html", title=title,
                                       min_percent=options.min_percent)

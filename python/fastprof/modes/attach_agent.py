@@ -27,6 +27,7 @@ mode 0700) is the only channel; its files, each written atomically:
 import os
 import sys
 
+from . import package_parent
 from .process_alive import alive as _alive
 
 # The bootstrap's code; %(...)r fields are filled by the attaching side.
@@ -69,7 +70,7 @@ def _fastprof_attach(directory, fastprof_parent, abi, options):
                 return
             sys.path.append(fastprof_parent)
             added = fastprof_parent
-        from fastprof import attach_agent
+        from fastprof.modes import attach_agent
     except BaseException as exc:
         note("error", "cannot import fastprof in process %%d: %%s: %%s" %% (
             os.getpid(), type(exc).__name__, exc))
@@ -98,9 +99,8 @@ def abi_tag():
 
 def bootstrap_text(directory, options):
     """The bootstrap script for *directory* with profiler *options*."""
-    package_dir = os.path.dirname(os.path.abspath(__file__))
     return BOOTSTRAP % {"directory": directory,
-                        "fastprof_parent": os.path.dirname(package_dir),
+                        "fastprof_parent": package_parent(),
                         "abi": abi_tag(), "options": options}
 
 
@@ -132,7 +132,7 @@ def profiler_in_use():
 # the modules the helper needs later, imported before profiling starts (and
 # before the sys.path entry the bootstrap may have added is removed)
 _NEEDED = ("fastprof.profiler", "fastprof.profile_file", "fastprof.names",
-           "fastprof.thread_names", "fastprof.merge", "fastprof.cmdline")
+           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline")
 
 
 def start(directory, options, added_path=None, modules_before=()):
@@ -176,7 +176,7 @@ class _Session:
     def __init__(self, directory, options, added_path, modules_before):
         import _thread
 
-        from fastprof.cmdline import new_profile
+        from fastprof.cmdline import new_profile  # (deferred: imported by start(), see _NEEDED)
         self.directory = directory
         self.options = dict(options)
         self.added_path = added_path
@@ -282,14 +282,14 @@ class _Session:
                 _forget(self.added_path, self.modules_before)
 
     def write(self, duration, reason):
-        from fastprof.profile_file import write_profile
+        from fastprof.profile_file import write_profile  # (deferred: imported by start(), see _NEEDED)
         data = self.profile_data()
         tmp = os.path.join(self.directory, "profile.prof.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             write_profile(f, data)
         os.replace(tmp, os.path.join(self.directory, "profile.prof"))
-        from fastprof.cmdline import unmatched_patterns
+        from fastprof.cmdline import unmatched_patterns  # (deferred: imported by start(), see _NEEDED)
         note(self.directory, "done", repr({
             "duration": duration, "reason": reason,
             "threads": len(data.threads) if self.options.get("threads") else 1,
@@ -297,12 +297,13 @@ class _Session:
 
     def profile_data(self):
         """Profile.profile_data() without the helper thread's record."""
-        from fastprof.merge import merge_callpaths, merge_stats
-        from fastprof.names import qualnames_of
-        from fastprof.profile_file import ProfileData
-        from fastprof.profiler import callpaths_to_file
+        from fastprof.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.names import qualnames_of  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.profiler import callpaths_to_file  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
-        prof._remember_thread_names()
+        prof.take_thread_names()
         kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]
         codes = [e.code for tid, _i, _n, _s in kept for e in prof.getstats(tid)]
         data = ProfileData(merge_stats([st for _t, _i, _n, st in kept]),

@@ -2,8 +2,9 @@
 
 Registered through the ``pytest11`` entry point as ``fastprof`` (so
 ``-p no:fastprof`` turns it off). pytest imports every plugin at start-up:
-this module imports nothing but os and pytest itself until one of its
-options is given (``import fastprof`` loads the C extension, nothing else).
+this module imports nothing but os, pytest and the run options' declarations
+(cmdline: os and sys) until one of its options is given; the C extension is
+loaded when the first profile is made.
 
 What is profiled: the three phases of each test -- setup (its fixtures),
 call (the test function) and teardown (fixture finalizers) -- and nothing
@@ -24,6 +25,8 @@ import os
 
 import pytest
 
+from .. import cmdline, formats
+
 DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
@@ -35,6 +38,13 @@ PREFIX = "--fastprof-"
 def _spelled(option):
     """How run option *option* is spelled here: --lines -> --fastprof-lines."""
     return PREFIX + option[2:]
+
+
+def _respelled(text):
+    """*text* (a run option's help) with the options the plugin takes spelled its way."""
+    import re  # (at start-up: pytest imported it)
+    names = "|".join(sorted((o[2:] for o in RUN_OPTIONS), key=len, reverse=True))
+    return re.sub(r"--(%s)\b" % names, lambda m: _spelled(m.group(0)), text)
 
 
 def pytest_addoption(parser):
@@ -51,29 +61,17 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
-    # python -m fastprof's --lines, --lines-from, --only and --fast, declared
-    # here and not from cmdline.RUN_OPTIONS: importing any fastprof module
-    # imports the package and its C extension, which every pytest run would
-    # then pay (nothing of fastprof's is imported until an option is given)
-    group.addoption(
-        "--fastprof-lines", action="append", default=[], metavar="PATTERN",
-        help="line by line: each line's hits and time in the functions PATTERN names "
-             "(python -m fastprof --lines: MODULE[:QUALNAME] with shell wildcards, "
-             "test_db:test_*, or a file path glob), stored in the profile "
-             "(fastprof view FILE --lines). Repeatable")
-    group.addoption(
-        "--fastprof-lines-from", metavar="OLD.prof[:N]", default=None,
-        help="line by line for the N functions (default 10) with the most own time "
-             "in an earlier profile OLD.prof")
-    group.addoption(
-        "--fastprof-only", action="append", default=[], metavar="PATTERN",
-        help="record only the functions PATTERN names (the --fastprof-lines syntax) and "
-             "the C functions they call; the time of calls into other Python code "
-             "stays in the caller's own time. Repeatable")
-    group.addoption(
-        "--fastprof-fast", action="store_true", default=False,
-        help="Python functions only, through a frame evaluator (PEP 523): much cheaper, "
-             "counts as cProfile with builtins=False (not with --fastprof-lines/-only)")
+    # python -m fastprof's --lines, --lines-from, --only and --fast, as it declares them
+    for flags, _d, action, kind, default, metavar, text in cmdline.RUN_OPTIONS:
+        if flags[-1] not in RUN_OPTIONS:
+            continue
+        kwargs = {"action": action, "help": _respelled(text).replace("%", "%%"),
+                  "default": list(default) if isinstance(default, list) else default}
+        if metavar is not None:
+            kwargs["metavar"] = metavar
+        if kind is not None:
+            kwargs["type"] = kind
+        group.addoption(_spelled(flags[-1]), **kwargs)
 
 
 def pytest_configure(config):
@@ -111,8 +109,6 @@ def _run_options(config):
     """The run options as python -m fastprof's parser gives them (the
     plugin's own values where it takes them, the defaults elsewhere)."""
     import types
-
-    from fastprof import cmdline
     values = dict(cmdline.RUN_DEFAULTS)
     for option in RUN_OPTIONS:
         values[option[2:].replace("-", "_")] = config.getoption(_dest(option))
@@ -136,7 +132,6 @@ class FastprofSession:
     --fastprof or --fastprof-per-test is given)."""
 
     def __init__(self, config, outfile, per_test_dir):
-        from fastprof import cmdline
         self.config = config
         self.fmt = None
         try:
@@ -154,7 +149,7 @@ class FastprofSession:
                 cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
             options = _run_options(config)
             cmdline.check_scope_options(options, name=_spelled)
-            self.callpaths = self.fmt in cmdline.TREE_FORMATS
+            self.callpaths = self.fmt in formats.TREE_FORMATS
             self.profile_options = cmdline.profile_options(options, self.callpaths)
             self.profile_options["threads"] = True
             cmdline.new_profile(self.profile_options)  # refused now, not at the first test
@@ -177,15 +172,13 @@ class FastprofSession:
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
-        from fastprof import cmdline
         return cmdline.new_profile(self.profile_options)
 
     def _note_unmatched(self, prof=None, lines=None):
         """Keep the patterns that named nothing in any of the profiles (of
         *prof*, or a worker's *lines*)."""
         if prof is not None:
-            from fastprof import cmdline
-            lines = cmdline.unmatched_patterns(prof, name=_spelled)
+                lines = cmdline.unmatched_patterns(prof, name=_spelled)
         self.unmatched = lines if self.unmatched is None else [
             line for line in self.unmatched if line in lines]
 
@@ -239,7 +232,7 @@ class FastprofSession:
             n += 1
             name = "%s-%d" % (base, n)
         self.per_test_files[name] = nodeid
-        from fastprof.profile_file import write_profile
+        from fastprof.profile_file import write_profile  # (deferred: nothing at pytest start-up)
         try:
             write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
         except OSError as exc:
@@ -266,7 +259,6 @@ class FastprofSession:
             return
         if self.final is None or self.outfile is None:
             return
-        from fastprof import cmdline
         try:
             cmdline.write_output(self.final, self.outfile, self.fmt)
             self.written = self.outfile
@@ -282,7 +274,7 @@ class FastprofSession:
         out = {"times": self.times, "per_test_files": self.per_test_files,
                "problems": self.problems, "unmatched": self.unmatched, "profile": None}
         if self.final is not None:
-            from fastprof.profile_file import write_profile
+            from fastprof.profile_file import write_profile  # (deferred: nothing at pytest start-up)
             path = os.path.join(config.workerinput["fastprof_dir"],
                                 "%s.prof" % config.workerinput.get("workerid", os.getpid()))
             try:
@@ -306,7 +298,7 @@ class FastprofSession:
         if output["unmatched"] is not None:
             self._note_unmatched(lines=output["unmatched"])
         if output["profile"] is not None:
-            from fastprof.profile_file import ProfileFileError, load_profile
+            from fastprof.profile_file import ProfileFileError, load_profile  # (deferred: nothing at pytest start-up)
             try:
                 data = load_profile(output["profile"])
             except ProfileFileError as exc:
@@ -388,7 +380,7 @@ def _without_own_rows(data):
         t["stats"] = _drop(t["stats"], own)
     cp = data.callpaths
     if cp is not None:
-        from fastprof.profile_file import CallPaths
+        from fastprof.profile_file import CallPaths  # (deferred: nothing at pytest start-up)
         keep, nodes = {}, []
         for i, (parent, func, calls, tt, ct) in enumerate(cp.nodes):
             if tuple(cp.functions[func]) in own or (parent >= 0 and parent not in keep):
@@ -401,7 +393,8 @@ def _without_own_rows(data):
 
 def _add(a, b):
     """ProfileData *a* + *b* (the threads of one name are one thread)."""
-    from fastprof.merge import merge_profiles, merge_stats
+    from fastprof.merge import merge_profiles  # (deferred: nothing at pytest start-up)
+    from fastprof.model import merge_stats  # (deferred: nothing at pytest start-up)
     out = merge_profiles([a, b])
     threads = {}
     for t in a.threads + b.threads:
@@ -414,8 +407,8 @@ def _add(a, b):
 
 def summary_lines(data, times):
     """The terminal summary: slowest tests, then top functions by own time."""
-    from fastprof.names import func_label
-    from fastprof.view import format_percent, format_time, micro_sign, render_table
+    from fastprof.names import func_label  # (deferred: nothing at pytest start-up)
+    from fastprof.view import format_percent, format_time, micro_sign, render_table  # (deferred: nothing at pytest start-up)
     micro = micro_sign()
     lines = ["profiled time %s in %d tests (setup, call and teardown)"
              % (format_time(sum(times.values()), micro), len(times))]

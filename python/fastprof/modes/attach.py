@@ -18,8 +18,11 @@ import os
 import sys
 import time
 
-from . import cmdline
-from .cmdline import UsageError
+from .. import cmdline, formats
+from ..cmdline import UsageError
+from ..model import pstats_of, sort_args
+from ..profile_file import load_profile
+from . import attach_agent
 from .process_alive import alive as _alive
 
 PROG = "fastprof attach"
@@ -44,7 +47,7 @@ def add_parser(sub, formatter_class):
                     "no socket), profile all its threads for --duration seconds or until "
                     "Ctrl-C, then stop, write the profile and detach. The process runs on "
                     "unchanged and can be attached again.",
-        epilog=cmdline.formats_help() + "\nexamples:\n"
+        epilog=formats.formats_help() + "\nexamples:\n"
                "  fastprof attach 12345 --duration 10 -o service.prof\n"
                "  fastprof attach 12345 -o service.html        # until Ctrl-C\n"
                "  fastprof attach 12345 --duration 10 --lines-from service.prof:5\n"
@@ -59,7 +62,7 @@ def add_parser(sub, formatter_class):
                         "without it the table is printed")
     p.add_argument("--to", metavar="FORMAT",
                    help="with -o, write this format whatever the name: one of %s"
-                        % ", ".join(cmdline.FORMATS))
+                        % ", ".join(formats.FORMATS))
     p.add_argument("-s", "--sort", default="cumulative", metavar="SORT",
                    help="without -o: sort order of the printed table, cProfile's keys "
                         "(default: cumulative)")
@@ -273,7 +276,6 @@ def attach(pid, options, duration, timeout, say):
     on failure.  *options*: Profile's keyword arguments."""
     import tempfile
 
-    from . import attach_agent
     directory = tempfile.mkdtemp(prefix="fastprof-attach-")  # 0700, unpredictable name
     keep = False
     try:
@@ -303,7 +305,6 @@ def attach(pid, options, duration, timeout, say):
         say("profiling process %d%s" % (pid, " for %gs" % duration if duration is not None
                                        else " until Ctrl-C"))
         summary = _wait_done(directory, pid, duration, say)
-        from .profile_file import load_profile
         data = load_profile(os.path.join(directory, "profile.prof"))
         return data, summary
     finally:
@@ -345,7 +346,7 @@ def run(args):
         else:
             sort = cmdline.parse_cprofile_sort(args.sort)
         check_remote_debug_allowed(pid)
-        options = cmdline.profile_options(args, args.callpaths or fmt in cmdline.TREE_FORMATS)
+        options = cmdline.profile_options(args, args.callpaths or fmt in formats.TREE_FORMATS)
         # refused here as the target would refuse it (same Python version):
         # --fast where it is unavailable, bad patterns
         probe = cmdline.new_profile(options)
@@ -363,10 +364,9 @@ def run(args):
             cmdline.report(PROG, "cannot write %s: %s" % (args.output, exc.strerror or exc))
             return 2
     else:
-        from .profiler import _pstats_of, _sort_args
         if probe.scope_note() is not None:  # --only: what the table leaves out
             print(probe.scope_note())
-        _pstats_of(data.stats).strip_dirs().sort_stats(*_sort_args(sort)).print_stats()
+        pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(sort)).print_stats()
         cmdline.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
         sys.stdout.flush()
     say(_summary_line(pid, data, summary, args.output))
