@@ -5,6 +5,7 @@
 #define FPY_PROFILER_H
 
 #include "fpy_compat.h"
+#include "fpy_cpython_internals.h"
 
 #include "fp_profiler.h"
 
