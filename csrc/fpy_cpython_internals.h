@@ -67,7 +67,7 @@
  *   PyCFunctionObject.m_ml, PyMethodDescrObject.d_method, PyDescr_TYPE
  *   (fpy_cfunc_key in fpy_profiler.h, fpy_names.c: cProfile's keys).
  * In Python (names looked up at run time), present in 3.9-3.15:
- *   threading._profile_hook        fpy_source_legacy.c: fpy_source_detach
+ *   threading._profile_hook        fpy_source_legacy.c: legacy_detach
  *                                  undoes threading.setprofile only if the
  *                                  hook is still ours (3.9 has no getprofile)
  *   threading._dangling            python/fastprof/thread_names.py: names

@@ -50,10 +50,10 @@ static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t no
     if (!p || !p->enabled || p->failed)
         return OWN_LOST;
 #if FPY_USE_MONITORING
-    if (p->tool_id < 0 || p->tool_id >= tool_id)
+    if (p->mon.tool_id < 0 || p->mon.tool_id >= tool_id)
         return OWN_LOST;
 #endif
-    fp_thread_t *t = fpy_events_thread(p);
+    fp_thread_t *t = p->source->running_thread(p);
     if (!t || t->stopped || t->lost)
         return OWN_LOST;
     if (t->depth == 0)

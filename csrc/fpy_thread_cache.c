@@ -11,11 +11,9 @@
  * cache trusts only entries made since the last bump. Thread states
  * swapped on one OS thread (PyGILState_Ensure/Release from a native
  * thread, one after the other) share that thread's record. */
-#include "fpy_profiler.h"
+#include "fpy_thread_cache.h"
 
 #if FPY_USE_MONITORING /* the legacy source's hooks know their thread */
-
-#include <pthread.h>
 
 /* Process-wide on purpose, unlike the module state (fpy_module.c): OS
  * threads and pthread keys belong to the process, not to an interpreter or
@@ -49,8 +47,8 @@ int fpy_thread_cache_module_init(void)
 
 void fpy_thread_cache_reset(fpy_profiler_t *p)
 {
-    p->cached_os_thread = 0;
-    p->cached_thread = NULL;
+    p->mon.cached_os_thread = 0;
+    p->mon.cached_thread = NULL;
 }
 
 fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
@@ -75,9 +73,9 @@ fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
         return t;
     if (!pthread_getspecific(seen_key) && pthread_setspecific(seen_key, &seen_key) != 0)
         return t; /* cannot watch this thread's exit: do not cache it */
-    p->cached_os_thread = os_thread;
-    p->cached_epoch = epoch;
-    p->cached_thread = t;
+    p->mon.cached_os_thread = os_thread;
+    p->mon.cached_epoch = epoch;
+    p->mon.cached_thread = t;
     return t;
 }
 
