@@ -9,9 +9,11 @@
  * profiler embeds it: its event callbacks read it with no pointer to
  * follow. enable() picks the profiler's source (fast=True: fpy_eval_source,
  * else FPY_DEFAULT_SOURCE) and keeps it in `source`. The table is for
- * control only: registering, unregistering, one thread's stop, a fork.
- * Events go straight from the interpreter to the source's callbacks, which
- * stay leaf functions with the recording inlined (fpy_record_fast.h). */
+ * control: registering, unregistering, one thread's stop, a fork, and the
+ * running thread's record asked from outside the events (a collection;
+ * before 3.12, a line's own time). Events go straight from the
+ * interpreter to the source's callbacks, which stay leaf functions with
+ * the recording inlined (fpy_record_fast.h), never through the table. */
 #ifndef FPY_SOURCE_H
 #define FPY_SOURCE_H
 
@@ -43,7 +45,8 @@ typedef struct fpy_source_ops {
      * reach `p`; the other threads' go on. Never fails. */
     void (*stop_thread)(struct fpy_profiler *p, PyThreadState *ts);
     /* The record of the running thread if `p` records its events, else
-     * NULL (a collection or a line is charged where a call would be). */
+     * NULL: a collection (fpy_gc.c) is charged where a call would be, a
+     * line's own time (fpy_lines.c) read from its stack. */
     fp_thread_t *(*running_thread)(struct fpy_profiler *p);
     /* In a fork child, while attached: only the forking thread survives. */
     void (*after_fork)(struct fpy_profiler *p);

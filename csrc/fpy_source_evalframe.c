@@ -11,7 +11,9 @@
  * with: their returns are not seen (as for the frames running when the
  * default mode is enabled, nothing is recorded for them). A leave is
  * recorded only for an enter that was, in the same enable and generation.
- */
+
+ *
+ * Its table is fpy_eval_source (at the end), its state p->eval (fpy_source.h). */
 #include "fpy_record_fast.h"
 
 /* The profiler the evaluator feeds, and a count of attaches and detaches

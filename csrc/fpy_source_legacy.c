@@ -4,7 +4,9 @@
  * thread it is the profiler itself (sys.getprofile() returns it, as with
  * cProfile), in other threads a small per-thread hook object with the same
  * layout (fpy_legacy_hook_target_t). threads=True also hooks the threads already
- * running, and new threads through threading.setprofile. */
+ * running, and new threads through threading.setprofile.
+ *
+ * Its table is fpy_legacy_source (at the end), its state p->legacy (fpy_source.h). */
 #include "fpy_record_fast.h"
 #include "fpy_scope.h"
 

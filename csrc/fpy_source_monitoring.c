@@ -3,7 +3,9 @@
  * less than the legacy profile hook that 3.12 emulates on top of
  * sys.monitoring. Events arrive from every thread; fpy_thread_for
  * (fpy_thread_cache.c) keeps each thread's stack apart and filters threads
- * when threads=False. */
+ * when threads=False.
+ *
+ * Its table is fpy_mon_source (at the end), its state p->mon (fpy_source.h). */
 #include "fpy_record_fast.h"
 #include "fpy_scope.h"
 #include "fpy_thread_cache.h"
