@@ -55,7 +55,7 @@ static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t no
         return OWN_LOST;
     /* a tool id: p's source is the monitoring one, whose thread cache is
      * read inline (a line event is as hot as a call event) */
-    fp_thread_t *t = fpy_thread_for(p);
+    fp_thread_t *t = fpy_mon_thread_for(p);
 #else
     fp_thread_t *t = p->source->running_thread(p);
 #endif

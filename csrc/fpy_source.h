@@ -105,7 +105,7 @@ typedef struct fpy_mon_state {
     PyObject *missing;   /* sys.monitoring.MISSING */
     /* the thread of the last event (fpy_thread_cache.c) */
     uintptr_t cached_os_thread; /* its pthread_self(), 0: none */
-    uint64_t cached_epoch;      /* fpy_os_threads_ended then */
+    uint64_t cached_epoch;      /* fpy_mon_os_threads_ended then */
     fp_thread_t *cached_thread; /* its record, NULL: not recorded */
 } fpy_mon_state_t;
 

@@ -1,7 +1,7 @@
 /* Event source for Python 3.12+: C functions (METH_FASTCALL, bound to the
  * profiler) registered directly as sys.monitoring callbacks, which costs
  * less than the legacy profile hook that 3.12 emulates on top of
- * sys.monitoring. Events arrive from every thread; fpy_thread_for
+ * sys.monitoring. Events arrive from every thread; fpy_mon_thread_for
  * (fpy_thread_cache.c) keeps each thread's stack apart and filters threads
  * when threads=False.
  *
@@ -34,7 +34,7 @@ FP_FORCE_INLINE PyObject *py_enter(fpy_profiler_t *p, PyObject *const *args, Py_
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
-        fp_thread_t *t = fpy_thread_for(p);
+        fp_thread_t *t = fpy_mon_thread_for(p);
         if (t) {
             const void *ident = NULL;
             if (fpy_frame_parks(p, code))
@@ -99,7 +99,7 @@ FP_FORCE_INLINE PyObject *py_leave(fpy_profiler_t *p, PyObject *const *args, Py_
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
-        fp_thread_t *t = fpy_thread_for(p);
+        fp_thread_t *t = fpy_mon_thread_for(p);
         if (t) {
             const void *ident = NULL;
             if (suspending && fpy_frame_parks(p, code))
@@ -190,7 +190,7 @@ static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyO
     fpy_profiler_t *p = PROFILER_OF(cb);
     const void *key =
         p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->mon.missing) : NULL;
-    fp_thread_t *t = key ? fpy_thread_for(p) : NULL;
+    fp_thread_t *t = key ? fpy_mon_thread_for(p) : NULL;
     if (t)
         fpy_record_c_enter(p, t, key, args[2], args[3]);
     Py_RETURN_NONE;
@@ -208,7 +208,7 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
     if (Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
         !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->mon.missing))
         Py_RETURN_NONE;
-    fp_thread_t *t = fpy_thread_for(p);
+    fp_thread_t *t = fpy_mon_thread_for(p);
     if (t)
         fpy_record_c_leave(p, t, args[2], args[3], p->mon.missing);
     Py_RETURN_NONE;
@@ -327,7 +327,7 @@ static void mon_detach(fpy_profiler_t *p);
 
 static int mon_attach(fpy_profiler_t *p)
 {
-    fpy_thread_cache_reset(p);
+    fpy_mon_thread_cache_reset(p);
     PyTypeObject *callback_type = p->state->source_type;
     if (!callback_type) {
         PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
@@ -406,24 +406,24 @@ static void mon_detach(fpy_profiler_t *p)
     fpy_exc_restore(&saved);
 }
 
-/* Events come from every thread: fpy_thread_for_slow drops the stopped
+/* Events come from every thread: fpy_mon_thread_for_slow drops the stopped
  * thread's once the cache forgets it. */
 static void mon_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
     (void)ts;
-    fpy_thread_cache_reset(p);
+    fpy_mon_thread_cache_reset(p);
 }
 
 static fp_thread_t *mon_running_thread(fpy_profiler_t *p)
 {
-    return fpy_thread_for(p);
+    return fpy_mon_thread_for(p);
 }
 
 /* The other threads are gone without their exits being told: a new one
  * may get the thread pointer of one of them. */
 static void mon_after_fork(fpy_profiler_t *p)
 {
-    fpy_thread_cache_reset(p);
+    fpy_mon_thread_cache_reset(p);
 }
 
 static void mon_init(fpy_profiler_t *p)
@@ -450,7 +450,7 @@ static void mon_free(fpy_profiler_t *p)
 
 static int mon_module_init(PyObject *module, fpy_module_state *st)
 {
-    if (fpy_thread_cache_module_init() < 0) {
+    if (fpy_mon_thread_cache_init() < 0) {
         PyErr_SetString(PyExc_RuntimeError, "fastprof: cannot make its thread-exit key");
         return -1;
     }
