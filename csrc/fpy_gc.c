@@ -50,7 +50,7 @@ static void gc_phase_start(fpy_profiler_t *p)
 {
     if (p->gc_thread || !p->enabled || p->failed || fpy_naming_thread())
         return;
-    fp_thread_t *t = fpy_events_thread(p);
+    fp_thread_t *t = p->source->running_thread(p);
     if (!t)
         return; /* a thread this profiler does not record */
     uint64_t gen = p->generation;

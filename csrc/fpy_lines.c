@@ -16,6 +16,7 @@
  * (now - subt). A code object gets own times only if every one of its
  * lines could be measured so (`own_lost` otherwise: see own_mark). */
 #include "fpy_lines.h"
+#include "fpy_thread_cache.h"
 
 #include <time.h>
 
@@ -50,10 +51,14 @@ static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t no
     if (!p || !p->enabled || p->failed)
         return OWN_LOST;
 #if FPY_USE_MONITORING
-    if (p->tool_id < 0 || p->tool_id >= tool_id)
+    if (p->mon.tool_id < 0 || p->mon.tool_id >= tool_id)
         return OWN_LOST;
+    /* a tool id: p's source is the monitoring one, whose thread cache is
+     * read inline (a line event is as hot as a call event) */
+    fp_thread_t *t = fpy_mon_thread_for(p);
+#else
+    fp_thread_t *t = p->source->running_thread(p);
 #endif
-    fp_thread_t *t = fpy_events_thread(p);
     if (!t || t->stopped || t->lost)
         return OWN_LOST;
     if (t->depth == 0)

@@ -39,6 +39,12 @@
 
 static struct PyModuleDef module_def;
 
+/* The sources a profiler may attach on this version: the default mode's
+ * and fast=True's. A profiler may have used both (a second __init__), so
+ * its lifecycle (init, traverse, clear, free) goes through each. */
+static const fpy_source_ops *const sources[] = {FPY_DEFAULT_SOURCE, &fpy_eval_source};
+#define N_SOURCES (sizeof sources / sizeof sources[0])
+
 static int parse_choice(const char *what, const char *value, const char *a, const char *b)
 {
     if (strcmp(value, a) == 0)
@@ -121,7 +127,6 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     p->coroutines_wall = wall_coroutines;
     p->gc = gc;
     p->fast = fast;
-    fpy_thread_cache_reset(p);
     p->generation++;
     return 0;
 }
@@ -143,11 +148,8 @@ static PyObject *profiler_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     fp_profiler_init(&p->core, FP_SUBCALLS, 128, fpy_release_user, p);
     fp_clock_init_wall(&p->clock, 1);
     p->builtins = 1;
-#if FPY_USE_MONITORING
-    p->tool_id = -1;
-#else
-    p->hook.prof = p;
-#endif
+    for (size_t i = 0; i < N_SOURCES; i++)
+        sources[i]->init(p);
     p->next_live = p->state->live_profilers;
     if (p->next_live)
         p->next_live->prev_live = p;
@@ -179,16 +181,16 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
     if (p->enabled)
         Py_RETURN_NONE;
     p->owner_tid = PyThreadState_Get()->id;
-    fpy_thread_cache_reset(p);
+    p->source = p->fast ? &fpy_eval_source : FPY_DEFAULT_SOURCE;
     p->failed = 0;
     p->generation++;
     p->enabled = 1;
-    if (fpy_events_attach(p) < 0) {
+    if (p->source->attach(p) < 0) {
         p->enabled = 0;
         return NULL;
     }
     if (fpy_gc_attach(p) < 0) {
-        fpy_events_detach(p);
+        p->source->detach(p);
         p->enabled = 0;
         return NULL;
     }
@@ -201,7 +203,7 @@ static void disable_and_flush(fpy_profiler_t *p)
     if (!p->enabled)
         return;
     fpy_gc_detach(p);
-    fpy_events_detach(p);
+    p->source->detach(p);
     p->enabled = 0;
     p->generation++;
     fp_time_t now = p->failed ? p->last_now : fpy_now(p);
@@ -233,8 +235,7 @@ static int stop_this_thread(fpy_profiler_t *p)
     /* no event of this thread is recorded from here on, so a custom timer
      * read below does not show up either */
     t->stopped = 1;
-    fpy_events_detach_thread(p, me);
-    fpy_thread_cache_reset(p);
+    p->source->stop_thread(p, me);
     fp_thread_flush(&p->core, t, p->failed ? p->last_now : fpy_now(p));
     return 0;
 }
@@ -373,11 +374,11 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
     Py_VISIT(p->gc_callback);
     if (fpy_scope_traverse(p, visit, arg))
         return -1;
-#if !FPY_USE_MONITORING
-    Py_VISIT(p->hooks);
-#else
-    Py_VISIT(p->gen_watch);
-#endif
+    for (size_t i = 0; i < N_SOURCES; i++) {
+        int r = sources[i]->traverse(p, visit, arg);
+        if (r)
+            return r;
+    }
     return 0;
 }
 
@@ -388,12 +389,8 @@ static int profiler_tp_clear(fpy_profiler_t *p)
     Py_CLEAR(p->gc_callback); /* unreachable: not in gc.callbacks any more */
     if (!p->enabled)
         fpy_scope_free(p);
-#if !FPY_USE_MONITORING
-    if (!p->enabled)
-        Py_CLEAR(p->hooks);
-#else
-    Py_CLEAR(p->gen_watch);
-#endif
+    for (size_t i = 0; i < N_SOURCES; i++)
+        sources[i]->clear(p);
     return 0;
 }
 
@@ -412,7 +409,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
         p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
         fpy_gc_detach(p);
-        fpy_events_detach(p);
+        p->source->detach(p);
         p->enabled = 0;
     }
     fp_profiler_destroy(&p->core);
@@ -421,13 +418,8 @@ static void profiler_dealloc(fpy_profiler_t *p)
     PyMem_Free(p->doomed);
     Py_CLEAR(p->timer);
     Py_CLEAR(p->error);
-#if FPY_USE_MONITORING
-    Py_CLEAR(p->missing);
-    Py_CLEAR(p->gen_watch);
-#else
-    Py_CLEAR(p->thread_starter);
-    Py_CLEAR(p->hooks);
-#endif
+    for (size_t i = 0; i < N_SOURCES; i++)
+        sources[i]->free(p);
     PyObject *module = p->module;
     type->tp_free((PyObject *)p);
     Py_DECREF(type);
@@ -527,7 +519,8 @@ static PyObject *after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored)
             if (t->id != me)
                 fp_thread_flush(&p->core, t, t->last_now);
         }
-        fpy_thread_cache_reset(p);
+        if (p->enabled)
+            p->source->after_fork(p);
     }
     Py_RETURN_NONE;
 }
@@ -538,7 +531,7 @@ static PyMethodDef module_methods[] = {
     {"_mem_fail_after", mem_fail_after, METH_O,
      "_mem_fail_after($module, n, /)\n--\n\n"
      "Testing only: let the next n core allocations succeed and fail the rest (n < 0: never fail)."},
-    {"_test_set_dummy_evaluator", fpy_test_set_dummy_evaluator, METH_O,
+    {"_test_set_dummy_evaluator", fpy_eval_test_set_dummy_evaluator, METH_O,
      "_test_set_dummy_evaluator($module, on, /)\n--\n\n"
      "Testing only: install (on) or remove a pass-through PEP 523 frame evaluator that is not "
      "fastprof's, as another tool would."},
@@ -566,15 +559,15 @@ static int register_fork_handler(PyObject *m)
 static int module_exec(PyObject *m)
 {
     fpy_module_state *st = PyModule_GetState(m);
-    if (fpy_thread_cache_module_init() < 0) {
-        PyErr_SetString(PyExc_RuntimeError, "fastprof: cannot make its thread-exit key");
-        return -1;
-    }
     st->profiler_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &profiler_spec, NULL);
     if (!st->profiler_type)
         return -1;
-    if (fpy_source_module_init(m, st) < 0 || fpy_gc_module_init(m, st) < 0 ||
-        fpy_stats_module_init(m, st) < 0 || fpy_lines_module_init(m) < 0)
+    for (size_t i = 0; i < N_SOURCES; i++) {
+        if (sources[i]->module_init(m, st) < 0)
+            return -1;
+    }
+    if (fpy_gc_module_init(m, st) < 0 || fpy_stats_module_init(m, st) < 0 ||
+        fpy_lines_module_init(m) < 0)
         return -1;
     if (PyModule_AddObject(m, "Profiler", Py_NewRef((PyObject *)st->profiler_type)) < 0) {
         Py_DECREF(st->profiler_type);

@@ -5,26 +5,11 @@
 #define FPY_PROFILER_H
 
 #include "fpy_compat.h"
+#include "fpy_cpython_internals.h"
+
+#include "fpy_source.h"
 
 #include "fp_profiler.h"
-
-#include <pthread.h>
-
-#if !FPY_USE_MONITORING
-/* <=3.11: what the profile hook's object starts with after PyObject_HEAD.
- * The enabling thread's hook object is the profiler itself (so
- * sys.getprofile() returns it, as with cProfile), other threads' are small
- * hook objects (fpy_source_legacy.c); the callback reads either one at the
- * same offsets, at no cost. */
-typedef struct fpy_hook_target {
-    struct fpy_profiler *prof; /* the profiler's own: itself (borrowed) */
-    fp_thread_t *thread;       /* the hooked thread's record */
-} fpy_hook_target_t;
-#endif
-
-/* The number of sys.monitoring events the 3.12+ source registers
- * (fpy_source_monitoring.c's event_table). */
-#define FPY_MONITORING_EVENTS 9
 
 /* What one instance of the `_fastprof` module owns (fpy_module.c): one per
  * interpreter that imports it, and one more per re-import. Everything that
@@ -38,18 +23,22 @@ typedef struct fpy_module_state {
     /* the event source's per-thread object: the monitoring callback
      * (3.12+) or the hook object of threads other than the enabling one */
     PyTypeObject *source_type;
-    PyObject *gc_callbacks;                        /* gc.callbacks, the list the collector reads */
-    PyObject *gc_name;                             /* "<gc>", interned: the user object of <gc> rows */
-    long monitoring_events[FPY_MONITORING_EVENTS]; /* sys.monitoring.events flags */
+    PyObject *gc_callbacks;          /* gc.callbacks, the list the collector reads */
+    PyObject *gc_name;               /* "<gc>", interned: the user object of <gc> rows */
+    long mon_events[FPY_MON_EVENTS]; /* sys.monitoring.events flags */
     /* every live profiler of this module, for the after-fork handler */
     struct fpy_profiler *live_profilers;
 } fpy_module_state;
 
 typedef struct fpy_profiler {
     PyObject_HEAD
-#if !FPY_USE_MONITORING
-    fpy_hook_target_t hook; /* must follow PyObject_HEAD (see above) */
-#endif
+    /* The default mode's source's state (FPY_DEFAULT_SOURCE): the one of
+     * this version only. First: the legacy hook target must follow
+     * PyObject_HEAD (fpy_source.h). */
+    union {
+        fpy_legacy_state_t legacy;
+        fpy_mon_state_t mon;
+    };
     fp_profiler_t core;
     fp_clock_t clock;
     PyObject *timer; /* custom timer callable, or NULL */
@@ -70,12 +59,6 @@ typedef struct fpy_profiler {
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
     size_t n_doomed, cap_doomed;
-#if FPY_USE_MONITORING
-    /* the thread of the last event (fpy_thread_cache.c) */
-    uintptr_t cached_os_thread; /* its pthread_self(), 0: none */
-    uint64_t cached_epoch;      /* fpy_os_threads_ended then */
-    fp_thread_t *cached_thread; /* its record, NULL: not recorded */
-#endif
     /* fpy_gc.c: the callable in gc.callbacks while enabled, and the
      * collection being recorded (one at a time: collections never overlap) */
     PyObject *gc_callback;
@@ -93,27 +76,10 @@ typedef struct fpy_profiler {
     fpy_module_state *state;
     /* only=: the code objects recorded (fpy_scope.c); NULL: all */
     struct fpy_scope *scope;
-#if FPY_USE_MONITORING
-    int tool_id;         /* -1 when not registered */
-    PyObject *gen_watch; /* {frame identity: weakref to its generator} */
-    PyObject *missing;   /* sys.monitoring.MISSING */
-#else
-    PyObject *thread_starter; /* given to threading.setprofile, or NULL */
-    /* threading was not imported at enable(): give it thread_starter when
-     * the program imports it (importing it ourselves would change the
-     * program's sys.modules and ABC caches) */
-    int threading_pending;
-    /* {thread id: its hook}: a hook lives as long as its profiler, since a
-     * thread that is between events may still hold it after disable() */
-    PyObject *hooks;
-#endif
-    /* fast=True (fpy_source_evalframe.c), last so that the default mode's
-     * fields keep their places: the source, and the thread of the last
-     * frame, valid while `generation` is fast_generation */
-    int fast;
-    PyThreadState *fast_ts;
-    uint64_t fast_ts_id, fast_generation;
-    fp_thread_t *fast_thread; /* its record, NULL: not recorded */
+    int fast; /* fast=True: the frame evaluator is the source */
+    /* the source attached by the last enable() (fpy_source.h) */
+    const fpy_source_ops *source;
+    fpy_eval_state_t eval; /* fast=True's source's state */
 } fpy_profiler_t;
 
 /* Whether the frames of `code` are parked when they suspend: generators
@@ -156,56 +122,6 @@ void fpy_thread_started(fpy_profiler_t *p, uint64_t id);
 /* Whether this OS thread is inside fpy_thread_started (a collection then
  * is not recorded: it belongs to the profiler's own work). */
 int fpy_naming_thread(void);
-
-/* ---- fpy_thread_cache.c: the thread of an event, on 3.12+ ---- */
-
-#if FPY_USE_MONITORING
-/* OS threads seen by a profiler that have exited since the module loaded. */
-extern uint64_t fpy_os_threads_ended;
-
-/* Makes the process-wide thread-exit key, once per process (any module
- * instance or interpreter may call it). */
-int fpy_thread_cache_module_init(void);
-
-/* Forgets the cached thread (enable, clear, fork child). */
-void fpy_thread_cache_reset(fpy_profiler_t *p);
-
-fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread);
-
-/* This OS thread's identity: the thread pointer, which is what
- * pthread_self() returns, read inline where the compiler can. */
-static inline uintptr_t fpy_os_thread_self(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-    return (uintptr_t)__builtin_thread_pointer();
-#else
-    return (uintptr_t)pthread_self();
-#endif
-}
-
-/* The record of the thread running this event, or NULL when its events
- * are not recorded (threads=False and not the enabling thread) or memory
- * ran out. */
-static inline fp_thread_t *fpy_thread_for(fpy_profiler_t *p)
-{
-    uintptr_t os_thread = fpy_os_thread_self();
-    if (os_thread == p->cached_os_thread &&
-        p->cached_epoch == __atomic_load_n(&fpy_os_threads_ended, __ATOMIC_RELAXED))
-        return p->cached_thread;
-    return fpy_thread_for_slow(p, os_thread);
-}
-#else
-/* <=3.11: each thread's hook names its record; nothing to cache. */
-static inline int fpy_thread_cache_module_init(void)
-{
-    return 0;
-}
-
-static inline void fpy_thread_cache_reset(fpy_profiler_t *p)
-{
-    (void)p;
-}
-#endif
 
 /* The general path of each event (fpy_record_<event>_slow): the sources
  * call fpy_record_<event> (fpy_record_fast.h), which comes here when its
@@ -298,68 +214,6 @@ static inline const void *fpy_cfunc_key(PyObject *callable, PyObject *self_arg, 
  * builtins.len>" or "<method 'append' of 'list' objects>" (new reference),
  * or NULL with an exception set. */
 PyObject *fpy_cfunc_name(PyObject *callable, PyObject *self_arg);
-
-/* ---- event sources: fpy_source_legacy.c (<= 3.11) or
- *      fpy_source_monitoring.c (>= 3.12) ---- */
-
-/* Registers with the interpreter, so events reach `p`; -1 with an
- * exception set on failure. */
-int fpy_source_attach(fpy_profiler_t *p);
-
-/* Unregisters: no more events reach `p` (never fails; errors are
- * swallowed). */
-void fpy_source_detach(fpy_profiler_t *p);
-
-/* Unregisters for thread state `ts` only (the current one): its events no
- * longer reach `p`, whose record of it is marked `stopped` already; the
- * other threads' go on. Never fails. */
-void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts);
-
-/* The record of the running thread if `p` records its events, else NULL
- * (a collection is recorded where the source would record a call). */
-fp_thread_t *fpy_source_thread(fpy_profiler_t *p);
-
-/* Fills the source's part of the module state (its type, event flags);
- * called by each module instance's exec. */
-int fpy_source_module_init(PyObject *module, fpy_module_state *st);
-
-/* ---- fpy_source_evalframe.c: the PEP 523 source, fast=True ----
- * The same four jobs as the fpy_source_* functions above; the fpy_events_*
- * wrappers pick the profiler's source. */
-int fpy_evalframe_attach(fpy_profiler_t *p);
-void fpy_evalframe_detach(fpy_profiler_t *p);
-fp_thread_t *fpy_evalframe_thread(fpy_profiler_t *p);
-
-/* Module function _test_set_dummy_evaluator(on): test-only. */
-PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on);
-
-static inline int fpy_events_attach(fpy_profiler_t *p)
-{
-    return p->fast ? fpy_evalframe_attach(p) : fpy_source_attach(p);
-}
-
-static inline void fpy_events_detach(fpy_profiler_t *p)
-{
-    if (p->fast)
-        fpy_evalframe_detach(p);
-    else
-        fpy_source_detach(p);
-}
-
-/* The thread's record is marked stopped already: the evaluator sees that
- * on its next lookup, once its cached thread is forgotten. */
-static inline void fpy_events_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
-{
-    if (p->fast)
-        p->fast_ts = NULL;
-    else
-        fpy_source_detach_thread(p, ts);
-}
-
-static inline fp_thread_t *fpy_events_thread(fpy_profiler_t *p)
-{
-    return p->fast ? fpy_evalframe_thread(p) : fpy_source_thread(p);
-}
 
 /* ---- fpy_gc.c: garbage collections as the pseudo-function <gc> ---- */
 

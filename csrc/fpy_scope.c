@@ -28,7 +28,7 @@ static int recall(fpy_scope_t *s, PyCodeObject *code)
 static int set_local(fpy_profiler_t *p, PyObject *mon, PyCodeObject *code, long events)
 {
     PyObject *r =
-        fpy_call_method(mon, "set_local_events", "(iOl)", p->tool_id, (PyObject *)code, events);
+        fpy_call_method(mon, "set_local_events", "(iOl)", p->mon.tool_id, (PyObject *)code, events);
     Py_XDECREF(r);
     return r ? 0 : -1;
 }
@@ -52,7 +52,7 @@ int fpy_scope_decide(fpy_profiler_t *p, PyCodeObject *code)
             return in_scope;
         }
 #if FPY_USE_MONITORING
-        if (in_scope && p->tool_id >= 0) {
+        if (in_scope && p->mon.tool_id >= 0) {
             PyObject *mon = PySys_GetObject("monitoring");
             if (!mon || set_local(p, mon, code, s->local_events) < 0)
                 PyErr_Clear();

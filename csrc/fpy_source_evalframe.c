@@ -11,7 +11,9 @@
  * with: their returns are not seen (as for the frames running when the
  * default mode is enabled, nothing is recorded for them). A leave is
  * recorded only for an enter that was, in the same enable and generation.
- */
+
+ *
+ * Its table is fpy_eval_source (at the end), its state p->eval (fpy_source.h). */
 #include "fpy_record_fast.h"
 
 /* The profiler the evaluator feeds, and a count of attaches and detaches
@@ -43,18 +45,18 @@ static fp_thread_t *thread_of_slow(fpy_profiler_t *p, PyThreadState *ts)
         if (t->stopped)
             t = NULL; /* disable(this_thread=True) */
     }
-    p->fast_ts = ts;
-    p->fast_ts_id = id;
-    p->fast_generation = p->generation;
-    p->fast_thread = t;
+    p->eval.ts = ts;
+    p->eval.ts_id = id;
+    p->eval.generation = p->generation;
+    p->eval.thread = t;
     return t;
 }
 
 /* A thread state's address can be reused by a later thread: its id tells. */
 FP_FORCE_INLINE fp_thread_t *thread_of(fpy_profiler_t *p, PyThreadState *ts)
 {
-    if (ts == p->fast_ts && ts->id == p->fast_ts_id && p->generation == p->fast_generation)
-        return p->fast_thread;
+    if (ts == p->eval.ts && ts->id == p->eval.ts_id && p->generation == p->eval.generation)
+        return p->eval.thread;
     return thread_of_slow(p, ts);
 }
 
@@ -99,7 +101,7 @@ static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwf
     return result;
 }
 
-int fpy_evalframe_attach(fpy_profiler_t *p)
+static int eval_attach(fpy_profiler_t *p)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     if (interp != PyInterpreterState_Main()) {
@@ -120,7 +122,7 @@ int fpy_evalframe_attach(fpy_profiler_t *p)
             "it (use the default mode)");
         return -1;
     }
-    p->fast_ts = NULL;
+    p->eval.ts = NULL;
     active = p;
     active_epoch++;
     fpy_set_evaluator(interp, evaluate);
@@ -128,7 +130,7 @@ int fpy_evalframe_attach(fpy_profiler_t *p)
     return 0;
 }
 
-void fpy_evalframe_detach(fpy_profiler_t *p)
+static void eval_detach(fpy_profiler_t *p)
 {
     if (active != p)
         return;
@@ -142,18 +144,76 @@ void fpy_evalframe_detach(fpy_profiler_t *p)
     active_epoch++;
 }
 
-fp_thread_t *fpy_evalframe_thread(fpy_profiler_t *p)
+/* The record is marked stopped already: the evaluator sees that on its
+ * next lookup, once its cached thread is forgotten. */
+static void eval_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
+{
+    (void)ts;
+    p->eval.ts = NULL;
+}
+
+static fp_thread_t *eval_running_thread(fpy_profiler_t *p)
 {
     PyThreadState *ts = PyThreadState_Get();
     if (active != p)
         return NULL;
-    if (ts == p->fast_ts && ts->id == p->fast_ts_id && p->generation == p->fast_generation)
-        return p->fast_thread;
+    if (ts == p->eval.ts && ts->id == p->eval.ts_id && p->generation == p->eval.generation)
+        return p->eval.thread;
     if (!p->threads_all && ts->id != p->owner_tid)
         return NULL;
     fp_thread_t *t = fp_thread_find(&p->core, ts->id);
     return t && !t->stopped ? t : NULL;
 }
+
+/* The state is only used while attached, and attach resets it. */
+static void eval_init(fpy_profiler_t *p)
+{
+    (void)p;
+}
+
+/* A thread state freed in the child and reused by a later thread has
+ * another id, which thread_of checks: nothing to forget. */
+static void eval_after_fork(fpy_profiler_t *p)
+{
+    (void)p;
+}
+
+/* The state holds no Python reference (the evaluator holds none to the
+ * profiler either: see record_slow). */
+static int eval_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
+{
+    (void)p;
+    (void)visit;
+    (void)arg;
+    return 0;
+}
+
+static void eval_drop_refs(fpy_profiler_t *p)
+{
+    (void)p;
+}
+
+/* Nothing in the module state: the evaluator is a plain C function. */
+static int eval_module_init(PyObject *module, fpy_module_state *st)
+{
+    (void)module;
+    (void)st;
+    return 0;
+}
+
+const fpy_source_ops fpy_eval_source = {
+    .name = "evalframe",
+    .module_init = eval_module_init,
+    .init = eval_init,
+    .attach = eval_attach,
+    .detach = eval_detach,
+    .stop_thread = eval_stop_thread,
+    .running_thread = eval_running_thread,
+    .after_fork = eval_after_fork,
+    .traverse = eval_traverse,
+    .clear = eval_drop_refs,
+    .free = eval_drop_refs,
+};
 
 /* ---- test-only: another tool's evaluator ---- */
 
@@ -162,7 +222,7 @@ static PyObject *dummy_evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int 
     return fpy_eval_default(ts, frame, throwflag);
 }
 
-PyObject *fpy_test_set_dummy_evaluator(PyObject *module, PyObject *on)
+PyObject *fpy_eval_test_set_dummy_evaluator(PyObject *module, PyObject *on)
 {
     (void)module;
     int install = PyObject_IsTrue(on);

@@ -3,8 +3,10 @@
  * the thread's record, so each event finds both directly: in the enabling
  * thread it is the profiler itself (sys.getprofile() returns it, as with
  * cProfile), in other threads a small per-thread hook object with the same
- * layout (fpy_hook_target_t). threads=True also hooks the threads already
- * running, and new threads through threading.setprofile. */
+ * layout (fpy_legacy_hook_target_t). threads=True also hooks the threads already
+ * running, and new threads through threading.setprofile.
+ *
+ * Its table is fpy_legacy_source (at the end), its state p->legacy (fpy_source.h). */
 #include "fpy_record_fast.h"
 #include "fpy_scope.h"
 
@@ -15,8 +17,11 @@
  * thread's record (records live as long as their profiler). */
 typedef struct {
     PyObject_HEAD
-    fpy_hook_target_t target; /* same offset as fpy_profiler_t's `hook` */
+    fpy_legacy_hook_target_t target; /* at the offset of the profiler's */
 } fpy_hook_t;
+
+_Static_assert(offsetof(fpy_hook_t, target) == offsetof(fpy_profiler_t, legacy.hook),
+               "the callback reads a hook and a profiler at the same offsets");
 
 /* What the callback reads from either kind of hook object. */
 #define HOOK_TARGET(obj) (&((fpy_hook_t *)(obj))->target)
@@ -72,7 +77,7 @@ FP_FORCE_INLINE int on_event(PyObject *obj, PyFrameObject *frame, int what, PyOb
     if (!p)
         return 0;
     if (scoped && !fpy_in_scope(p, fpy_frame_code(frame))) {
-        if (what == PyTrace_RETURN && p->threading_pending &&
+        if (what == PyTrace_RETURN && p->legacy.threading_pending &&
             !(fpy_frame_code(frame)->co_flags & CO_NEWLOCALS))
             hook_new_threads_if_threading(p);
         return 0;
@@ -86,7 +91,7 @@ FP_FORCE_INLINE int on_event(PyObject *obj, PyFrameObject *frame, int what, PyOb
         int suspending = fpy_frame_parks(p, code) && fpy_frame_is_suspending(frame);
         fpy_record_py_leave(p, t, code, frame, suspending);
         /* a module (or class) body ended: perhaps threading's */
-        if (p->threading_pending && !(code->co_flags & CO_NEWLOCALS))
+        if (p->legacy.threading_pending && !(code->co_flags & CO_NEWLOCALS))
             hook_new_threads_if_threading(p);
         break;
     }
@@ -129,16 +134,16 @@ static int is_our_hook(PyThreadState *ts, fpy_profiler_t *p)
     return (func == callback || func == callback_scoped) && obj && HOOK_TARGET(obj)->prof == p;
 }
 
-/* The hook of thread `tid`, made if missing; borrowed (p->hooks owns it),
+/* The hook of thread `tid`, made if missing; borrowed (p->legacy.hooks owns it),
  * NULL with an exception set on failure. Allocates: may run the GC. */
 static PyObject *hook_for(fpy_profiler_t *p, uint64_t tid)
 {
-    if (!p->hooks && !(p->hooks = PyDict_New()))
+    if (!p->legacy.hooks && !(p->legacy.hooks = PyDict_New()))
         return NULL;
     PyObject *key = PyLong_FromUnsignedLongLong(tid);
     if (!key)
         return NULL;
-    PyObject *hook = PyDict_GetItemWithError(p->hooks, key);
+    PyObject *hook = PyDict_GetItemWithError(p->legacy.hooks, key);
     if (!hook && !PyErr_Occurred() && !p->state->source_type)
         PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
     if (!hook && !PyErr_Occurred()) {
@@ -147,7 +152,7 @@ static PyObject *hook_for(fpy_profiler_t *p, uint64_t tid)
             h->target.prof = (fpy_profiler_t *)Py_NewRef((PyObject *)p);
             h->target.thread = NULL;
             PyObject_GC_Track(h);
-            if (PyDict_SetItem(p->hooks, key, (PyObject *)h) == 0)
+            if (PyDict_SetItem(p->legacy.hooks, key, (PyObject *)h) == 0)
                 hook = (PyObject *)h;
             Py_DECREF(h);
         }
@@ -166,7 +171,7 @@ static int install_hook(fpy_profiler_t *p, PyThreadState *ts)
     PyObject *hook = (PyObject *)p; /* the enabling thread's */
     if (ts->id != p->owner_tid) {
         PyObject *key = PyLong_FromUnsignedLongLong(ts->id);
-        hook = key && p->hooks ? PyDict_GetItemWithError(p->hooks, key) : NULL;
+        hook = key && p->legacy.hooks ? PyDict_GetItemWithError(p->legacy.hooks, key) : NULL;
         Py_XDECREF(key);
         if (!hook)
             return PyErr_Occurred() ? -1 : 0; /* a thread born meanwhile */
@@ -272,35 +277,37 @@ static void hook_new_threads_if_threading(fpy_profiler_t *p)
 {
     fpy_exc_state saved;
     fpy_exc_save(&saved); /* a return event may come with an exception in flight */
-    int rc = p->thread_starter ? call_threading_setprofile(p->thread_starter) : 1;
+    int rc = p->legacy.thread_starter ? call_threading_setprofile(p->legacy.thread_starter) : 1;
     if (rc != 0)
-        p->threading_pending = 0;
+        p->legacy.threading_pending = 0;
     if (rc < 0)
         PyErr_Clear();
     fpy_exc_restore(&saved);
 }
 
-int fpy_source_attach(fpy_profiler_t *p)
+static void legacy_detach(fpy_profiler_t *p);
+
+static int legacy_attach(fpy_profiler_t *p)
 {
     PyThreadState *me = PyThreadState_Get();
     if (!p->threads_all)
         return hook_thread(p, me);
     /* threading.setprofile runs Python code: call it before hooking, so it
      * does not show up in the stats */
-    p->thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
-    int rc = p->thread_starter ? call_threading_setprofile(p->thread_starter) : -1;
+    p->legacy.thread_starter = PyCFunction_New(&thread_starter_def, (PyObject *)p);
+    int rc = p->legacy.thread_starter ? call_threading_setprofile(p->legacy.thread_starter) : -1;
     if (rc < 0)
         goto error;
-    p->threading_pending = rc == 0;
+    p->legacy.threading_pending = rc == 0;
     if (hook_all_threads(p, me->interp) < 0)
         goto error;
     return 0;
 error:
-    fpy_source_detach(p);
+    legacy_detach(p);
     return -1;
 }
 
-void fpy_source_detach(fpy_profiler_t *p)
+static void legacy_detach(fpy_profiler_t *p)
 {
     fpy_exc_state saved;
     fpy_exc_save(&saved);
@@ -311,22 +318,22 @@ void fpy_source_detach(fpy_profiler_t *p)
         if (is_our_hook(ts, p) && fpy_set_profile(ts, NULL, NULL) < 0)
             PyErr_Clear();
     }
-    p->threading_pending = 0;
-    if (p->thread_starter) {
+    p->legacy.threading_pending = 0;
+    if (p->legacy.thread_starter) {
         /* only undo threading.setprofile if it is still ours */
         PyObject *threading = imported_threading();
         PyObject *cur = threading ? fpy_getattr(threading, "_profile_hook") : NULL;
-        if (cur == p->thread_starter && call_threading_setprofile(Py_None) < 0)
+        if (cur == p->legacy.thread_starter && call_threading_setprofile(Py_None) < 0)
             PyErr_Clear();
         Py_XDECREF(cur);
         Py_XDECREF(threading);
         PyErr_Clear();
-        Py_CLEAR(p->thread_starter);
+        Py_CLEAR(p->legacy.thread_starter);
     }
     fpy_exc_restore(&saved);
 }
 
-void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
+static void legacy_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
     fpy_exc_state saved;
     fpy_exc_save(&saved);
@@ -335,16 +342,60 @@ void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
     fpy_exc_restore(&saved);
 }
 
-fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
+static fp_thread_t *legacy_running_thread(fpy_profiler_t *p)
 {
     PyThreadState *ts = PyThreadState_Get();
     return is_our_hook(ts, p) ? HOOK_TARGET(fpy_profile_obj(ts))->thread : NULL;
 }
 
-int fpy_source_module_init(PyObject *module, fpy_module_state *st)
+/* Each thread's hook names its record: nothing cached to forget. */
+static void legacy_after_fork(fpy_profiler_t *p)
+{
+    (void)p;
+}
+
+static void legacy_init(fpy_profiler_t *p)
+{
+    p->legacy.hook.prof = p;
+}
+
+static int legacy_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
+{
+    Py_VISIT(p->legacy.hooks);
+    return 0;
+}
+
+/* Not while enabled: install_hook still finds the threads' hooks there. */
+static void legacy_clear(fpy_profiler_t *p)
+{
+    if (!p->enabled)
+        Py_CLEAR(p->legacy.hooks);
+}
+
+static void legacy_free(fpy_profiler_t *p)
+{
+    Py_CLEAR(p->legacy.thread_starter);
+    Py_CLEAR(p->legacy.hooks);
+}
+
+static int legacy_module_init(PyObject *module, fpy_module_state *st)
 {
     st->source_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &hook_spec, NULL);
     return st->source_type ? 0 : -1;
 }
+
+const fpy_source_ops fpy_legacy_source = {
+    .name = "legacy",
+    .module_init = legacy_module_init,
+    .init = legacy_init,
+    .attach = legacy_attach,
+    .detach = legacy_detach,
+    .stop_thread = legacy_stop_thread,
+    .running_thread = legacy_running_thread,
+    .after_fork = legacy_after_fork,
+    .traverse = legacy_traverse,
+    .clear = legacy_clear,
+    .free = legacy_free,
+};
 
 #endif

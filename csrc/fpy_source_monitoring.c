@@ -1,11 +1,14 @@
 /* Event source for Python 3.12+: C functions (METH_FASTCALL, bound to the
  * profiler) registered directly as sys.monitoring callbacks, which costs
  * less than the legacy profile hook that 3.12 emulates on top of
- * sys.monitoring. Events arrive from every thread; fpy_thread_for
+ * sys.monitoring. Events arrive from every thread; fpy_mon_thread_for
  * (fpy_thread_cache.c) keeps each thread's stack apart and filters threads
- * when threads=False. */
+ * when threads=False.
+ *
+ * Its table is fpy_mon_source (at the end), its state p->mon (fpy_source.h). */
 #include "fpy_record_fast.h"
 #include "fpy_scope.h"
+#include "fpy_thread_cache.h"
 
 #if FPY_USE_MONITORING
 
@@ -31,7 +34,7 @@ FP_FORCE_INLINE PyObject *py_enter(fpy_profiler_t *p, PyObject *const *args, Py_
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
-        fp_thread_t *t = fpy_thread_for(p);
+        fp_thread_t *t = fpy_mon_thread_for(p);
         if (t) {
             const void *ident = NULL;
             if (fpy_frame_parks(p, code))
@@ -54,8 +57,8 @@ static PyObject *on_generator_gone(PyObject *self, PyObject *wr)
     fp_thread_t *t = fp_thread_find(&p->core, PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(self, 1)));
     if (t)
         fp_mark_dead(t, PyLong_AsVoidPtr(ident_obj));
-    if (p->gen_watch && PyDict_GetItemWithError(p->gen_watch, ident_obj) == wr &&
-        PyDict_DelItem(p->gen_watch, ident_obj) < 0)
+    if (p->mon.gen_watch && PyDict_GetItemWithError(p->mon.gen_watch, ident_obj) == wr &&
+        PyDict_DelItem(p->mon.gen_watch, ident_obj) < 0)
         PyErr_Clear();
     PyErr_Clear();
     Py_RETURN_NONE;
@@ -79,8 +82,8 @@ static void watch_generator(fpy_profiler_t *p, fp_thread_t *t, const void *ident
                           : NULL;
     PyObject *cb = state ? PyCFunction_New(&generator_gone_def, state) : NULL;
     PyObject *wr = cb ? PyWeakref_NewRef(gen, cb) : NULL;
-    if (wr && (p->gen_watch || (p->gen_watch = PyDict_New())))
-        PyDict_SetItem(p->gen_watch, PyTuple_GET_ITEM(state, 2), wr);
+    if (wr && (p->mon.gen_watch || (p->mon.gen_watch = PyDict_New())))
+        PyDict_SetItem(p->mon.gen_watch, PyTuple_GET_ITEM(state, 2), wr);
     Py_XDECREF(wr);
     Py_XDECREF(cb);
     Py_XDECREF(state);
@@ -96,7 +99,7 @@ FP_FORCE_INLINE PyObject *py_leave(fpy_profiler_t *p, PyObject *const *args, Py_
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
         PyCodeObject *code = (PyCodeObject *)args[0];
-        fp_thread_t *t = fpy_thread_for(p);
+        fp_thread_t *t = fpy_mon_thread_for(p);
         if (t) {
             const void *ident = NULL;
             if (suspending && fpy_frame_parks(p, code))
@@ -186,8 +189,8 @@ static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyO
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
     const void *key =
-        p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->missing) : NULL;
-    fp_thread_t *t = key ? fpy_thread_for(p) : NULL;
+        p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->mon.missing) : NULL;
+    fp_thread_t *t = key ? fpy_mon_thread_for(p) : NULL;
     if (t)
         fpy_record_c_enter(p, t, key, args[2], args[3]);
     Py_RETURN_NONE;
@@ -203,11 +206,11 @@ static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
      * recorded (fpy_cfunc_key): its return must not close a recorded call
      * of the same descriptor further out, so it is not recorded either. */
     if (Py_IS_TYPE(args[2], &PyMethodDescr_Type) &&
-        !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->missing))
+        !fpy_descr_binds((PyMethodDescrObject *)args[2], args[3], p->mon.missing))
         Py_RETURN_NONE;
-    fp_thread_t *t = fpy_thread_for(p);
+    fp_thread_t *t = fpy_mon_thread_for(p);
     if (t)
-        fpy_record_c_leave(p, t, args[2], args[3], p->missing);
+        fpy_record_c_leave(p, t, args[2], args[3], p->mon.missing);
     Py_RETURN_NONE;
 }
 
@@ -287,11 +290,10 @@ static const struct {
 };
 
 #define N_EVENTS ((int)(sizeof event_table / sizeof event_table[0]))
-_Static_assert(N_EVENTS == FPY_MONITORING_EVENTS,
-               "fpy_module_state.monitoring_events has room for each event");
+_Static_assert(N_EVENTS == FPY_MON_EVENTS, "fpy_module_state.mon_events has room for each event");
 
 /* sys.monitoring.events.<event_table[i].event> are read once per module
- * instance into its state's monitoring_events. */
+ * instance into its state's mon_events. */
 
 /* sys.monitoring (new reference), or NULL with an exception set. */
 static PyObject *monitoring_module(void)
@@ -321,8 +323,11 @@ static int claim_tool_id(PyObject *mon)
     return -1;
 }
 
-int fpy_source_attach(fpy_profiler_t *p)
+static void mon_detach(fpy_profiler_t *p);
+
+static int mon_attach(fpy_profiler_t *p)
 {
+    fpy_mon_thread_cache_reset(p);
     PyTypeObject *callback_type = p->state->source_type;
     if (!callback_type) {
         PyErr_SetString(PyExc_RuntimeError, "fastprof: the _fastprof module was torn down");
@@ -332,23 +337,23 @@ int fpy_source_attach(fpy_profiler_t *p)
     if (!mon)
         return -1;
     long mask = 0, local = 0;
-    if (!p->missing) {
-        p->missing = fpy_getattr(mon, "MISSING");
-        if (!p->missing)
+    if (!p->mon.missing) {
+        p->mon.missing = fpy_getattr(mon, "MISSING");
+        if (!p->mon.missing)
             goto error;
     }
-    p->tool_id = claim_tool_id(mon);
-    if (p->tool_id < 0)
+    p->mon.tool_id = claim_tool_id(mon);
+    if (p->mon.tool_id < 0)
         goto error;
     for (int i = 0; i < N_EVENTS; i++) {
         if (event_table[i].builtins_only && !p->builtins)
             continue;
-        long flag = p->state->monitoring_events[i];
+        long flag = p->state->mon_events[i];
         const vectorcallfunc *fns = p->scope ? scoped_callback_fns : callback_fns;
         PyObject *fn = new_callback(p, callback_type, fns[event_table[i].callback]);
         if (!fn)
             goto error;
-        PyObject *r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id, flag, fn);
+        PyObject *r = fpy_call_method(mon, "register_callback", "(ilO)", p->mon.tool_id, flag, fn);
         Py_DECREF(fn);
         if (!r)
             goto error;
@@ -363,7 +368,7 @@ int fpy_source_attach(fpy_profiler_t *p)
         if (fpy_scope_attach(p, mon, local) < 0)
             goto error;
     }
-    PyObject *r = fpy_call_method(mon, "set_events", "(il)", p->tool_id, mask);
+    PyObject *r = fpy_call_method(mon, "set_events", "(il)", p->mon.tool_id, mask);
     if (!r)
         goto error;
     Py_DECREF(r);
@@ -371,13 +376,13 @@ int fpy_source_attach(fpy_profiler_t *p)
     return 0;
 error:
     Py_DECREF(mon);
-    fpy_source_detach(p);
+    mon_detach(p);
     return -1;
 }
 
-void fpy_source_detach(fpy_profiler_t *p)
+static void mon_detach(fpy_profiler_t *p)
 {
-    if (p->tool_id < 0)
+    if (p->mon.tool_id < 0)
         return;
     fpy_exc_state saved;
     fpy_exc_save(&saved);
@@ -385,37 +390,70 @@ void fpy_source_detach(fpy_profiler_t *p)
     if (mon) {
         if (p->scope)
             fpy_scope_detach(p, mon);
-        PyObject *r = fpy_call_method(mon, "set_events", "(ii)", p->tool_id, 0);
+        PyObject *r = fpy_call_method(mon, "set_events", "(ii)", p->mon.tool_id, 0);
         Py_XDECREF(r);
         for (int i = 0; i < N_EVENTS; i++) {
-            r = fpy_call_method(mon, "register_callback", "(ilO)", p->tool_id,
-                                p->state->monitoring_events[i], Py_None);
+            r = fpy_call_method(mon, "register_callback", "(ilO)", p->mon.tool_id,
+                                p->state->mon_events[i], Py_None);
             Py_XDECREF(r);
         }
-        r = fpy_call_method(mon, "free_tool_id", "(i)", p->tool_id);
+        r = fpy_call_method(mon, "free_tool_id", "(i)", p->mon.tool_id);
         Py_XDECREF(r);
         Py_DECREF(mon);
     }
     PyErr_Clear();
-    p->tool_id = -1;
+    p->mon.tool_id = -1;
     fpy_exc_restore(&saved);
 }
 
-void fpy_source_detach_thread(fpy_profiler_t *p, PyThreadState *ts)
+/* Events come from every thread: fpy_mon_thread_for_slow drops the stopped
+ * thread's once the cache forgets it. */
+static void mon_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
 {
-    /* events come from every thread: fpy_thread_for_slow drops the
-     * stopped thread's (the caller resets the thread cache) */
-    (void)p;
     (void)ts;
+    fpy_mon_thread_cache_reset(p);
 }
 
-fp_thread_t *fpy_source_thread(fpy_profiler_t *p)
+static fp_thread_t *mon_running_thread(fpy_profiler_t *p)
 {
-    return fpy_thread_for(p);
+    return fpy_mon_thread_for(p);
 }
 
-int fpy_source_module_init(PyObject *module, fpy_module_state *st)
+/* The other threads are gone without their exits being told: a new one
+ * may get the thread pointer of one of them. */
+static void mon_after_fork(fpy_profiler_t *p)
 {
+    fpy_mon_thread_cache_reset(p);
+}
+
+static void mon_init(fpy_profiler_t *p)
+{
+    p->mon.tool_id = -1;
+}
+
+static int mon_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
+{
+    Py_VISIT(p->mon.gen_watch);
+    return 0;
+}
+
+static void mon_clear(fpy_profiler_t *p)
+{
+    Py_CLEAR(p->mon.gen_watch);
+}
+
+static void mon_free(fpy_profiler_t *p)
+{
+    Py_CLEAR(p->mon.missing);
+    Py_CLEAR(p->mon.gen_watch);
+}
+
+static int mon_module_init(PyObject *module, fpy_module_state *st)
+{
+    if (fpy_mon_thread_cache_init() < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "fastprof: cannot make its thread-exit key");
+        return -1;
+    }
     PyObject *mon = monitoring_module();
     PyObject *events = mon ? fpy_getattr(mon, "events") : NULL;
     Py_XDECREF(mon);
@@ -423,9 +461,9 @@ int fpy_source_module_init(PyObject *module, fpy_module_state *st)
         return -1;
     for (int i = 0; i < N_EVENTS; i++) {
         PyObject *flag = fpy_getattr(events, event_table[i].event);
-        st->monitoring_events[i] = flag ? PyLong_AsLong(flag) : -1;
+        st->mon_events[i] = flag ? PyLong_AsLong(flag) : -1;
         Py_XDECREF(flag);
-        if (st->monitoring_events[i] < 0) {
+        if (st->mon_events[i] < 0) {
             Py_DECREF(events);
             return -1;
         }
@@ -434,5 +472,19 @@ int fpy_source_module_init(PyObject *module, fpy_module_state *st)
     st->source_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &callback_spec, NULL);
     return st->source_type ? 0 : -1;
 }
+
+const fpy_source_ops fpy_mon_source = {
+    .name = "monitoring",
+    .module_init = mon_module_init,
+    .init = mon_init,
+    .attach = mon_attach,
+    .detach = mon_detach,
+    .stop_thread = mon_stop_thread,
+    .running_thread = mon_running_thread,
+    .after_fork = mon_after_fork,
+    .traverse = mon_traverse,
+    .clear = mon_clear,
+    .free = mon_free,
+};
 
 #endif

@@ -7,15 +7,13 @@
  *
  * An OS thread that exits may have its pthread_self() value reused by a
  * new thread: a thread-specific key, set on each thread the cache has
- * seen, bumps `fpy_os_threads_ended` when such a thread exits, and the
+ * seen, bumps `fpy_mon_os_threads_ended` when such a thread exits, and the
  * cache trusts only entries made since the last bump. Thread states
  * swapped on one OS thread (PyGILState_Ensure/Release from a native
  * thread, one after the other) share that thread's record. */
-#include "fpy_profiler.h"
+#include "fpy_thread_cache.h"
 
 #if FPY_USE_MONITORING /* the legacy source's hooks know their thread */
-
-#include <pthread.h>
 
 /* Process-wide on purpose, unlike the module state (fpy_module.c): OS
  * threads and pthread keys belong to the process, not to an interpreter or
@@ -24,7 +22,7 @@
  * interpreters with their own GIL share it safely. An exit seen by any
  * profiler invalidates every profiler's cache: a cost, never a wrong
  * answer. */
-uint64_t fpy_os_threads_ended;
+uint64_t fpy_mon_os_threads_ended;
 
 static pthread_key_t seen_key;
 static int seen_key_ok; /* written once, under seen_key_once */
@@ -33,7 +31,7 @@ static pthread_once_t seen_key_once = PTHREAD_ONCE_INIT;
 static void on_seen_thread_exit(void *value)
 {
     (void)value;
-    __atomic_fetch_add(&fpy_os_threads_ended, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&fpy_mon_os_threads_ended, 1, __ATOMIC_RELAXED);
 }
 
 static void make_seen_key(void)
@@ -42,21 +40,21 @@ static void make_seen_key(void)
     seen_key_ok = pthread_key_create(&seen_key, on_seen_thread_exit) == 0;
 }
 
-int fpy_thread_cache_module_init(void)
+int fpy_mon_thread_cache_init(void)
 {
     return pthread_once(&seen_key_once, make_seen_key) == 0 ? 0 : -1;
 }
 
-void fpy_thread_cache_reset(fpy_profiler_t *p)
+void fpy_mon_thread_cache_reset(fpy_profiler_t *p)
 {
-    p->cached_os_thread = 0;
-    p->cached_thread = NULL;
+    p->mon.cached_os_thread = 0;
+    p->mon.cached_thread = NULL;
 }
 
-fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
+fp_thread_t *fpy_mon_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
 {
     /* Read the epoch first: an exit after this makes the entry stale. */
-    uint64_t epoch = __atomic_load_n(&fpy_os_threads_ended, __ATOMIC_RELAXED);
+    uint64_t epoch = __atomic_load_n(&fpy_mon_os_threads_ended, __ATOMIC_RELAXED);
     PyThreadState *tstate = PyThreadState_Get();
     fp_thread_t *t = NULL;
     if (p->threads_all || tstate->id == p->owner_tid) {
@@ -75,9 +73,9 @@ fp_thread_t *fpy_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
         return t;
     if (!pthread_getspecific(seen_key) && pthread_setspecific(seen_key, &seen_key) != 0)
         return t; /* cannot watch this thread's exit: do not cache it */
-    p->cached_os_thread = os_thread;
-    p->cached_epoch = epoch;
-    p->cached_thread = t;
+    p->mon.cached_os_thread = os_thread;
+    p->mon.cached_epoch = epoch;
+    p->mon.cached_thread = t;
     return t;
 }
 

@@ -42,7 +42,7 @@ from fastprof import _fastprof  # noqa: E402
 UNAVAILABLE = sys.version_info[:2] == (3, 13)  # test_fast_mode_availability.py
 
 if UNAVAILABLE:
-    pytest.skip("fast=True is refused on 3.13 (csrc/fpy_compat.h: FPY_EVALFRAME_UNAVAILABLE)",
+    pytest.skip("fast=True is refused on 3.13 (csrc/fpy_cpython_internals.h: FPY_EVALFRAME_UNAVAILABLE)",
                 allow_module_level=True)
 
 # The documented differences from cProfile (docs/conformance.md, "fast

@@ -1,5 +1,5 @@
 """Where fast=True is refused: Python 3.13, whose specialized class calls
-run __init__ without the frame evaluator (csrc/fpy_compat.h:
+run __init__ without the frame evaluator (csrc/fpy_cpython_internals.h:
 FPY_EVALFRAME_UNAVAILABLE). Everywhere else it is available
 (tests/test_fast_mode.py tests it).
 
