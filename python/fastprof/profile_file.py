@@ -25,6 +25,7 @@ Trailer (a plain dict; only marshal-able values)::
       "lines_own": {(file, line, name): {lineno: seconds}},      # optional
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
+      "paths": {file: path relative to its sys.path entry},  # optional
     }
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
@@ -38,6 +39,11 @@ scoped to; calls into other Python code are in their callers' own time.
 ``fast`` (``--fast``, ``Profile(fast=True)``): Python functions only; C
 functions' time is in their callers' own time.  Both are there so a viewer
 of the file can say what it leaves out.
+
+``paths`` (added without a version bump): each recorded file's path
+relative to the ``sys.path`` entry that held it in the profiled process
+(``jinja2/runtime.py``), so functions pair up across installs
+(``portable_names.py``).
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -107,10 +113,12 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # filename -> path relative to its sys.path entry where it was recorded
+    paths: Dict[str, str] = field(default_factory=dict)
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
-                and not self.lines and self.only is None and not self.fast:
+                and not self.lines and self.only is None and not self.fast and not self.paths:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -131,6 +139,8 @@ class ProfileData:
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
+        if self.paths:
+            out["paths"] = {str(f): str(r) for f, r in self.paths.items()}
         return out
 
 
@@ -183,6 +193,7 @@ def load_profile(path) -> ProfileData:
         data.fast = bool(trailer.get("fast", False))
         data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
                           for k, v in trailer.get("lines_own", {}).items()}
+        data.paths = {str(f): str(r) for f, r in trailer.get("paths", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data
