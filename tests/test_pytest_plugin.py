@@ -353,7 +353,7 @@ def test_scope_options_need_fastprof(tmp_path):
     make_tests(tmp_path, "def test_a():\n    pass\n")
     r = run_pytest(tmp_path, *PLUGIN, "--fastprof-lines", "x")
     assert r.returncode == 4, r.stdout + r.stderr
-    assert "fastprof: --fastprof-lines needs --fastprof[=FILE] or --fastprof-per-test DIR" \
+    assert "fastprof: --fastprof-lines needs --fastprof[=FILE], --fastprof-per-test DIR or --fastprof-counts DIR" \
         in r.stderr
 
 

@@ -72,16 +72,68 @@ def pytest_addoption(parser):
         if kind is not None:
             kwargs["type"] = kind
         group.addoption(_spelled(flags[-1]), **kwargs)
+    _add_count_options(group)
+
+
+def _add_count_options(group):
+    """The performance gate's options (modes/count_gate.py, imported only when given)."""
+    group.addoption(
+        "--fastprof-counts", metavar="DIR", default=None,
+        help="performance gate: record each test's exact call counts (per function and "
+             "per caller -> callee edge, its setup, call and teardown, all threads) into "
+             "DIR (one text file per test module and Python version) on the first run; on "
+             "later runs compare and fail the run when a test's counts changed, naming the "
+             "functions and edges (docs/gate.md)")
+    group.addoption(
+        "--fastprof-counts-update", action="store_true", default=False,
+        help="with --fastprof-counts: rewrite the baselines of the tests that ran "
+             "instead of comparing")
+    group.addoption(
+        "--fastprof-counts-tolerance", metavar="PERCENT", default="0",
+        help="with --fastprof-counts: a count of a Python function or edge may move by "
+             "PERCENT of its baseline value (default 0: exact)")
+    group.addoption(
+        "--fastprof-counts-c-tolerance", metavar="PERCENT", default=None,
+        help="with --fastprof-counts: the same for C functions and edges into them "
+             "(default: --fastprof-counts-tolerance's value)")
+    group.addoption(
+        "--fastprof-counts-report", metavar="FILE", default=None,
+        help="with --fastprof-counts: also write the comparison to FILE, as JSON if "
+             "its name ends in .json, else as markdown (e.g. \"$GITHUB_STEP_SUMMARY\")")
+    group.addoption(
+        "--fastprof-counts-keep-caches", action="store_true", default=False,
+        help="with --fastprof-counts: do not clear functools.lru_cache and re caches "
+             "before each test (counts then depend on the tests that ran before)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if config.getoption("fastprof_counts", None) is not None:
+        # before anything runs: the counts are of PYTHONHASHSEED=0 (docs/gate.md)
+        from .count_gate import reexec_with_hash_seed
+        reexec_with_hash_seed(config)
 
 
 def pytest_configure(config):
     outfile = config.getoption("fastprof", None)
     per_test = config.getoption("fastprof_per_test", None)
+    counts_dir = config.getoption("fastprof_counts", None)
+    if counts_dir is not None:
+        if outfile is not None or per_test is not None:
+            raise pytest.UsageError("fastprof: --fastprof-counts cannot be combined with "
+                                    "--fastprof or --fastprof-per-test (one profiler at a time)")
+        _configure_counts(config, counts_dir)
+        return
+    for option in ("update", "report", "keep_caches"):
+        if config.getoption("fastprof_counts_" + option, None) not in (None, False):
+            raise pytest.UsageError("fastprof: --fastprof-counts-%s needs --fastprof-counts DIR"
+                                    % option.replace("_", "-"))
     if outfile is None and per_test is None:
         for option in RUN_OPTIONS:
             if config.getoption(_dest(option), None) not in (None, False, []):
-                raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE] or "
-                                        "--fastprof-per-test DIR" % _spelled(option))
+                raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE], "
+                                        "--fastprof-per-test DIR or --fastprof-counts DIR"
+                                        % _spelled(option))
         return
     if outfile == DEFAULT_FILE:
         outfile = os.path.join(str(config.rootpath), DEFAULT_FILE)
@@ -89,6 +141,19 @@ def pytest_configure(config):
     config.pluginmanager.register(session, "fastprof-session")
     if session.controller:
         config.pluginmanager.register(XdistController(session), "fastprof-xdist")
+
+
+def _configure_counts(config, directory):
+    """--fastprof-counts DIR: the performance gate (modes/count_gate.py)."""
+    from .count_gate import CountGate  # (deferred: nothing at pytest start-up)
+    try:
+        options = _run_options(config)
+        cmdline.check_scope_options(options, name=_spelled)
+        profile_options = cmdline.profile_options(options, True)
+    except cmdline.UsageError as exc:
+        raise pytest.UsageError("fastprof: %s" % exc) from None
+    config.pluginmanager.register(CountGate(config, directory, profile_options),
+                                  "fastprof-counts")
 
 
 def _xdist_role(config):

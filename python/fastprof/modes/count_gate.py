@@ -1,0 +1,346 @@
+"""``pytest --fastprof-counts=DIR``: a performance gate on exact call counts.
+
+Each test (setup, call and teardown, all threads) runs under its own
+profiler with call paths; its count table (``counts.counts_of_test``: the
+calls of each function and caller -> callee edge of the test's own work) is
+compared with the one kept in DIR, one file per test module and Python minor
+version (``counts.baseline_file``).  A test without a baseline is recorded;
+a test whose counts changed beyond the tolerance fails the run (exit status
+1) and the terminal summary names it, with the functions and edges whose
+counts changed, biggest first.  ``--fastprof-counts-update`` rewrites the
+baselines of the tests that ran.  Tests that did not run (``-k``, ``-x``)
+keep theirs; tests that failed or were skipped are neither compared nor
+recorded.
+
+What would make counts differ between two runs of the same code is made
+equal before each test or left out of the table (docs/gate.md):
+
+- hash randomisation: the run re-executes itself with ``PYTHONHASHSEED=0``
+  (``reexec_with_hash_seed``), so set and dict-of-str orders are the same;
+- caches that earlier tests fill (``functools.lru_cache``/``cache``, ``re``'s):
+  cleared before each test (``CacheReset``), so a test's counts do not depend
+  on which tests ran before it (``-k``, xdist's scheduling);
+- garbage collections and the finalizers they run, module bodies and the
+  import system, thread scheduling in threading/queue/asyncio internals,
+  pytest's own code: left out of the table (``counts.py``).
+
+Under pytest-xdist the workers compute their tests' tables and hand them to
+the controller in a file (like the profiles of ``--fastprof``), which
+compares and writes the baselines.
+"""
+
+import os
+import sys
+
+import pytest
+
+from .. import counts
+
+HASH_SEED = "0"
+REEXEC_MARK = "FASTPROF_COUNTS_REEXEC"
+
+
+# ---------------------------------------------------------------- the hash seed
+
+def hash_seed_is_fixed() -> bool:
+    return os.environ.get("PYTHONHASHSEED") == HASH_SEED or not sys.flags.hash_randomization
+
+
+def _command_line():
+    """The arguments that started this process again, or None if unknown."""
+    orig = getattr(sys, "orig_argv", None)
+    if orig:
+        return [sys.executable] + list(orig[1:])
+    argv0 = sys.argv[0] if sys.argv else ""
+    if not argv0:
+        return None
+    if os.path.basename(argv0) == "__main__.py" and os.path.basename(os.path.dirname(argv0)) == "pytest":
+        return [sys.executable, "-m", "pytest"] + sys.argv[1:]
+    return [sys.executable, argv0] + sys.argv[1:]
+
+
+def reexec_with_hash_seed(config) -> bool:
+    """Run this pytest command again with PYTHONHASHSEED=0 (the counts of code
+    that iterates sets of str depend on the seed).  Only the process that
+    the command line started does it (not pytest.main() inside a program);
+    returns False when it cannot."""
+    if hash_seed_is_fixed() or os.environ.get(REEXEC_MARK):
+        return False
+    if hasattr(config, "workerinput"):
+        return False
+    if tuple(config.invocation_params.args) != tuple(sys.argv[1:]):
+        return False
+    argv = _command_line()
+    if argv is None:
+        return False
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.stop_global_capturing()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    env = dict(os.environ, PYTHONHASHSEED=HASH_SEED)
+    env[REEXEC_MARK] = "1"
+    os.execve(sys.executable, argv, env)
+    return True  # (not reached)
+
+
+# ---------------------------------------------------------------- caches
+
+class CacheReset:
+    """Clears the caches that earlier tests fill before each test: every
+    ``functools.lru_cache``/``cache`` function (found once, then again when
+    more modules are imported) and ``re``'s."""
+
+    def __init__(self):
+        self.modules = -1
+        self.caches = []
+
+    def __call__(self):
+        import functools
+        import gc
+        import re
+        import weakref
+        if len(sys.modules) != self.modules:
+            self.modules = len(sys.modules)
+            kind = functools._lru_cache_wrapper
+            self.caches = [weakref.ref(o) for o in gc.get_objects() if type(o) is kind]
+        for ref in self.caches:
+            cache = ref()
+            if cache is not None:
+                cache.cache_clear()
+        re.purge()
+
+
+# ---------------------------------------------------------------- the gate
+
+class CountGate:
+    """The per-test profiles and their comparison with DIR's baselines."""
+
+    def __init__(self, config, directory, profile_options):
+        self.config = config
+        self.directory = os.path.abspath(directory)
+        self.update = config.getoption("fastprof_counts_update")
+        try:
+            self.tolerance = counts.parse_tolerance(config.getoption("fastprof_counts_tolerance"))
+            c_tol = config.getoption("fastprof_counts_c_tolerance")
+            self.c_tolerance = None if c_tol is None else counts.parse_tolerance(c_tol)
+        except ValueError as exc:
+            raise pytest.UsageError("fastprof: --fastprof-counts-tolerance: %s" % exc) from None
+        report = config.getoption("fastprof_counts_report")
+        self.report = os.path.abspath(report) if report else None
+        self.reset = None if config.getoption("fastprof_counts_keep_caches") else CacheReset()
+        options = dict(profile_options)
+        options.update(threads=True, callpaths=True, gc=True, builtins=True, max_depth=1024)
+        self.profile_options = options
+        from .. import cmdline
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            cmdline.new_profile(self.profile_options)  # refused now, not at the first test
+        except (cmdline.UsageError, OSError) as exc:
+            raise pytest.UsageError("fastprof: --fastprof-counts: %s" % exc) from None
+        self.worker = hasattr(config, "workerinput")
+        self.controller = getattr(config.option, "dist", "no") != "no" and not self.worker
+        self.tables = {}        # node id -> count table
+        self.bad = set()        # node ids that failed or were skipped
+        self.problems = []
+        self.profile = None
+        self.outcome = None
+        self.written = []       # baseline files written
+        self.rewritten = 0      # --fastprof-counts-update: tests whose baseline was there
+        self.xdist_dir = None
+        if self.controller:
+            import tempfile
+            self.xdist_dir = tempfile.mkdtemp(prefix="fastprof-counts-")
+
+    # -- the phases --------------------------------------------------------
+
+    def _profiled(self, item, first=False):
+        if first:
+            self.profile = None
+            if self.reset is not None:
+                self.reset()
+        if self.profile is None:
+            from .. import cmdline
+            self.profile = cmdline.new_profile(self.profile_options)
+        prof = self.profile
+        try:
+            prof.enable()
+        except Exception as exc:  # another tool holds the profiler slot
+            self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
+            self.bad.add(item.nodeid)
+            yield
+            return
+        try:
+            yield
+        finally:
+            try:
+                prof.disable()
+            except Exception as exc:
+                self.problems.append("%s: counting stopped early: %s" % (item.nodeid, exc))
+                self.bad.add(item.nodeid)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._profiled(item, first=True)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_call(self, item):
+        yield from self._profiled(item)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item):
+        yield from self._profiled(item)
+        prof, self.profile = self.profile, None
+        if prof is None or item.nodeid in self.bad:
+            return
+        try:
+            self.tables[item.nodeid] = counts.counts_of_test(prof.profile_data())
+        except Exception as exc:  # never lose the run to the gate
+            self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed or (report.skipped and report.when != "teardown"):
+            self.bad.add(report.nodeid)
+
+    # -- the end -----------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        if self.worker:
+            self._hand_over()
+            return
+        if self.xdist_dir is not None:
+            import shutil
+            shutil.rmtree(self.xdist_dir, ignore_errors=True)
+        self.outcome = self.finish()
+        if self.outcome.failed and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.report:
+            text = (counts.as_json(self.outcome) if self.report.endswith(".json")
+                    else counts.markdown(self.outcome))
+            try:
+                with open(self.report, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as exc:
+                self.problems.append("cannot write %s: %s" % (self.report, exc.strerror or exc))
+
+    def finish(self):
+        """Compare the tables with the baselines; record the new ones (all with --update)."""
+        by_file = {}
+        for nodeid, table in self.tables.items():
+            if nodeid in self.bad:
+                continue
+            path, name = counts.baseline_file(self.directory, nodeid)
+            by_file.setdefault(path, {})[name] = (nodeid, table)
+        outcome = counts.Outcome(changed={}, recorded=[], notes=[])
+        for path in sorted(by_file):
+            try:
+                kept = counts.read_tables(path)
+            except counts.BaselineError as exc:
+                self.problems.append("%s (delete it to record it anew)" % exc)
+                continue
+            dirty = False
+            for name, (nodeid, table) in sorted(by_file[path].items()):
+                old = kept.get(name)
+                if old is None or self.update:
+                    if old != table:
+                        kept[name] = table
+                        dirty = True
+                    if old is None:
+                        outcome.recorded.append(nodeid)
+                    else:
+                        self.rewritten += 1
+                    continue
+                outcome.compared += 1
+                changes = counts.compare(old, table, self.tolerance, self.c_tolerance)
+                if changes:
+                    outcome.changed[nodeid] = changes
+            if dirty:
+                try:
+                    from ..atomic_file import write_atomically  # (deferred: nothing at pytest start-up)
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    text = counts.format_tables(kept, "%d.%d" % sys.version_info[:2])
+                    write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+                    self.written.append(path)
+                except OSError as exc:
+                    self.problems.append("cannot write %s: %s" % (path, exc.strerror or exc))
+        bad = len(self.bad)
+        if bad:
+            outcome.notes.append("%d test%s failed or skipped: not compared nor recorded"
+                                 % (bad, "" if bad == 1 else "s"))
+        if not hash_seed_is_fixed():
+            outcome.notes.append("hash randomisation is on: set PYTHONHASHSEED=0 (counts of "
+                                 "code that iterates sets of str may differ between runs)")
+        outcome.notes.extend(self.problems)
+        return outcome
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        if self.outcome is None:
+            return
+        o = self.outcome
+        tr.write_sep("=", "fastprof call counts", red=o.failed, bold=o.failed, green=not o.failed)
+        if o.failed:
+            tr.write_line("%d test%s changed their call counts (of %d compared); the baselines "
+                          "are in %s (--fastprof-counts-update rewrites them):"
+                          % (len(o.changed), "" if len(o.changed) == 1 else "s", o.compared,
+                             self._dir_shown()))
+            for line in counts.text_lines(o):
+                tr.write_line(line)
+        else:
+            tr.write_line("%d test%s compared with %s: no call count changed"
+                          % (o.compared, "" if o.compared == 1 else "s", self._dir_shown()))
+        if o.recorded:
+            tr.write_line("%d test%s had no baseline for Python %d.%d: recorded"
+                          % ((len(o.recorded), "" if len(o.recorded) == 1 else "s")
+                             + sys.version_info[:2]))
+        if self.update:
+            tr.write_line("--fastprof-counts-update: %d baseline%s rewritten"
+                          % (self.rewritten, "" if self.rewritten == 1 else "s"))
+        if self.written:
+            tr.write_line("%d baseline file%s written under %s" % (
+                len(self.written), "" if len(self.written) == 1 else "s", self._dir_shown()))
+        for note in o.notes or []:
+            tr.write_line("fastprof: " + note)
+        if self.report:
+            tr.write_line("report written to %s" % self.report)
+
+    def _dir_shown(self):
+        return os.path.join(self.directory, counts.version_tag())
+
+    # -- pytest-xdist ------------------------------------------------------
+
+    def _hand_over(self):
+        import json
+        config = self.config
+        path = os.path.join(config.workerinput["fastprof_counts_dir"],
+                            "%s.json" % config.workerinput.get("workerid", os.getpid()))
+        out = {"tables": None, "bad": sorted(self.bad), "problems": self.problems}
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(self.tables, f)
+            out["tables"] = path
+        except OSError as exc:
+            out["problems"] = self.problems + ["cannot hand over the counts: %s" % exc]
+        config.workeroutput["fastprof_counts"] = out
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):
+        node.workerinput["fastprof_counts_dir"] = self.xdist_dir
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        import json
+        output = (getattr(node, "workeroutput", None) or {}).get("fastprof_counts")
+        name = getattr(getattr(node, "gateway", None), "id", "a worker")
+        if output is None:
+            self.problems.append("%s ended without handing over its counts" % name)
+            return
+        self.bad.update(output["bad"])
+        self.problems.extend(output["problems"])
+        if output["tables"]:
+            try:
+                with open(output["tables"], encoding="utf-8") as f:
+                    self.tables.update(json.load(f))
+            except (OSError, ValueError) as exc:
+                self.problems.append("%s's counts are lost: %s" % (name, exc))
