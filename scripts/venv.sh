@@ -20,6 +20,20 @@ fi
 want=$( { echo "$base"; "$base" -c 'import sys; print(sys.version)';
           cat scripts/requirements-build.txt requirements-test.txt; } | sha256sum | cut -d' ' -f1)
 
+# requirements-gate.txt: sdists (tests and all) for tests/test_count_gate_real.py,
+# downloaded for one Python version into $dir/sdists (its own stamp)
+gate_sdists() {
+    [ "$v" = 3.12 ] || return 0
+    local gwant; gwant=$(sha256sum requirements-gate.txt | cut -d' ' -f1)
+    [ "$(cat "$dir/sdists/.stamp" 2>/dev/null)" = "$gwant" ] && return 0
+    echo "venv py$v: downloading requirements-gate.txt's sdists into $dir/sdists"
+    mkdir -p "$dir/sdists"
+    "$dir/bin/python" -m pip download --quiet --no-input --progress-bar off --no-deps \
+        --no-binary :all: -r requirements-gate.txt -d "$dir/sdists" < /dev/null 2>&1 \
+        | { grep -vF 'is ignored: it is neither a file nor a directory' || true; }
+    echo "$gwant" > "$dir/sdists/.stamp"
+}
+
 # A venv copied or moved from elsewhere keeps scripts (bin/pytest) whose
 # first line names the old place: make it anew. The venv's real place is
 # compared, so a worktree whose .venv links to another checkout's keeps it.
@@ -27,6 +41,7 @@ if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c pass >/dev/null 2>&1 \
         && [ "$(cat "$basefile" 2>/dev/null)" = "$base" ] \
         && head -n3 "$dir/bin/pip" 2>/dev/null | grep -qF "$(cd "$dir" && pwd -P)/bin/python"; then
     if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        gate_sdists
         exit 0                                  # up to date: say nothing
     fi
 else
@@ -43,4 +58,5 @@ rm -f "$stamp"
     -r scripts/requirements-build.txt -r requirements-test.txt < /dev/null 2>&1 \
     | { grep -vF 'is ignored: it is neither a file nor a directory' || true; }
 echo "$want" > "$stamp"
+gate_sdists
 echo "venv py$v: ready"

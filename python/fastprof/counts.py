@@ -29,7 +29,7 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Collection, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .model import FuncKey, is_builtin
 from .portable_names import portable_names
@@ -91,8 +91,11 @@ def _top(relpath: str) -> str:
     return first[:-3] if first.endswith(".py") else first
 
 
-def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str]) -> int:
-    """What the test gate does with function *key* (file relative path *relpath*)."""
+def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str],
+                  framework_files: Collection[str] = ()) -> int:
+    """What the test gate does with function *key* (file relative path
+    *relpath*); *framework_files*: more files of the test framework (the
+    pytest plugins' modules, as relative paths)."""
     filename, _line, name = key
     if is_builtin(key):
         return NOISE_KIND if name == GC_NAME else OTHER
@@ -107,7 +110,9 @@ def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str]) -> int
         in_stdlib = any(filename.startswith(d) for d in stdlib_dirs) and not any(
             m in filename for m in ("site-packages", "dist-packages"))
         if not in_stdlib:
-            return FRAMEWORK_KIND if top in FRAMEWORK or top.startswith("pytest_") else USER
+            if top in FRAMEWORK or top.startswith("pytest_") or relpath in framework_files:
+                return FRAMEWORK_KIND
+            return USER
     if top in NOISE_PACKAGES:
         return NOISE_KIND
     if top in SEALED:
@@ -117,17 +122,18 @@ def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str]) -> int
     return OTHER
 
 
-def counts_of_test(data, lines: bool = True) -> CountTable:
+def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = ()) -> CountTable:
     """The count table of one test's profile *data* (a ProfileData with call
     paths): functions, edges and, with *lines*, line hits of what the test
-    itself ran (see the module docstring)."""
+    itself ran (see the module docstring).  *framework_files*: see
+    ``function_kind``."""
     cp = data.callpaths
     if cp is None:
         raise ValueError("the profile has no call paths (record it with callpaths=True)")
     keys = [tuple(k) for k in cp.functions]
     names = portable_names(set(keys), data.qualnames, data.paths)
     dirs = _stdlib_dirs()
-    kinds = [function_kind(k, _relpath(k, names), dirs) for k in keys]
+    kinds = [function_kind(k, _relpath(k, names), dirs, framework_files) for k in keys]
     table: CountTable = {}
     under: List[int] = []
     counted: List[bool] = []

@@ -111,6 +111,19 @@ class CacheReset:
         re.purge()
 
 
+def plugin_files(config):
+    """The files of the pytest plugins this run loaded (third-party plugins
+    such as anyio's), relative to their sys.path entries: the test framework's,
+    not the test's.  conftest.py files are the project's."""
+    from ..portable_names import relative_paths  # (deferred: nothing at pytest start-up)
+    files = []
+    for plugin in config.pluginmanager.get_plugins():
+        name = getattr(plugin, "__file__", None)
+        if isinstance(name, str) and os.path.basename(name) not in ("conftest.py", "__init__.py"):
+            files.append(os.path.splitext(name)[0] + ".py")
+    return frozenset(relative_paths(files).values())
+
+
 # ---------------------------------------------------------------- the gate
 
 class CountGate:
@@ -144,6 +157,7 @@ class CountGate:
         self.bad = set()        # node ids that failed or were skipped
         self.problems = []
         self.profile = None
+        self.framework_files = None  # the pytest plugins' files (relative paths)
         self.outcome = None
         self.written = []       # baseline files written
         self.rewritten = 0      # --fastprof-counts-update: tests whose baseline was there
@@ -194,7 +208,10 @@ class CountGate:
         if prof is None or item.nodeid in self.bad:
             return
         try:
-            self.tables[item.nodeid] = counts.counts_of_test(prof.profile_data())
+            if self.framework_files is None:
+                self.framework_files = plugin_files(self.config)
+            self.tables[item.nodeid] = counts.counts_of_test(
+                prof.profile_data(), framework_files=self.framework_files)
         except Exception as exc:  # never lose the run to the gate
             self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
 
