@@ -122,18 +122,22 @@ def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str],
     return OTHER
 
 
-def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = ()) -> CountTable:
+def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = (),
+                   noise_keys: Collection[FuncKey] = ()) -> CountTable:
     """The count table of one test's profile *data* (a ProfileData with call
     paths): functions, edges and, with *lines*, line hits of what the test
     itself ran (see the module docstring).  *framework_files*: see
-    ``function_kind``."""
+    ``function_kind``; *noise_keys*: functions never counted, nor what they
+    call (fixtures of a wider scope than the test's, whose setup runs in
+    whichever test needs them first)."""
     cp = data.callpaths
     if cp is None:
         raise ValueError("the profile has no call paths (record it with callpaths=True)")
     keys = [tuple(k) for k in cp.functions]
     names = portable_names(set(keys), data.qualnames, data.paths)
     dirs = _stdlib_dirs()
-    kinds = [function_kind(k, _relpath(k, names), dirs, framework_files) for k in keys]
+    kinds = [NOISE_KIND if k in noise_keys else function_kind(k, _relpath(k, names), dirs, framework_files)
+             for k in keys]
     table: CountTable = {}
     under: List[int] = []
     counted: List[bool] = []
@@ -363,10 +367,11 @@ class Outcome:
     recorded: List[str]
     compared: int = 0
     notes: Optional[List[str]] = None
+    errors: Optional[List[str]] = None   # baselines that could not be read
 
     @property
     def failed(self) -> bool:
-        return bool(self.changed)
+        return bool(self.changed or self.errors)
 
 
 def describe(change: Change) -> str:
@@ -412,7 +417,7 @@ def markdown(outcome: Outcome, title: str = "fastprof call counts", limit: int =
     if outcome.recorded:
         out.append("\n%d test%s recorded anew (no baseline)." % (
             len(outcome.recorded), "" if len(outcome.recorded) == 1 else "s"))
-    for note in outcome.notes or []:
+    for note in (outcome.errors or []) + (outcome.notes or []):
         out.append("\n%s" % _md(note))
     return "\n".join(out) + "\n"
 
@@ -421,6 +426,7 @@ def as_json(outcome: Outcome) -> str:
     obj = {"failed": outcome.failed, "compared": outcome.compared,
            "changed": {t: [{"entry": c.entry, "old": c.old, "new": c.new} for c in cs]
                        for t, cs in sorted(outcome.changed.items())},
-           "recorded": sorted(outcome.recorded), "notes": list(outcome.notes or [])}
+           "recorded": sorted(outcome.recorded), "notes": list(outcome.notes or []),
+           "errors": list(outcome.errors or [])}
     return json.dumps(obj, indent=1, sort_keys=True) + "\n"
 

@@ -124,6 +124,25 @@ def plugin_files(config):
     return frozenset(relative_paths(files).values())
 
 
+def shared_fixture_keys(item):
+    """The pstats keys of *item*'s fixtures of a wider scope than a test
+    (session, package, module, class; xunit setup_module and unittest's
+    setUpClass are such fixtures too): their setup and teardown run in
+    whichever test needs them first or last, so they are not counted."""
+    keys = set()
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (getattr(info, "name2fixturedefs", None) or {}).values():
+        for fixturedef in defs:
+            if getattr(fixturedef, "scope", "function") == "function":
+                continue
+            func = getattr(fixturedef, "func", None)
+            func = getattr(func, "__func__", func)
+            code = getattr(func, "__code__", None)
+            if code is not None:
+                keys.add((code.co_filename, code.co_firstlineno, code.co_name))
+    return keys
+
+
 # ---------------------------------------------------------------- the gate
 
 class CountGate:
@@ -211,7 +230,8 @@ class CountGate:
             if self.framework_files is None:
                 self.framework_files = plugin_files(self.config)
             self.tables[item.nodeid] = counts.counts_of_test(
-                prof.profile_data(), framework_files=self.framework_files)
+                prof.profile_data(), framework_files=self.framework_files,
+                noise_keys=shared_fixture_keys(item))
         except Exception as exc:  # never lose the run to the gate
             self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
 
@@ -249,12 +269,12 @@ class CountGate:
                 continue
             path, name = counts.baseline_file(self.directory, nodeid)
             by_file.setdefault(path, {})[name] = (nodeid, table)
-        outcome = counts.Outcome(changed={}, recorded=[], notes=[])
+        outcome = counts.Outcome(changed={}, recorded=[], notes=[], errors=[])
         for path in sorted(by_file):
             try:
                 kept = counts.read_tables(path)
             except counts.BaselineError as exc:
-                self.problems.append("%s (delete it to record it anew)" % exc)
+                outcome.errors.append("%s (delete it to record it anew)" % exc)
                 continue
             dirty = False
             for name, (nodeid, table) in sorted(by_file[path].items()):
@@ -297,14 +317,16 @@ class CountGate:
             return
         o = self.outcome
         tr.write_sep("=", "fastprof call counts", red=o.failed, bold=o.failed, green=not o.failed)
-        if o.failed:
+        for error in o.errors or []:
+            tr.write_line("fastprof: " + error)
+        if o.changed:
             tr.write_line("%d test%s changed their call counts (of %d compared); the baselines "
                           "are in %s (--fastprof-counts-update rewrites them):"
                           % (len(o.changed), "" if len(o.changed) == 1 else "s", o.compared,
                              self._dir_shown()))
             for line in counts.text_lines(o):
                 tr.write_line(line)
-        else:
+        elif not o.errors:
             tr.write_line("%d test%s compared with %s: no call count changed"
                           % (o.compared, "" if o.compared == 1 else "s", self._dir_shown()))
         if o.recorded:
