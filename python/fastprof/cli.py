@@ -4,6 +4,7 @@
     fastprof view out.prof --callers parse     # who calls parse, and how much
     fastprof view out.prof --tree              # the call paths
     fastprof diff before.prof after.prof       # what got slower / faster
+    fastprof check before.prof after.prof      # exit 1 if call counts changed (CI gate)
     fastprof merge a.prof b.prof -o all.prof   # sum of several runs
     fastprof convert out.prof -o out.html      # report, flame graph, callgrind...
     fastprof run [options] script.py [args]    # = python -m fastprof
@@ -98,6 +99,11 @@ def _diff_min_time(text: str) -> str:
 FORMATS_HELP = formats.formats_help()
 
 
+def _check_tolerance(text: str) -> float:
+    from .counts import parse_tolerance  # (deferred: fastprof run imports nothing before the program)
+    return parse_tolerance(text)
+
+
 def build_parser():
     argparse = _argparse()
     parser = argparse.ArgumentParser(
@@ -164,6 +170,35 @@ def build_parser():
     p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
                    help="a time that moved by at most TIME is noise too: 2ms, 150us, 0.003 "
                         "(seconds) or 1%% of the larger total (default 1%%)")
+
+    p = sub.add_parser(
+        "check", help="performance gate: fail (exit 1) when call counts changed",
+        description="Compare the exact call counts of two profiles of the same program: "
+                    "every function's and every caller -> callee edge's (functions paired by "
+                    "file relative to its sys.path entry and qualified name, so two installs "
+                    "compare; garbage collections left out). Exit status 0 when they match "
+                    "within the tolerance, 1 when some changed (listed, biggest change first), "
+                    "2 for bad input. For test suites see pytest --fastprof-counts (docs/gate.md).")
+    p.add_argument("base", metavar="BASE", help="the profile before (a cProfile or fastprof file)")
+    p.add_argument("new", metavar="NEW", help="the profile after")
+    p.add_argument("--tolerance", type=_type(_check_tolerance), default=0.0, metavar="PERCENT",
+                   help="a Python function's or edge's count may move by PERCENT of its base "
+                        "value (default 0: exact)")
+    p.add_argument("--c-tolerance", type=_type(_check_tolerance), default=None, metavar="PERCENT",
+                   help="the same for C functions and edges into them (default: --tolerance's)")
+    p.add_argument("--time", action="store_true",
+                   help="also fail when a function's own time moved beyond fastprof diff's "
+                        "noise rule (--threshold and --min-time)")
+    p.add_argument("--threshold", type=_type(_diff_threshold), default=10.0, metavar="PERCENT",
+                   help="--time: a time that moved by at most PERCENT of its base value is "
+                        "noise (default 10)")
+    p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
+                   help="--time: a time that moved by at most TIME is noise too: 2ms, 150us, "
+                        "0.003 (seconds) or 1%% of the larger total (default 1%%)")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                   help="text (default), markdown (e.g. >> \"$GITHUB_STEP_SUMMARY\") or json")
+    p.add_argument("-n", "--limit", type=_positive_or_zero, default=30, metavar="N",
+                   help="list the first N changes of each kind (default 30; 0 = all; json: all)")
 
     p = sub.add_parser(
         "merge", help="add profiles together (counts, times, callers, call paths)",
@@ -314,6 +349,17 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from . import check, view  # (deferred: fastprof run imports nothing before the program)
+    base = _load(args.base)
+    new = _load(args.new)
+    result = check.check(base, new, args.tolerance, args.c_tolerance, time=args.time,
+                         threshold=args.threshold, min_time=args.min_time)
+    sys.stdout.write(check.render(result, args.format, args.base, args.new, args.limit,
+                                  micro=view.micro_sign(sys.stdout)))
+    return 1 if result.failed else 0
+
+
 def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
     try:
         cmdline.write_output(data, out, fmt, title=title, min_percent=min_percent)
@@ -373,7 +419,7 @@ def cmd_attach(args) -> int:
     return attach.run(args)
 
 
-COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": cmd_convert,
+COMMANDS = {"view": cmd_view, "diff": cmd_diff, "check": cmd_check, "merge": cmd_merge, "convert": cmd_convert,
             "attach": cmd_attach}
 
 

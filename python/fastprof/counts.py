@@ -26,6 +26,7 @@ Baselines are text files of sections, one per test, sorted (``write_tables``,
 
 import json
 import os
+import re
 import sys
 import sysconfig
 from dataclasses import dataclass
@@ -206,16 +207,27 @@ def _relpath(key: FuncKey, names: Mapping[FuncKey, str]) -> str:
     return name.split(":", 1)[0] if ":" in name else ""
 
 
-def counts_of_profile(data) -> CountTable:
+_PROFILER_ROWS = re.compile(r"<method '(enable|disable)' of '[\w.]*(lsprof|fastprof)[\w.]*' objects>$")
+
+
+def left_out(key: FuncKey) -> bool:
+    """The garbage collector's row and the profiler's own (enable, disable:
+    cProfile's and fastprof's differ)."""
+    return is_builtin(key) and (key[2] == GC_NAME or bool(_PROFILER_ROWS.match(str(key[2]))))
+
+
+def counts_of_profile(data, qualnames: bool = True) -> CountTable:
     """The count table of a whole program's profile *data*: every function's
     calls and every edge's, but the garbage collector's (a collection starts
-    when allocations since the last one say so) -- cProfile files too."""
-    keys = [k for k in data.stats if not (is_builtin(k) and k[2] == GC_NAME)]
+    when allocations since the last one say so) and the profiler's own
+    enable/disable -- cProfile files too.  ``qualnames=False`` names functions
+    by the key's name (what a cProfile file has), for comparing with one."""
+    keys = [k for k in data.stats if not left_out(k)]
     callers = set()
     for row in data.stats.values():
         callers.update(row[4])
-    names = portable_names(set(keys) | {c for c in callers if not (is_builtin(c) and c[2] == GC_NAME)},
-                           data.qualnames, data.paths)
+    names = portable_names(set(keys) | {c for c in callers if not left_out(c)},
+                           data.qualnames if qualnames else {}, data.paths)
     table: CountTable = {}
     for key in keys:
         row = data.stats[key]
@@ -395,8 +407,14 @@ def text_lines(outcome: Outcome, limit: int = 20) -> List[str]:
     return lines
 
 
-def _md(text: str) -> str:
+def md_escape(text: str) -> str:
+    """*text* for markdown prose (no HTML tags, no table breaks)."""
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: str) -> str:
+    """*text* as a markdown code span in a table cell."""
+    return "`%s`" % text.replace("`", "'").replace("|", "\\|")
 
 
 def markdown(outcome: Outcome, title: str = "fastprof call counts", limit: int = 20) -> str:
@@ -409,16 +427,16 @@ def markdown(outcome: Outcome, title: str = "fastprof call counts", limit: int =
         out.append("No call count changed (%d compared).\n" % outcome.compared)
     for test in sorted(outcome.changed):
         changes = outcome.changed[test]
-        out.append("\n### `%s`\n\n| before | after | change | function or edge |\n|---:|---:|---:|---|" % test)
+        out.append("\n### %s\n\n| before | after | change | function or edge |\n|---:|---:|---:|---|" % md_code(test))
         for c in changes[:limit or None]:
-            out.append("| %d | %d | %+d | `%s` |" % (c.old, c.new, c.delta, _md(c.entry)))
+            out.append("| %d | %d | %+d | %s |" % (c.old, c.new, c.delta, md_code(c.entry)))
         if limit and len(changes) > limit:
             out.append("\n... and %d more" % (len(changes) - limit))
     if outcome.recorded:
         out.append("\n%d test%s recorded anew (no baseline)." % (
             len(outcome.recorded), "" if len(outcome.recorded) == 1 else "s"))
     for note in (outcome.errors or []) + (outcome.notes or []):
-        out.append("\n%s" % _md(note))
+        out.append("\n%s" % md_escape(note))
     return "\n".join(out) + "\n"
 
 
