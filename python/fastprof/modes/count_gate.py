@@ -296,8 +296,8 @@ class CountGate:
                 try:
                     from ..atomic_file import write_atomically  # (deferred: nothing at pytest start-up)
                     os.makedirs(os.path.dirname(path), exist_ok=True)
-                    text = counts.format_tables(kept, "%d.%d" % sys.version_info[:2])
-                    write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+                    data = counts.format_tables(kept, "%d.%d" % sys.version_info[:2]).encode("utf-8")
+                    write_atomically(path, lambda f, data=data: f.write(data))
                     self.written.append(path)
                 except OSError as exc:
                     self.problems.append("cannot write %s: %s" % (path, exc.strerror or exc))
