@@ -102,8 +102,9 @@ class CacheReset:
         import weakref
         if len(sys.modules) != self.modules:
             self.modules = len(sys.modules)
-            kind = functools._lru_cache_wrapper
-            self.caches = [weakref.ref(o) for o in gc.get_objects() if type(o) is kind]
+            kind = getattr(functools, "_lru_cache_wrapper", None)
+            self.caches = [weakref.ref(o) for o in gc.get_objects()
+                           if type(o) is kind and hasattr(o, "cache_clear")]
         for ref in self.caches:
             cache = ref()
             if cache is not None:

@@ -19,6 +19,10 @@ as ``python -m fastprof`` does.
 ``--fastprof-fast`` are python -m fastprof's ``--lines``... Under
 pytest-xdist (``-n N``) the workers profile their tests and hand their
 profiles to the controller, which sums them (XdistController).
+
+``--fastprof-counts DIR`` (the performance gate: exact call counts per
+test, compared with DIR's baselines) is modes/count_gate.py, imported only
+when that option is given; its options are declared here.
 """
 
 import os
