@@ -135,10 +135,12 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
     if cp is None:
         raise ValueError("the profile has no call paths (record it with callpaths=True)")
     keys = [tuple(k) for k in cp.functions]
-    names = portable_names(set(keys), data.qualnames, data.paths)
+    everyone = portable_names(set(keys), data.qualnames, data.paths)  # for the files' paths
     dirs = _stdlib_dirs()
-    kinds = [NOISE_KIND if k in noise_keys else function_kind(k, _relpath(k, names), dirs, framework_files)
+    kinds = [NOISE_KIND if k in noise_keys else function_kind(k, _relpath(k, everyone), dirs, framework_files)
              for k in keys]
+    fcalls: Dict[int, int] = {}
+    ecalls: Dict[Tuple[int, int], int] = {}
     table: CountTable = {}
     under: List[int] = []
     counted: List[bool] = []
@@ -165,8 +167,7 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
         seen[0 if ok else 1] += 1
         if not ok or not calls:
             continue
-        name = names[keys[func]]
-        table[name] = table.get(name, 0) + calls
+        fcalls[func] = fcalls.get(func, 0) + calls
     # An edge's calls: the stats' (exact, direct recursion too) when the edge
     # was only seen in counted code, else the call paths' (where a node folds
     # direct recursion, its calls are all the edge's from its parent).
@@ -188,7 +189,16 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
             if calls <= 0:
                 continue
         if calls:
-            edge = names[ka] + EDGE + names[kb]
+            ecalls[(a, b)] = calls
+    # named among the counted functions only (a "#2" among repeated names
+    # must not depend on what else ran, uncounted)
+    names = portable_names({keys[f] for f in fcalls}, data.qualnames, data.paths)
+    for f, calls in fcalls.items():
+        name = names[keys[f]]
+        table[name] = table.get(name, 0) + calls
+    for (a, b), calls in ecalls.items():
+        if keys[a] in names and keys[b] in names:
+            edge = names[keys[a]] + EDGE + names[keys[b]]
             table[edge] = table.get(edge, 0) + calls
     if lines:
         for key, per_line in (data.lines or {}).items():
