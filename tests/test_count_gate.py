@@ -448,6 +448,23 @@ def test_wider_scoped_fixtures(tmp_path):
     assert tables(tmp_path)["test_b"] == {"test_work.py:test_b": 1}
 
 
+def test_pytests_own_code(tmp_path):
+    make(tmp_path, """\
+        def test_a(tmp_path):
+            pass
+
+        def test_b(tmp_path):
+            pass
+        """)
+    # before: pytest makes its session's temporary directory in the first
+    # test that asks for tmp_path (its own code, its own caches)
+    assert raw_calls(tmp_path, [], "make_numbered_dir_with_cleanup") == 0
+    assert raw_calls(tmp_path, ["-k", "test_b"], "make_numbered_dir_with_cleanup") == 1
+    assert gate(tmp_path).returncode == 0
+    assert_quiet(gate(tmp_path, "-k", "test_b"))
+    assert tables(tmp_path)["test_b"] == {"test_work.py:test_b": 1}
+
+
 def test_first_call_specialisation_changes_no_count():
     # the adaptive interpreter (3.11+) specialises a function after a few
     # calls: the profiler still sees every call (nothing to normalise)
