@@ -75,12 +75,17 @@ def reexec_with_hash_seed(config) -> bool:
         return False
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
-        capman.stop_global_capturing()
+        capman.stop_global_capturing()  # the new process must get the real stdout/stderr
     sys.stdout.flush()
     sys.stderr.flush()
     env = dict(os.environ, PYTHONHASHSEED=HASH_SEED)
     env[REEXEC_MARK] = "1"
-    os.execve(sys.executable, argv, env)
+    try:
+        os.execve(sys.executable, argv, env)
+    except OSError:
+        if capman is not None:
+            capman.start_global_capturing()
+        return False
     return True  # (not reached)
 
 
