@@ -207,6 +207,15 @@ def test_k_x_keep_the_tests_not_run_and_failures_are_not_recorded(tmp_path):
     assert "test_fails" not in tables(tmp_path)
 
 
+def test_a_marked_test_is_left_alone(tmp_path):
+    make(tmp_path, WORK.replace("    def test_b():", "    @pytest.mark.fastprof_counts_skip\n    def test_b():"))
+    r = gate(tmp_path, "-W", "error::pytest.PytestUnknownMarkWarning")
+    assert r.returncode == 0 and "1 test marked fastprof_counts_skip: not counted" in r.stdout, r.stdout
+    assert sorted(tables(tmp_path)) == ["test_a", "test_c[1]", "test_c[2]"]
+    r = run_pytest(tmp_path, "--strict-markers")     # known without the gate too
+    assert r.returncode == 0, r.stdout
+
+
 def test_another_python_versions_baseline_is_never_compared(tmp_path):
     make(tmp_path, WORK)
     other = tmp_path / "counts" / "py3.1" / "test_work.py.counts"

@@ -37,6 +37,7 @@ import pytest
 from .. import counts
 
 HASH_SEED = "0"
+SKIP_MARK = "fastprof_counts_skip"   # a test (class, module) the gate leaves alone
 REEXEC_MARK = "FASTPROF_COUNTS_REEXEC"
 
 
@@ -186,6 +187,7 @@ class CountGate:
         self.outcome = None
         self.written = []       # baseline files written
         self.rewritten = 0      # --fastprof-counts-update: tests whose baseline was there
+        self.marked = 0         # tests marked fastprof_counts_skip
         self.xdist_dir = None
         if self.controller:
             import tempfile
@@ -231,6 +233,9 @@ class CountGate:
         yield from self._profiled(item)
         prof, self.profile = self.profile, None
         if prof is None or item.nodeid in self.bad:
+            return
+        if item.get_closest_marker(SKIP_MARK) is not None:
+            self.marked += 1
             return
         try:
             if self.framework_files is None:
@@ -307,6 +312,9 @@ class CountGate:
                     self.written.append(path)
                 except OSError as exc:
                     self.problems.append("cannot write %s: %s" % (path, exc.strerror or exc))
+        if self.marked:
+            outcome.notes.append("%d test%s marked %s: not counted"
+                                 % (self.marked, "" if self.marked == 1 else "s", SKIP_MARK))
         bad = len(self.bad)
         if bad:
             outcome.notes.append("%d test%s failed or skipped: not compared nor recorded"
@@ -360,7 +368,8 @@ class CountGate:
         config = self.config
         path = os.path.join(config.workerinput["fastprof_counts_dir"],
                             "%s.json" % config.workerinput.get("workerid", os.getpid()))
-        out = {"tables": None, "bad": sorted(self.bad), "problems": self.problems}
+        out = {"tables": None, "bad": sorted(self.bad), "problems": self.problems,
+               "marked": self.marked}
         try:
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(self.tables, f)
@@ -383,6 +392,7 @@ class CountGate:
             return
         self.bad.update(output["bad"])
         self.problems.extend(output["problems"])
+        self.marked += output.get("marked", 0)
         if output["tables"]:
             try:
                 with open(output["tables"], encoding="utf-8") as f:

@@ -119,6 +119,9 @@ def pytest_cmdline_main(config):
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "fastprof_counts_skip: pytest --fastprof-counts neither records nor "
+                   "compares this test's call counts (its work depends on what ran before it)")
     outfile = config.getoption("fastprof", None)
     per_test = config.getoption("fastprof_per_test", None)
     counts_dir = config.getoption("fastprof_counts", None)
