@@ -8,6 +8,7 @@
     fastprof convert out.prof -o out.html      # report, flame graph, callgrind...
     fastprof run [options] script.py [args]    # = python -m fastprof
     fastprof attach PID -o live.prof           # a running 3.14+ process, until Ctrl-C
+    fastprof top PID                           # a live view of a running 3.14+ process
 
 Every input may be a cProfile file or a fastprof file.  Errors about input
 and output files are one line on stderr and exit status 2.  Output formats,
@@ -193,6 +194,8 @@ def build_parser():
 
     from .modes.attach import add_parser as add_attach_parser  # (deferred: fastprof run imports nothing before the program)
     add_attach_parser(sub, argparse.RawDescriptionHelpFormatter)
+    from .modes.top import add_parser as add_top_parser  # (deferred: fastprof run imports nothing before the program)
+    add_top_parser(sub, argparse.RawDescriptionHelpFormatter)
 
     sub.add_parser(
         "run", add_help=False,
@@ -373,8 +376,13 @@ def cmd_attach(args) -> int:
     return attach.run(args)
 
 
+def cmd_top(args) -> int:
+    from .modes import top  # (deferred: fastprof run imports nothing before the program)
+    return top.run(args)
+
+
 COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": cmd_convert,
-            "attach": cmd_attach}
+            "attach": cmd_attach, "top": cmd_top}
 
 
 def _run(argv) -> int:
