@@ -166,6 +166,7 @@ class View:
         self.thread = thread      # a thread id, or None: all
         self.total = total        # since attach instead of the last interval
         self.paused = False
+        self.pending = None       # the newest snapshot taken in while paused
         self.scroll = 0
         self.status = ""
         self.micro = micro
@@ -191,8 +192,7 @@ class View:
     def toggle_pause(self):
         self.paused = not self.paused
         if not self.paused:
-            pending = getattr(self, "pending", None)
-            self.pending = None
+            pending, self.pending = self.pending, None
             if pending is not None:
                 self.add_snapshot(pending)
 
@@ -289,9 +289,12 @@ class Feed:
         return True
 
     def read_functions(self):
-        with open(os.path.join(self.directory, "functions"), "rb") as f:
-            f.seek(self.offset)
-            data = f.read()
+        try:
+            with open(os.path.join(self.directory, "functions"), "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return  # no function has returned yet
         end = data.rfind(b"\n") + 1  # a line still being appended waits
         if end:
             self.view.add_functions(json.loads(line) for line in data[:end].splitlines())
@@ -365,6 +368,8 @@ class Session:
             cmdline.write_output(data, output, fmt, title="process %d" % self.pid)
         except OSError as exc:
             return "cannot write %s: %s" % (output, exc.strerror or exc)
+        except Exception as exc:  # the screen stays; the status line says it
+            return "cannot write %s: %s: %s" % (output, type(exc).__name__, exc)
         finally:
             try:
                 os.unlink(path)
@@ -464,7 +469,7 @@ def _batch_loop(session, args):
     while args.iterations is None or frames < args.iterations:
         if session.check():
             lines = session.view.lines(width, 2 + 2 + 2 + args.limit)
-            if session.view.before is not None:
+            if session.view.rows()[0] is not None:
                 print("\n".join(line for line in lines[:-2] if line), flush=True)
                 print(flush=True)
                 frames += 1
@@ -616,17 +621,20 @@ def run(args):
                 _batch_loop(session, args)
             else:
                 _curses_loop(session, args, fmt)
-        except (KeyboardInterrupt, Detach):
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (Detach)
             pass
         except UsageError as exc:
             cmdline.report(PROG, exc)
             status = 2
+        except BaseException:
+            session.stop()  # whatever went wrong here, the target is left as it was
+            raise
         if session.ended:
             say(session.ended)
             if session.ended.startswith("error"):
                 status = 2
             return status
-        if args.batch and args.output is not None:
+        if args.batch and args.output is not None and status == 0:
             session.request_write(args.output, fmt)
             t0 = time.monotonic()
             while session.waiting is not None and time.monotonic() - t0 < 120 and _alive(pid):
