@@ -44,7 +44,7 @@ KEYS = [F, G, LEN, F]  # function number 3: another code object with F's key
 
 BEFORE = {
     "seq": 4, "time": 100.0, "elapsed": 3.0,
-    "threads": [[1, "MainThread"], [2, "worker"]],
+    "threads": [[1, "MainThread", True], [2, "worker", True], [3, "gone", False]],
     # [function number, calls, recursive calls, tottime, cumtime], cumulative
     "all": [[0, 10, 0, 1.5, 2.0], [1, 4, 1, 0.25, 0.5], [2, 7, 0, 0.125, 0.125]],
     "helper": [[2, 3, 0, 0.0625, 0.0625]],  # the agent's own calls, in "all" too
@@ -52,7 +52,7 @@ BEFORE = {
 }
 AFTER = {
     "seq": 6, "time": 100.5, "elapsed": 3.5,
-    "threads": [[1, "MainThread"], [2, "worker"], [5, "new"]],
+    "threads": [[1, "MainThread", True], [2, "worker", True], [3, "gone", False], [5, "new", True]],
     "all": [[0, 16, 0, 2.0, 2.75], [1, 4, 1, 0.25, 0.5], [2, 107, 0, 0.25, 0.25],
             [3, 2, 1, 0.5, 1.0]],
     "helper": [[2, 3, 0, 0.0625, 0.0625]],
@@ -117,8 +117,15 @@ def test_sorting_and_the_screen():
     assert "builtins.len" in view.lines(80, 24)[4]
     view.next_thread()
     assert view.thread == 1 and view.lines(80, 24)[1].startswith("threads: MainThread [1]")
-    view.next_thread(-1)
+    view.next_thread()
+    view.next_thread()  # thread 3 ended: skipped
+    assert view.thread == 5 and view.lines(80, 24)[1].startswith("threads: new [5]")
+    view.next_thread()
     assert view.thread is None
+    view.next_thread(-1)
+    view.next_thread(-1)
+    assert view.thread == 2
+    view.next_thread(-2)
     view.total = True
     assert view.lines(80, 24)[1].endswith("since attach, 3.50 s")
     view.toggle_pause()
@@ -328,8 +335,9 @@ def test_top_in_a_terminal(tmp_path, baseline):
         assert calls == sorted(calls, reverse=True), calls
         # the thread filter: t until the alpha thread, whose table has no beta_work
         for _ in range(5):
+            shown = lines[1].split(" - ")[0]
             term.keys("t")
-            lines = term.wait(lambda s: "threads: " in s[1] and s, "a thread")
+            lines = term.wait(lambda s: s[1].split(" - ")[0] != shown and s, "the next thread")
             if lines[1].startswith("threads: alpha ["):
                 break
         else:

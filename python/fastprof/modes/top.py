@@ -125,9 +125,10 @@ def sort_rows(rows, sort):
     return sorted(rows, key=lambda r: (-value(r), readable_name(r.key), str(r.key)))
 
 
-def thread_list(snapshot):
-    """``[(id, name)]`` of the snapshot's threads, by id."""
-    return sorted((tid, name) for tid, name in snapshot["threads"])
+def thread_list(snapshot, ended=False):
+    """``[(id, name)]`` of the snapshot's running threads (with *ended*, of
+    all its threads: the records of ended ones stay), by id."""
+    return sorted((tid, name) for tid, name, running in snapshot["threads"] if running or ended)
 
 
 # -- the lines on the screen -----------------------------------------------------
@@ -196,8 +197,8 @@ class View:
             if pending is not None:
                 self.add_snapshot(pending)
 
-    def threads(self):
-        return thread_list(self.after) if self.after is not None else []
+    def threads(self, ended=False):
+        return thread_list(self.after, ended) if self.after is not None else []
 
     def next_thread(self, step=1):
         """t / T: the next (previous) thread, then all of them again."""
@@ -209,7 +210,7 @@ class View:
     def thread_label(self):
         if self.thread is None:
             return "all (%d)" % len(self.threads())
-        for tid, name in self.threads():
+        for tid, name in self.threads(ended=True):
             if tid == self.thread:
                 return "%s [%d]" % (name, tid)
         return "[%d] (ended)" % self.thread
@@ -533,7 +534,7 @@ def add_parser(sub, formatter_class):
 
 def _thread_id(view, wanted):
     """--thread NAME|ID -> a thread id of the first snapshot; UsageError if none."""
-    threads = view.threads()
+    threads = view.threads(ended=True)
     for tid, name in threads:
         if name == wanted or str(tid) == wanted:
             return tid

@@ -15,7 +15,8 @@ same private directory):
                      sys.remote_exec needs it; and marshal writes and reads
                      rows ten times faster than JSON):
                      "seq", "time" (the target's monotonic clock), "elapsed"
-                     (since attach), "threads": [[id, name]] (not the helper),
+                     (since attach), "threads": [[id, name, running]] (not
+                     the helper; running: False once the thread ended),
                      "all": the rows of all threads (the helper's included:
                      one getstats() is much cheaper than one per thread),
                      "helper": the helper's rows (the viewer subtracts them),
@@ -38,6 +39,7 @@ without calls the profiler records; its cost is in docs/top.md.
 """
 
 import os
+import sys
 
 from . import attach_agent
 
@@ -96,14 +98,20 @@ class TopSession(attach_agent._Session):
             records = prof.threads()
             helper = max([tid for tid, ident, _n in records if ident == self.helper_ident],
                          default=None)
-            threads = [[tid, prof._thread_name(tid, ident)]
+            # running: the newest record of each ident with a thread now
+            # (a server's short-lived threads leave many ended records)
+            newest = {}
+            for tid, ident, _n in records:
+                newest[ident] = max(tid, newest.get(ident, tid))
+            now = sys._current_frames()
+            threads = [[tid, prof._thread_name(tid, ident), ident in now and newest[ident] == tid]
                        for tid, ident, _n in records if tid != helper]
             wanted = self.wanted_thread()
             at = time.monotonic()
             every = self.rows(prof.getstats())
             own = self.rows(prof.getstats(helper)) if helper is not None else []
             one = None
-            if wanted is not None and any(tid == wanted for tid, _name in threads):
+            if wanted is not None and any(t[0] == wanted for t in threads):
                 one = [wanted, self.rows(prof.getstats(wanted))]
             if self.new:
                 self.add_functions(self.new)
