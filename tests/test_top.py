@@ -337,7 +337,8 @@ def test_top_in_a_terminal(tmp_path, baseline):
         for _ in range(5):
             shown = lines[1].split(" - ")[0]
             term.keys("t")
-            lines = term.wait(lambda s: s[1].split(" - ")[0] != shown and s, "the next thread")
+            lines = term.wait(lambda s, shown=shown: s[1].split(" - ")[0] != shown and s,
+                              "the next thread")
             if lines[1].startswith("threads: alpha ["):
                 break
         else:
