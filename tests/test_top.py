@@ -330,9 +330,9 @@ def test_top_in_a_terminal(tmp_path, baseline):
         lines = term.wait(lambda s: header_and_rows(s, "sort: calls", "alpha_work", "beta_work")
                           and row_of(s, "beta_work") < row_of(s, "alpha_work") and s,
                           "the table sorted by calls")
-        calls = [int(line.split()[-4 if "(" in line else -2].replace(",", "").split("/")[0])
-                 for line in table(lines)[1:] if "(" in line and ":" in line]
-        assert calls == sorted(calls, reverse=True), calls
+        # the CALLS column (top.ROW: after OWN, OWN% and CUM), all / primitive
+        calls = [int(line[25:34].strip().split("/")[0].replace(",", "")) for line in table(lines)[1:]]
+        assert len(calls) >= 3 and calls == sorted(calls, reverse=True), calls
         # the thread filter: t until the alpha thread, whose table has no beta_work
         for _ in range(5):
             shown = lines[1].split(" - ")[0]
@@ -459,6 +459,29 @@ def test_thread_option_and_errors(tmp_path):
     finally:
         t.kill()
     assert "fastprof modules: []" in result[1] and "profiler slot: None" in result[1]
+
+
+@needs_remote_exec
+@needs_tmux
+def test_unknown_terminal_is_refused_before_attaching(tmp_path):
+    env = cli_env()
+    env["TERM"] = "no-such-terminal"
+    sleeper = subprocess.Popen(["sleep", "30"])
+    term = None
+    try:
+        out = tmp_path / "viewer.out"
+        term = Tmux(tmp_path, "TERM=no-such-terminal %s -m fastprof.cli top %d 2>%s; echo EXIT=$?; sleep 60"
+                    % (sys.executable, sleeper.pid, out), env)
+        term.wait(lambda s: any("EXIT=" in line for line in s), "the exit")
+        assert "EXIT=2" in "\n".join(term.screen())
+        assert out.read_text() == ("fastprof top: error: curses cannot drive this terminal "
+                                   "(TERM=no-such-terminal): set TERM (xterm, screen, vt100...) "
+                                   "or use --batch\n")
+    finally:
+        if term is not None:
+            term.kill_server()
+        sleeper.kill()
+        sleeper.wait()
 
 
 @needs_remote_exec

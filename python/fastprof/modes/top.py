@@ -564,9 +564,14 @@ def check_args(args):
         raise UsageError("needs a terminal (stdin and stdout); without one use --batch")
     if not args.batch:
         try:
-            import curses  # noqa: F401  (not on every platform)
+            import curses  # (not on every platform)
         except ImportError:
             raise UsageError("this Python has no curses module: use --batch") from None
+        try:
+            curses.setupterm()  # the terminal curses would draw on, known to terminfo
+        except curses.error:
+            raise UsageError("curses cannot drive this terminal (TERM=%s): set TERM (xterm, "
+                             "screen, vt100...) or use --batch" % os.environ.get("TERM", "")) from None
     if args.output is None and not args.batch:
         args.output = "fastprof-top-%d.prof" % pid
     fmt = None
