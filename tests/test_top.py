@@ -318,8 +318,9 @@ def test_top_in_a_terminal(tmp_path, baseline):
         out = tmp_path / "so-far.prof"
         term = Tmux(tmp_path, top_command(t.pid, tmp_path, "--interval", "0.5", "-o", str(out)), env)
         # rows appear, sorted by own time: alpha_work (long calls) above beta_work
-        lines = term.wait(lambda s: header_and_rows(s, "sort: own time", "alpha_work", "beta_work")
-                          and s, "the first table")
+        # (a thread is in the list once it ran after the attach: all 4 within a snapshot or two)
+        lines = term.wait(lambda s: header_and_rows(s, "threads: all (4) - sort: own time",
+                                                    "alpha_work", "beta_work") and s, "the first table")
         assert lines[0].startswith("fastprof top - process %d - up " % t.pid)
         assert lines[1].startswith("threads: all (4) - sort: own time - last ")
         assert lines[-1].startswith("q quit")

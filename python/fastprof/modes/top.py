@@ -532,12 +532,15 @@ def add_parser(sub, formatter_class):
     return p
 
 
-def _thread_id(view, wanted):
-    """--thread NAME|ID -> a thread id of the first snapshot; UsageError if none."""
+def _thread_id(view, wanted, missing=UsageError):
+    """--thread NAME|ID -> a thread id of the last snapshot; if none, *missing*
+    (UsageError: raised)."""
     threads = view.threads(ended=True)
     for tid, name in threads:
         if name == wanted or str(tid) == wanted:
             return tid
+    if missing is not UsageError:
+        return missing
     raise UsageError("process %d has no thread %r; its threads: %s" % (
         view.pid, wanted, ", ".join("%s [%d]" % (n, t) for t, n in threads)))
 
@@ -617,10 +620,16 @@ def run(args):
             return 2
         try:
             if args.thread is not None:
-                # the thread filter needs the threads' names: the first snapshot
-                while not session.check() and not session.ended:
+                # the thread filter needs the threads' names, from a snapshot; a
+                # thread is there once it ran after the attach: a few are read
+                deadline = time.monotonic() + max(2.0, 3 * args.interval)
+                while not session.ended:
+                    if session.check() and _thread_id(view, args.thread, missing=None) is not None:
+                        break
+                    if time.monotonic() > deadline and view.after is not None:
+                        break
                     time.sleep(POLL)
-                if session.view.after is not None:
+                if view.after is not None:
                     view.thread = _thread_id(view, args.thread)
                     session.show_thread(view.thread)
             if args.batch:
