@@ -120,8 +120,9 @@ def test_profiles_setup_call_teardown_and_threads(tmp_path):
     names = {(os.path.basename(k[0]), k[2]) for k in stats}
     assert ("test_work.py", "<module>") not in names          # collection is not profiled
     assert ("test_work.py", "test_uses_fixture") in names
-    assert not [k for k in stats if os.path.basename(k[0]) == "pytest_plugin.py"]
-    assert not [k for k in stats if "disable" in k[2]]        # nor the plugin's own calls
+    # nor the plugin's own calls (other packages' pytest_plugin.py, anyio's, may run)
+    assert not [k for k in stats if k[0].endswith(os.path.join("fastprof", "modes", "pytest_plugin.py"))]
+    assert not [k for k in stats if "disable" in k[2]]
     assert not [k for k in stats if k[2] == "<built-in method time.perf_counter>"]
 
 
