@@ -30,6 +30,7 @@
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from . import line_sources
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from .profile_file import CallPaths, ProfileData
 from .thread_groups import thread_pattern
@@ -103,6 +104,7 @@ class ProfileSum:
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
         self._lines_own: Dict[FuncKey, Dict[int, float]] = {}
         self._own_missing: Set[FuncKey] = set()  # an input had its lines without own times
+        self._sources: Dict[str, Dict[int, str]] = {}  # the lines' text the inputs stored
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # the inputs' only= patterns (None: unscoped) and fast flags
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
@@ -122,6 +124,8 @@ class ProfileSum:
         add_qualnames(self._qualnames, p.qualnames)
         for key, table in p.lines.items():
             out = self._lines.setdefault(self.keys(key), {})
+            if key[0] in p.sources:  # under the file name of the key kept
+                line_sources.add(self._sources, {self.keys(key)[0]: p.sources[key[0]]})
             for lineno, (hits, seconds) in table.items():
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
@@ -160,6 +164,7 @@ class ProfileSum:
             data.callpaths = self._tree.result()
         data.qualnames = qualnames_result(self._qualnames)
         data.lines = self._lines
+        data.sources = self._sources
         data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))

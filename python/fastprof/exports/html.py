@@ -32,6 +32,7 @@ import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
+from .. import line_sources
 from ..line_view import function_total, hottest
 from ..model import is_builtin
 from ..names import readable_name, short_path
@@ -90,19 +91,19 @@ def _source_block(key: FuncKey) -> Optional[Dict]:
 
 
 def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Optional[float],
-                own: Optional[Dict[int, float]] = None) -> Dict:
+                own: Optional[Dict[int, float]] = None,
+                sources: Optional[Dict[str, Dict[int, str]]] = None) -> Dict:
     """A function's line stats for the page: one row per line from its first
     to its last line with stats, ``[lineno, hits, seconds, text, own]``
     (hits None for a line without stats, text "" when the file is not
     readable now, own None when not known), the time the percents are of,
     and the hottest lines."""
-    first = key[1] if isinstance(key[1], int) else min(table)
-    last = max(list(table) + [first])
     filename = str(key[0])
-    readable = bool(linecache.getlines(filename))
+    getline, known = line_sources.line_getter(sources or {})
+    readable = known(filename)
     rows = []
-    for lineno in range(min([first] + list(table)), last + 1):
-        text = linecache.getline(filename, lineno).rstrip("\r\n") if readable else ""
+    for lineno in line_sources.listed_lines(key, table):
+        text = getline(filename, lineno) if readable else ""
         if lineno in table:
             hits, seconds = table[lineno]
             rows.append([lineno, _num(hits), _num(seconds), text,
@@ -264,7 +265,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     return {
         "title": title or "profile",
         "lines": {str(index[k]): _line_block(k, table, stats[k][3] if k in stats else None,
-                                             data.lines_own.get(k))
+                                             data.lines_own.get(k), data.sources)
                   for k, table in data.lines.items() if k in index},
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
