@@ -568,6 +568,13 @@ def main(argv=None):
         follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []
+
+    def at_os_exit(status, error):  # the program left by os._exit(status)
+        if error is not None:
+            failures.append(error)
+        _finish(prof, options, fmt, failures, status, toggle, follower)
+    from fastprof import exit_hook  # (deferred: nothing before the program)
+    exit_hook.install(prof, at_os_exit)
     status = run_program(prof, code, globs, options.threads, failures, toggle)
     if os.getpid() != pid:
         # a fork child that ran on to the script's end: the profile is the
@@ -587,6 +594,8 @@ def main(argv=None):
 def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     """Stop profiling, report profiler failures, write or print the
     profile; return the exit status."""
+    from fastprof import exit_hook  # (deferred: nothing before the program)
+    exit_hook.remove()  # the profile is being written: an os._exit from now on leaves at once
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
     try:
