@@ -286,10 +286,12 @@ def cmd_view(args) -> int:
         if not any(match(key) for key in shown):
             raise NothingMatched("no function matches /%s/ (in %s)" % (pattern, name))
         lines.extend(view.edge_tables(shown, pattern, direction, micro, args.limit,
-                                      qualnames=data.qualnames))
+                                      qualnames=data.qualnames,
+                                      concurrent=view.concurrency_recorded(data)))
     else:
         lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
-                                         qualnames=data.qualnames))
+                                         qualnames=data.qualnames,
+                                         concurrent=view.concurrency_recorded(data)))
     _say(lines)
     return 0
 

@@ -73,7 +73,22 @@ def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = 
     out.extend(fmt(r) for r in rows)
     if not source_seen:
         out.append("(source of %s not found)" % key[0])
+    rest = call_share(table, cumtime)
+    if rest is not None:
+        out.append("the other %.1f%% of the function's time is its call: entering and "
+                   "leaving it, which no line is charged with" % rest)
     return out
+
+
+def call_share(table: LineTable, cumtime: Optional[float]) -> Optional[float]:
+    """For a function with one line (``def f(): return x``): the percent of
+    its cumtime not in that line, the call's own cost; None otherwise, or
+    when that is under half a percent."""
+    if not cumtime or len(table) != 1:
+        return None
+    (_hits, seconds), = table.values()
+    rest = 100.0 * (cumtime - seconds) / cumtime
+    return rest if rest >= 0.5 else None
 
 
 def listings(lines: Dict[FuncKey, LineTable], stats: Optional[dict] = None,

@@ -109,6 +109,7 @@ class ProfileSum:
         # the inputs' only= patterns (None: unscoped) and fast flags
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
         self._fast: Set[bool] = set()
+        self._coroutines: Optional[str] = None  # "wall" if an input timed coroutines so
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
@@ -138,6 +139,7 @@ class ProfileSum:
         self.clocks.add(p.clock)
         self._scopes.add(tuple(p.only) if p.only is not None else None)
         self._fast.add(p.fast)
+        self._coroutines = self._coroutines or p.coroutines
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
             for i, t in self._threads:
@@ -174,6 +176,7 @@ class ProfileSum:
         elif None not in self._scopes:
             data.only = sorted({p for scope in self._scopes for p in scope})
         data.fast = self._fast == {True}
+        data.coroutines = self._coroutines
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id

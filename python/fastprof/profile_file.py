@@ -26,6 +26,7 @@ Trailer (a plain dict; only marshal-able values)::
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
       "sources": {file: {lineno: text}},                  # optional
+      "coroutines": "wall",                               # optional
     }
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
@@ -43,6 +44,11 @@ a reader without it reads the source file then.
 A file cut short inside the trailer is still read: its pstats table, with
 ``damaged`` saying what was lost (the command lines warn); it is never
 taken for a plain cProfile file.
+
+``coroutines`` (``--coroutines wall``, added without a version bump): a
+coroutine's cumtime runs from its start to its end, suspensions included,
+so concurrent ones overlap; with ``threads``, what lets a viewer explain a
+cumtime above the total.
 
 ``only`` (``--only``, ``Profile(only=...)``): the patterns the profile was
 scoped to; calls into other Python code are in their callers' own time.
@@ -121,12 +127,14 @@ class ProfileData:
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
     # filename -> {lineno: text}: the source of the lines of ``lines``, as stored
     sources: Dict[str, Dict[int, str]] = field(default_factory=dict)
+    # "wall" when coroutines were timed start to end (--coroutines wall)
+    coroutines: Optional[str] = None
     # read from a damaged file: what was lost ("fastprof data cut short ..."); not written
     damaged: Optional[str] = None
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
-                and not self.lines and self.only is None and not self.fast:
+                and not self.lines and self.only is None and not self.fast and self.coroutines is None:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -148,6 +156,8 @@ class ProfileData:
             out["only"] = [str(p) for p in self.only]
         if self.fast:
             out["fast"] = True
+        if self.coroutines is not None:
+            out["coroutines"] = str(self.coroutines)
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
@@ -212,6 +222,7 @@ def load_profile(path) -> ProfileData:
         if "only" in trailer:
             data.only = [str(p) for p in trailer["only"]]
         data.fast = bool(trailer.get("fast", False))
+        data.coroutines = trailer.get("coroutines")
         data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
                           for k, v in trailer.get("lines_own", {}).items()}
         data.sources = line_sources.from_marshal(trailer.get("sources", {}))

@@ -12,7 +12,9 @@ with the profile as one JSON blob:
   root to reset); exact for fastprof files with call paths, estimated from
   the caller graph for plain cProfile files and for a single thread, and
   labelled so; paths below the export's ``min_percent`` are folded into
-  their callers (and the page says so);
+  their callers (and the page says so); each chain of the import system's
+  frames is one frame (``_fold_imports.py``), so nested imports do not make
+  it tall;
 - the source of the selected function, read when the report is written
   (when the file is readable then), at most ``MAX_SOURCE_LINES`` lines per
   function and ``MAX_SOURCE_BYTES`` in all, the most expensive functions
@@ -37,6 +39,7 @@ from ..line_view import function_total, hottest
 from ..model import is_builtin
 from ..names import readable_name, short_path
 from ..profile_file import FuncKey, ProfileData
+from ._fold_imports import fold_import_frames
 
 MAX_SOURCE_LINES = 300
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -221,7 +224,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     the paths below *min_fraction* of its total into their parents.
     """
     stats = data.stats
-    tree = build_tree(data, min_fraction)
+    tree = fold_import_frames(build_tree(data, min_fraction))
     groups = thread_groups(data.threads) if len(data.threads) > 1 else []
     group_stats = [_sum_stats([t.get("stats", {}) for t in ts]) for _label, ts in groups]
 
@@ -246,7 +249,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     for (label, ts), st in zip(groups, group_stats):
         t = tree_from_callers(st, max_nodes=MAX_THREAD_TREE_NODES,
                               min_fraction=max(min_fraction, MIN_ESTIMATED_FRACTION))
-        views.append(_view(st, t, index, label, len(ts)))
+        views.append(_view(st, fold_import_frames(t), index, label, len(ts)))
 
     sources: Dict[str, dict] = {}
     budget = MAX_SOURCE_BYTES
