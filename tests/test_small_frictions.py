@@ -242,6 +242,7 @@ def test_fold_import_frames_keeps_every_time():
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="a terminal (pty)")
 def test_table_hint_on_a_terminal_only(tmp_path):
     import subprocess
+
     from helpers import subprocess_env
     (tmp_path / "p.py").write_text("def f():\n    pass\nf()\n")
     master, slave = os.openpty()
