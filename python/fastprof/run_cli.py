@@ -465,7 +465,7 @@ def _table_hint(prog=PROG):
             return
         sys.stdout.flush()
         print(TABLE_HINT % prog, file=sys.stderr)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # streams the program replaced or closed
         pass
 
 
