@@ -508,6 +508,8 @@ class Profile(_fastprof.Profiler):
         data.lines_own = self.line_own_stats()
         data.only = self._options.get("only")
         data.fast = self._options["fast"]
+        if self._options["coroutines"] == "wall":
+            data.coroutines = "wall"
         data.paths = _relative_paths(data.stats)
 
     def dump_stats(self, file, thread=None):
