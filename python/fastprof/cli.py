@@ -213,7 +213,10 @@ def _version() -> str:
 
 def _load(path):
     from .profile_file import load_profile  # (deferred: fastprof run imports nothing before the program)
-    return load_profile(path)  # ProfileFileError: reported by main()
+    data = load_profile(path)  # ProfileFileError: reported by main()
+    if data.damaged:
+        print("%s: warning: %s: %s" % (PROG, path, data.damaged), file=sys.stderr)
+    return data
 
 
 def _say(lines):
@@ -286,10 +289,12 @@ def cmd_view(args) -> int:
         if not any(match(key) for key in shown):
             raise NothingMatched("no function matches /%s/ (in %s)" % (pattern, name))
         lines.extend(view.edge_tables(shown, pattern, direction, micro, args.limit,
-                                      qualnames=data.qualnames))
+                                      qualnames=data.qualnames,
+                                      concurrent=view.concurrency_recorded(data)))
     else:
         lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
-                                         qualnames=data.qualnames))
+                                         qualnames=data.qualnames,
+                                         concurrent=view.concurrency_recorded(data)))
     _say(lines)
     return 0
 
@@ -301,7 +306,7 @@ def _line_listings(data, shown, args, name, micro):
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
     match = view.matcher(args.lines, qualnames=data.qualnames)
-    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own)
+    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own, data.sources)
     if not out:
         raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
     return out

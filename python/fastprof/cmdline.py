@@ -247,8 +247,9 @@ def same_file(a, b):
 
 
 def check_output_path(path, inputs=()):
-    """UsageError unless *path* can be written (checked, not created) and is
-    none of *inputs* (the profile read, or the script being profiled)."""
+    """UsageError unless *path* can be written (a file created beside it and
+    removed: nothing is left, an existing *path* is untouched) and is none of
+    *inputs* (the profile read, or the script being profiled)."""
     if path == STDOUT:
         return
     for other in inputs:
@@ -264,8 +265,20 @@ def check_output_path(path, inputs=()):
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise UsageError("cannot write %s: permission denied" % path)
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError("cannot write %s: directory %s is not writable" % (path, parent))
+        if not os.path.isfile(path):
+            return  # a device or FIFO (/dev/stdout): written in place
+    # what the write will do (atomic_file.py): create a file beside it,
+    # tried now and removed (os.access says yes to root, and to /proc or /sys)
+    from fastprof.atomic_file import create_beside  # (deferred: nothing before the program)
+    try:
+        tmp, f = create_beside(path)
+    except OSError as exc:
+        raise UsageError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+    f.close()
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def write_output(data, path, fmt, title=None, min_percent=None):

@@ -30,6 +30,7 @@
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from . import line_sources
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from .profile_file import CallPaths, ProfileData
 from .thread_groups import thread_pattern
@@ -103,10 +104,12 @@ class ProfileSum:
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
         self._lines_own: Dict[FuncKey, Dict[int, float]] = {}
         self._own_missing: Set[FuncKey] = set()  # an input had its lines without own times
+        self._sources: Dict[str, Dict[int, str]] = {}  # the lines' text the inputs stored
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # the inputs' only= patterns (None: unscoped) and fast flags
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
         self._fast: Set[bool] = set()
+        self._coroutines: Optional[str] = None  # "wall" if an input timed coroutines so
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
@@ -122,6 +125,8 @@ class ProfileSum:
         add_qualnames(self._qualnames, p.qualnames)
         for key, table in p.lines.items():
             out = self._lines.setdefault(self.keys(key), {})
+            if key[0] in p.sources:  # under the file name of the key kept
+                line_sources.add(self._sources, {self.keys(key)[0]: p.sources[key[0]]})
             for lineno, (hits, seconds) in table.items():
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
@@ -134,6 +139,7 @@ class ProfileSum:
         self.clocks.add(p.clock)
         self._scopes.add(tuple(p.only) if p.only is not None else None)
         self._fast.add(p.fast)
+        self._coroutines = self._coroutines or p.coroutines
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
             for i, t in self._threads:
@@ -160,6 +166,7 @@ class ProfileSum:
             data.callpaths = self._tree.result()
         data.qualnames = qualnames_result(self._qualnames)
         data.lines = self._lines
+        data.sources = self._sources
         data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
@@ -169,6 +176,7 @@ class ProfileSum:
         elif None not in self._scopes:
             data.only = sorted({p for scope in self._scopes for p in scope})
         data.fast = self._fast == {True}
+        data.coroutines = self._coroutines
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id

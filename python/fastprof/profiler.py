@@ -495,6 +495,7 @@ class Profile(_fastprof.Profiler):
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
                            qualnames=qualnames_of(e.code for e in entries),
                            only=self._options.get("only"), fast=self._options["fast"])
+        data.paths = _relative_paths(data.stats)
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data
@@ -507,6 +508,9 @@ class Profile(_fastprof.Profiler):
         data.lines_own = self.line_own_stats()
         data.only = self._options.get("only")
         data.fast = self._options["fast"]
+        if self._options["coroutines"] == "wall":
+            data.coroutines = "wall"
+        data.paths = _relative_paths(data.stats)
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
@@ -585,6 +589,13 @@ def _model():
     """model (pstats.Stats over a dict), imported when a table is printed."""
     from . import model  # (deferred: import fastprof adds nothing to cProfile's imports)
     return model
+
+
+def _relative_paths(stats):
+    """The recorded files' paths relative to their sys.path entries (the
+    trailer's ``paths``), taken in the profiled process, whose sys.path says."""
+    from .portable_names import relative_paths  # (deferred: import fastprof adds nothing to cProfile's imports)
+    return relative_paths(key[0] for key in stats)
 
 
 def _live_thread_names():
