@@ -29,6 +29,15 @@ def make_functions(n):
 
 
 def main():
+    import shutil
+    directory = tempfile.mkdtemp(prefix="fastprof-top-bench-")
+    try:
+        measure(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def measure(directory):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--functions", type=int, default=5000)
     ap.add_argument("--threads", type=int, default=4)
@@ -37,7 +46,6 @@ def main():
     from fastprof.modes.top_agent import TopSession
 
     funcs = make_functions(args.functions)
-    directory = tempfile.mkdtemp(prefix="fastprof-top-bench-")
     options = {"builtins": None, "threads": True, "clock": "wall", "coroutines": "call",
                "callpaths": False, "max_depth": 128, "gc": True, "lines": None, "only": None,
                "fast": False, "line_keys": [], "duration": None, "attacher_pid": os.getpid(),
@@ -79,9 +87,6 @@ def main():
               % (shown, statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3,
                  args.repeats, size // 1024))
     session.prof.disable()
-    for name in os.listdir(directory):
-        os.unlink(os.path.join(directory, name))
-    os.rmdir(directory)
 
 if __name__ == "__main__":
     main()
