@@ -25,7 +25,13 @@ Trailer (a plain dict; only marshal-able values)::
       "lines_own": {(file, line, name): {lineno: seconds}},      # optional
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
+      "request": {"method": str, "path": str, "status": int,   # optional
+                  "duration": seconds, "time": unix time},
     }
+
+``request`` (fastprof.middleware, added without a version bump): the web
+request the profile is of: its method, path (without the query), response
+status (0: none sent), duration and start time.
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
@@ -107,10 +113,13 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # the web request profiled (fastprof.middleware): method, path, status, duration, time
+    request: Optional[Dict[str, Any]] = None
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
-                and not self.lines and self.only is None and not self.fast:
+                and not self.lines and self.only is None and not self.fast \
+                and self.request is None:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -131,6 +140,8 @@ class ProfileData:
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
+        if self.request is not None:
+            out["request"] = dict(self.request)
         return out
 
 
@@ -183,6 +194,8 @@ def load_profile(path) -> ProfileData:
         data.fast = bool(trailer.get("fast", False))
         data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
                           for k, v in trailer.get("lines_own", {}).items()}
+        if isinstance(trailer.get("request"), dict):
+            data.request = dict(trailer["request"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data
