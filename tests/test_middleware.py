@@ -174,6 +174,12 @@ SERVERS = {
     "waitress-flask": ("flask", FLASK_APP,
                        lambda port: [sys.executable, "-m", "waitress", "--host=127.0.0.1",
                                      "--port=%d" % port, "--threads=8", "app:app"]),
+    "runserver-django": ("django", DJANGO_APP,
+                         lambda port: [sys.executable, "-c",
+                                       "import app, django, sys; django.setup(); "
+                                       "from django.core.management import execute_from_command_line; "
+                                       "execute_from_command_line(['manage', 'runserver', '--noreload', "
+                                       "'127.0.0.1:%d'])" % port]),
     "uvicorn-django": ("django", DJANGO_APP,
                        lambda port: [sys.executable, "-m", "uvicorn", "app:application", "--host",
                                      "127.0.0.1", "--port", str(port), "--log-level", "warning"]),
@@ -184,9 +190,9 @@ class Server:
     def __init__(self, kind, tmp_path, directory, options):
         module, source, command = SERVERS[kind]
         pytest.importorskip(module)
-        if "uvicorn" in kind:
+        if kind.startswith("uvicorn"):
             pytest.importorskip("uvicorn")
-        else:
+        elif kind.startswith("waitress"):
             pytest.importorskip("waitress")
         (tmp_path / "app.py").write_text(source)
         self.port = free_port()
