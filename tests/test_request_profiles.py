@@ -247,6 +247,7 @@ def test_every_n(tmp_path):
     mw = WSGIMiddleware(wsgi_app, tmp_path, every=3)
     for _ in range(9):
         call_wsgi(mw, "/a")
+        assert not mw.profiler._profile.enabled  # enabled only while a request is recorded
     assert len(written(mw)) == 3
 
 
@@ -261,8 +262,11 @@ def test_slow_ms_keeps_only_slow(tmp_path):
     data = [load_profile(tmp_path / n) for n in written(mw)]
     assert sorted(round(d.request["duration"], 1) for d in data) == [0.1, 0.1]
     assert all(d.request["status"] == 204 for d in data)
-    assert mw.profiler._profile.enabled is False  # disabled between requests
     assert [t for t in mw.profiler._profile.threads() if t[0] >> 63] == []  # all dropped
+    # slow_ms records every request: enabled between them, until close()
+    assert mw.profiler._profile.enabled
+    mw.profiler.close()
+    assert not mw.profiler._profile.enabled
 
 
 def test_max_files_and_file_names(tmp_path):

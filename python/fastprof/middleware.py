@@ -13,7 +13,8 @@ requests running at the same time. How: one profiler per middleware,
 csrc/fpy_route.c) by a context variable that holds the request's id while
 the app runs; contextvars follow the request into its tasks and into the
 worker threads, which run in a copy of its context. The profiler is
-enabled while at least one request is being recorded.
+enabled while at least one request is being recorded (with ``slow_ms``,
+from the first request on: every request is recorded then).
 
 Which requests: ``trigger`` (a header or query parameter name: the
 requests that carry it, off unless given), ``every`` (one in N),
@@ -164,7 +165,9 @@ class RequestProfiler:
             finally:
                 self._profile._drop_route(req.rid)
                 self._active -= 1
-                if self._active == 0:
+                # slow_ms records every request: it stays enabled (an enable
+                # and a disable cost more than the events between requests)
+                if self._active == 0 and self.slow_ms is None:
                     try:
                         self._profile.disable()
                     except Exception as exc:
@@ -272,6 +275,17 @@ class RequestProfiler:
                 os.unlink(os.path.join(self.directory, name))
             except OSError:
                 pass
+
+    def close(self, timeout=5.0):
+        """Stop profiling (slow_ms keeps the profiler enabled between
+        requests) and write the profiles kept so far."""
+        with self._lock:
+            if self._profile.enabled and self._active == 0:
+                try:
+                    self._profile.disable()
+                except Exception as exc:
+                    self._log_once("disable", "profiler error: %s", exc)
+        return self.flush(timeout)
 
     def flush(self, timeout=None):
         """Wait until the profiles kept so far are written (tests, shutdown)."""
