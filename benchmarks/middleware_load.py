@@ -6,7 +6,8 @@ load generator (wrk, Debian's package) on 127.0.0.1 (docs/performance.md).
 
 Starts the server (uvicorn + FastAPI, or waitress + Flask) once per mode,
 drives one route with wrk for a bounded time, and prints requests per
-second and the time per request; the cost of a mode is its time per
+second and the server's CPU time per request (from /proc: wall time on a
+shared machine is too noisy); the cost of a mode is its CPU time per
 request less that of the server without the middleware. Needs
 requirements-web.txt and wrk; bounded in time, loopback only.
 """
@@ -108,15 +109,26 @@ def run_mode(server, route, options, seconds, connections, workdir):
         url = "http://127.0.0.1:%d%s" % (port, route)
         # warm up, then measure
         subprocess.run(["wrk", "-t1", "-c%d" % connections, "-d1s", url], capture_output=True)
+        cpu0 = cpu_seconds(proc.pid)
         out = subprocess.run(["wrk", "-t1", "-c%d" % connections, "-d%ds" % seconds, url],
                              capture_output=True, text=True, timeout=seconds + 30).stdout
+        cpu = cpu_seconds(proc.pid) - cpu0
     finally:
         proc.terminate()
         proc.wait(timeout=15)
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    count = int(re.search(r"(\d+) requests in", out).group(1))
     kept = len(os.listdir(profile_dir)) if os.path.isdir(profile_dir) else 0
     shutil.rmtree(profile_dir, ignore_errors=True)
-    return rps, kept
+    return rps, cpu / max(count, 1) * 1e6, kept
+
+
+def cpu_seconds(pid):
+    """CPU time (user + system) of process *pid* so far, all its threads
+    (Linux /proc): less disturbed by the machine's other work than wall time."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def in_process(rounds, n):
@@ -195,15 +207,17 @@ def main():
         for route in (["/async", "/sync"] if server == "uvicorn" else ["/sync"]):
             base = None
             print("\n%s %s" % (server, route))
-            print("  %-28s %10s %12s %12s %8s" % ("mode", "req/s", "us/request", "cost (us)", "files"))
+            print("  %-28s %8s %14s %16s %8s" % ("mode", "req/s", "CPU us/request",
+                                                   "cost (CPU us)", "files"))
             for name, options in MODES:
                 if options and options.get("fast") and sys.version_info[:2] == (3, 13):
                     continue
-                rps, kept = run_mode(server, route, options, args.seconds, args.connections, workdir)
-                per = 1e6 / rps * args.connections
+                rps, per, kept = run_mode(server, route, options, args.seconds, args.connections,
+                                          workdir)
                 base = per if base is None else base
-                print("  %-28s %10.0f %12.1f %12s %8d" % (
-                    name, rps, per, "" if options is None else "%+.1f" % (per - base), kept))
+                print("  %-28s %8.0f %14.0f %16s %8d" % (
+                    name, rps, per, "" if options is None else "%+.0f (%+.0f%%)" % (
+                        per - base, (per - base) / base * 100), kept))
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -227,9 +227,10 @@ class RequestProfiler:
     def file_name(self, req, duration):
         stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(req.wall))
         slug = _SLUG.sub("_", req.path.strip("/"))[:80] or "_"
-        return "%s.%03d-%s-%s-%s-%dms-r%d%s" % (
+        # the process and request ids: several workers may share the directory
+        return "%s.%03d-%s-%s-%s-%dms-%d.%d%s" % (
             stamp, int(req.wall * 1000) % 1000, _SLUG.sub("_", req.method)[:10] or "_", slug,
-            req.status or "none", int(duration * 1000), req.rid, self.suffix)
+            req.status or "none", int(duration * 1000), os.getpid(), req.rid, self.suffix)
 
     def _submit(self, req, duration, data):
         try:
