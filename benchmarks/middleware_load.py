@@ -104,7 +104,7 @@ def run_mode(server, route, options, seconds, connections, workdir):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("server failed: %s" % proc.stderr.read().decode())
+                    raise SystemExit("server failed: %s" % proc.stderr.read().decode()) from None
                 time.sleep(0.1)
         url = "http://127.0.0.1:%d%s" % (port, route)
         # warm up, then measure

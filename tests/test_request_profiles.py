@@ -6,9 +6,9 @@ fastprof.middleware's choices (trigger, every, slow_ms with a fake clock
 view` and `fastprof merge DIR`. Real servers: tests/test_middleware.py."""
 
 import asyncio
+import concurrent.futures
 import contextvars
 import cProfile
-import concurrent.futures
 import logging
 import os
 import subprocess
@@ -19,7 +19,6 @@ import time
 import pytest
 
 import fastprof
-from fastprof import middleware
 from fastprof.middleware import ASGIMiddleware, WSGIMiddleware
 from fastprof.profile_file import load_profile
 from fastprof.profiler import entries_to_stats
