@@ -107,6 +107,9 @@ PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request)
         fp_thread_drop(&p->core, t);
     }
     forget(p);
+    /* an event straddling this (a custom timer runs Python code) holds a
+     * record pointer: the generation makes it drop its event */
+    p->generation++;
     fpy_drain_doomed(p);
     Py_RETURN_NONE;
 }
