@@ -192,9 +192,12 @@ def main():
                     help="which server(s) (default: both)")
     ap.add_argument("--in-process", action="store_true",
                     help="measure the middleware alone (no server, no wrk): best of rounds")
+    ap.add_argument("--rounds", type=int, default=7, help="--in-process: rounds (default 7)")
+    ap.add_argument("--requests", type=int, default=300,
+                    help="--in-process: requests per mode and round (default 300)")
     args = ap.parse_args()
     if args.in_process:
-        in_process(rounds=7, n=300)
+        in_process(rounds=args.rounds, n=args.requests)
         return
     if shutil.which("wrk") is None:
         raise SystemExit("needs wrk (apt-get install wrk)")

@@ -312,7 +312,8 @@ def test_unwritable_directory_leaves_requests_unharmed(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
                     reason="mounts a tiny tmpfs (root on Linux)")
-def test_full_disk_leaves_requests_unharmed(tmp_path):
+@pytest.mark.parametrize("how", ["full", "read-only"])
+def test_full_or_read_only_disk_leaves_requests_unharmed(tmp_path, how):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mnt)],
@@ -321,12 +322,15 @@ def test_full_disk_leaves_requests_unharmed(tmp_path):
     try:
         fd = os.open(str(mnt / "filler"), os.O_WRONLY | os.O_CREAT)  # fill the disk
         try:
-            while True:
+            while how == "full":
                 os.write(fd, b"x" * 1024)
         except OSError:
             pass
         finally:
             os.close(fd)
+        if how == "read-only" and subprocess.run(["mount", "-o", "remount,ro", str(mnt)],
+                                                 capture_output=True).returncode != 0:
+            pytest.skip("cannot remount read-only here")
         server = Server("uvicorn-fastapi", tmp_path, mnt, {"every": 1})
         try:
             responses = server.get_many(["/a", "/b"] * 5, concurrency=10)
@@ -335,7 +339,7 @@ def test_full_disk_leaves_requests_unharmed(tmp_path):
             err = server.stop()
         assert [r.status_code for r in responses] == [200] * 10
         assert err.count("cannot write request profiles") == 1, err
-        assert "No space left on device" in err
+        assert ("No space left on device" if how == "full" else "Read-only file system") in err
         assert [n for n in os.listdir(mnt) if n != "filler"] == []  # no partial file left
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
