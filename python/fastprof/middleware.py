@@ -141,6 +141,7 @@ class RequestProfiler:
                     self._log_once("enable", "cannot profile requests: %s", exc)
                     return None
             self._active += 1
+        req.t0 = time.perf_counter()  # the duration leaves the enable out
         return req
 
     def enter(self, req):
