@@ -123,7 +123,14 @@ class RequestProfiler:
     # -- which requests -----------------------------------------------------
 
     def start(self, method, path, triggered=False):
-        """A _Request to record, or None (not recorded)."""
+        """A _Request to record, or None (not recorded); never raises."""
+        try:
+            return self._start(method, path, triggered)
+        except Exception as exc:
+            self._log_once("start", "cannot profile a request: %s", exc)
+            return None
+
+    def _start(self, method, path, triggered):
         keep = triggered
         if not keep and self.every is not None:
             keep = next(self._seen) % self.every == 0
@@ -152,7 +159,14 @@ class RequestProfiler:
         self._var.reset(token)
 
     def finish(self, req):
-        """The request ended: keep its profile (written in the background) or drop it."""
+        """The request ended: keep its profile (written in the background) or
+        drop it. Never raises: a profile is not worth a failed request."""
+        try:
+            self._finish(req)
+        except Exception as exc:
+            self._log_once("finish", "cannot finish a request's profile: %s", exc)
+
+    def _finish(self, req):
         duration = time.perf_counter() - req.t0
         keep = req.keep or (self.slow_ms is not None and duration * 1000.0 >= self.slow_ms)
         data = None
@@ -184,7 +198,7 @@ class RequestProfiler:
         value = environ.get(self._header)
         if value is not None and value not in ("", "0"):
             return True
-        return _query_has(environ.get("QUERY_STRING", "").encode("latin-1"), self._query_b)
+        return _query_has(environ.get("QUERY_STRING", "").encode("latin-1", "replace"), self._query_b)
 
     def triggered_asgi(self, scope):
         if self._header_b is None:
