@@ -384,3 +384,31 @@ def test_view_and_merge_directory(tmp_path):
     res = subprocess.run([sys.executable, "-c", CLI, "merge",
                           str(empty), "-o", str(merged)], capture_output=True, text=True, env=env)
     assert res.returncode == 2 and "no .prof file" in res.stderr
+
+
+def test_asgi_trigger_header_and_query(tmp_path):
+    async def app(scope, receive, send):
+        work_a(10)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    mw = ASGIMiddleware(app, tmp_path, trigger="X-Profile")
+
+    async def one(path, headers=(), query=b""):
+        async def receive():
+            return {"type": "http.request"}
+
+        async def send(message):
+            pass
+        await mw({"type": "http", "method": "GET", "path": path, "headers": list(headers),
+                  "query_string": query}, receive, send)
+
+    async def main():
+        await one("/none")
+        await one("/zero", [(b"x-profile", b"0")])
+        await one("/header", [(b"x-profile", b"yes")])
+        await one("/query", query=b"a=1&X-Profile=1")
+
+    asyncio.run(main())
+    paths = sorted(load_profile(tmp_path / n).request["path"] for n in written(mw))
+    assert paths == ["/header", "/query"]
