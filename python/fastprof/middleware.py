@@ -170,23 +170,23 @@ class RequestProfiler:
         duration = time.perf_counter() - req.t0
         keep = req.keep or (self.slow_ms is not None and duration * 1000.0 >= self.slow_ms)
         data = None
+        self._open.discard(req.rid)  # nothing more is recorded for it
+        try:
+            if keep:  # read outside the lock: other requests start meanwhile
+                data = self._collect(req.rid)
+        except Exception as exc:
+            self._log_once("collect", "cannot read a request's profile: %s", exc)
+        finally:
+            self._profile._drop_route(req.rid)
         with self._lock:
-            self._open.discard(req.rid)
-            try:
-                if keep:
-                    data = self._collect(req.rid)
-            except Exception as exc:
-                self._log_once("collect", "cannot read a request's profile: %s", exc)
-            finally:
-                self._profile._drop_route(req.rid)
-                self._active -= 1
-                # slow_ms records every request: it stays enabled (an enable
-                # and a disable cost more than the events between requests)
-                if self._active == 0 and self.slow_ms is None:
-                    try:
-                        self._profile.disable()
-                    except Exception as exc:
-                        self._log_once("disable", "profiler error: %s", exc)
+            self._active -= 1
+            # slow_ms records every request: it stays enabled (an enable
+            # and a disable cost more than the events between requests)
+            if self._active == 0 and self.slow_ms is None:
+                try:
+                    self._profile.disable()
+                except Exception as exc:
+                    self._log_once("disable", "profiler error: %s", exc)
         if data is not None:
             data.request = {"method": req.method, "path": req.path, "status": int(req.status),
                             "duration": duration, "time": req.wall}
