@@ -1,9 +1,9 @@
 """Per-request profiles without a web framework (every Python version):
 the C routing (Profiler._route_by / _drop_route, csrc/fpy_route.c) checked
 against cProfile, asyncio tasks and worker threads, concurrent requests;
-fastprof.middleware's choices (trigger, every, slow_ms with a fake clock
-... of durations), its files (names, trailer, max_files, formats), `fastprof
-view` and `fastprof merge DIR`. Real servers: tests/test_middleware.py."""
+fastprof.middleware's choices (trigger, every, slow_ms), its files (names,
+trailer, max_files, formats), `fastprof view` and `fastprof merge DIR`.
+Real servers: tests/test_middleware.py."""
 
 import asyncio
 import concurrent.futures
