@@ -171,7 +171,9 @@ def build_parser():
         description="Add profiles together: calls, times and callers are summed; call paths "
                     "are merged path by path when every input has them.",
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="FILE", help="profiles to add")
+    p.add_argument("inputs", nargs="+", metavar="FILE",
+                   help="profiles to add; a directory adds its .prof files (the per-request "
+                        "profiles of fastprof.middleware, say)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="where to write the sum (pstats unless the name or --to says "
                         "otherwise; '-' for stdout, with --to)")
@@ -350,14 +352,32 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def _profiles_in(inputs):
+    """The files named, a directory standing for its .prof files (in name
+    order: the middleware's names start with the time); usage error for a
+    directory without any."""
+    out = []
+    for path in inputs:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = sorted(os.path.join(path, n) for n in os.listdir(path)
+                       if n.endswith(".prof") and not n.startswith("."))
+        if not found:
+            raise UsageError("%s: a directory with no .prof file in it" % path)
+        out.extend(found)
+    return out
+
+
 def cmd_merge(args) -> int:
     from .merge import ProfileSum  # (deferred: fastprof run imports nothing before the program)
     fmt = cmdline.output_format(args.output, args.to)
-    cmdline.check_output_path(args.output, args.inputs)
+    inputs = _profiles_in(args.inputs)
+    cmdline.check_output_path(args.output, inputs)
     # one input read at a time and folded into the sum: 1,000 files need one
     # file handle and the memory of one input plus the sum, not of all inputs
     total = ProfileSum()
-    for path in args.inputs:
+    for path in inputs:
         total.add(_load(path))
     if total.clocks_differ():
         print("%s merge: warning: the inputs were timed with different clocks (%s); "

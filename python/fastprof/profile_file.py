@@ -28,7 +28,13 @@ Trailer (a plain dict; only marshal-able values)::
       "sources": {file: {lineno: text}},                  # optional
       "coroutines": "wall",                               # optional
       "paths": {file: path relative to its sys.path entry},  # optional
+      "request": {"method": str, "path": str, "status": int,   # optional
+                  "duration": seconds, "time": unix time},
     }
+
+``request`` (fastprof.middleware, added without a version bump): the web
+request the profile is of: its method, path (without the query), response
+status (0: none sent), duration and start time.
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
@@ -131,6 +137,8 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # the web request profiled (fastprof.middleware): method, path, status, duration, time
+    request: Optional[Dict[str, Any]] = None
     # filename -> path relative to its sys.path entry where it was recorded
     paths: Dict[str, str] = field(default_factory=dict)
     # filename -> {lineno: text}: the source of the lines of ``lines``, as stored
@@ -168,6 +176,8 @@ class ProfileData:
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
+        if self.request is not None:
+            out["request"] = dict(self.request)
         if self.paths:
             out["paths"] = {str(f): str(r) for f, r in self.paths.items()}
         return None if out == header else out
@@ -236,6 +246,8 @@ def load_profile(path) -> ProfileData:
                           for k, v in trailer.get("lines_own", {}).items()}
         data.sources = line_sources.from_marshal(trailer.get("sources", {}))
         data.paths = {str(f): str(r) for f, r in trailer.get("paths", {}).items()}
+        if isinstance(trailer.get("request"), dict):
+            data.request = dict(trailer["request"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

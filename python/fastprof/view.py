@@ -447,7 +447,17 @@ def mode_notes(data: ProfileData) -> List[str]:
     notes = [scope_note(data.only)] if data.only is not None else []
     if data.fast:
         notes.append(FAST_NOTE)
+    if data.request is not None:
+        notes.insert(0, request_line(data.request))
     return notes
+
+
+def request_line(request) -> str:
+    """The web request a profile is of (fastprof.middleware), one line:
+    'Request: GET /items/3 -> 200 in 12.5 ms'."""
+    status = request.get("status") or "no response"
+    return "Request: %s %s -> %s in %s" % (request.get("method", "?"), request.get("path", "?"),
+                                           status, format_time(float(request.get("duration", 0.0))))
 
 
 def waiting_time(stats: Dict[FuncKey, tuple]) -> float:

@@ -275,6 +275,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         "clock": data.clock,
         "only": data.only,
         "fast": data.fast,
+        "request": data.request,
         "functions": functions,
         "views": views,
         "sources": sources,
