@@ -2,9 +2,13 @@
 
 A pattern is ``MODULE[:QUALNAME]`` with shell wildcards (``fnmatch``, case
 sensitive) on the dotted module name and on the qualified function name
-(``myapp.*``, ``myapp.db:Query.*``, ``lines_prog:hot``), or a file path glob
+(``myapp``, ``myapp.db:Query.*``, ``lines_prog:hot``), or a file path glob
 (it contains ``/`` or ends in ``.py``), optionally ``:QUALNAME`` too.
 Without a qualified name every function of the module (or file) matches.
+A module pattern names a package with all its submodules (``myapp``:
+``myapp/__init__.py`` and ``myapp.sub.mod``; ``module_covered``), a path
+glob a directory with all the files below.  docs/patterns.md is the
+users' page.
 
 What runs inside a matched function matches with it: nested functions,
 lambdas, generator expressions and (before 3.12, when they are functions of
@@ -96,11 +100,11 @@ class FunctionPatterns:
     def _module_matches(self, module, where):
         if not isinstance(module, str):
             return False
-        if fnmatchcase(module, where):
+        if module_covered(module, where):
             return True
         # the script: __main__, or __mp_main__ in multiprocessing's spawned children
         return (module in ("__main__", "__mp_main__") and self.main_alias is not None
-                and fnmatchcase(self.main_alias, where))
+                and module_covered(self.main_alias, where))
 
     def unmatched(self):
         """The patterns that named no function that ran."""
@@ -176,12 +180,37 @@ _MAX_WRAPPED = 16
 _CLASS_DICT = type.__dict__["__dict__"]
 
 
-def _path_matches(filename, glob):
-    path = os.path.abspath(filename)
-    if fnmatchcase(path, os.path.abspath(glob)):
+def module_covered(module, glob):
+    """Whether *glob* names module *module* or a package holding it: a
+    package is its ``__init__`` and all its submodules, so ``myapp`` (and
+    ``myapp.*``) cover ``myapp`` and ``myapp.sub.mod``, ``myapp.d*`` covers
+    ``myapp.db`` and ``myapp.db.query``."""
+    if fnmatchcase(module, glob):
         return True
+    if glob.endswith(".*") and fnmatchcase(module, glob[:-2]):
+        return True  # "myapp.*": the package's own __init__ too
+    end = module.rfind(".")
+    while end > 0:
+        if fnmatchcase(module[:end], glob):
+            return True
+        end = module.rfind(".", 0, end)
+    return False
+
+
+def _path_matches(filename, glob):
+    """Whether the file path glob *glob* names *filename* or a directory
+    holding it (``src/myapp`` covers every file below)."""
+    path = os.path.abspath(filename)
+    full = os.path.abspath(glob)
     # a relative glob also matches at any depth: "app/*.py"
-    return not os.path.isabs(glob) and fnmatchcase(path, "*/" + glob.lstrip("./"))
+    anywhere = None if os.path.isabs(glob) else "*/" + glob.lstrip("./")
+    while True:
+        if fnmatchcase(path, full) or (anywhere is not None and fnmatchcase(path, anywhere)):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
 
 
 def _qualname_matches(qualname, glob):

@@ -21,7 +21,7 @@ comes before it.  C functions keep their name without its address.
 
 import os
 import sys
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .model import QUALNAME_SEPARATOR, FuncKey, is_builtin, strip_address
 
@@ -80,23 +80,107 @@ def portable_names(keys: Iterable[FuncKey],
     of one relative path and qualified name are numbered by first line
     (``#1``, ``#2``...), so each key gets a name of its own.
     """
+    named = {key: "%s:%s" % part for key, part in portable_parts(keys, qualnames, paths).items()}
+    return _numbered(named)
+
+
+Parts = Tuple[str, str]   # (relative path, qualified name); ("~", name) for C functions
+
+
+def portable_parts(keys: Iterable[FuncKey],
+                   qualnames: Optional[Mapping[FuncKey, str]] = None,
+                   paths: Optional[Mapping[str, str]] = None) -> Dict[FuncKey, Parts]:
+    """``{pstats key: (relative path, qualified name)}``: ``portable_names``
+    before the ``#N`` of repeats.  The qualified name is the first of the
+    names *qualnames* lists for the key, else the key's name; a C function's
+    name loses its address and its path is ``~``."""
     qualnames = qualnames or {}
     paths = paths or {}
     roots: Optional[List[str]] = None
-    named: Dict[FuncKey, str] = {}
+    rels: Dict[str, str] = {}
+    out: Dict[FuncKey, Parts] = {}
     for key in keys:
         filename, _line, name = key
         if is_builtin(key):
-            named[key] = "~:" + strip_address(str(name))
+            out[key] = ("~", strip_address(str(name)))
             continue
-        rel = paths.get(filename)
+        rel = rels.get(filename)
         if rel is None:
-            if roots is None:
-                roots = path_roots()
-            rel = relative_path(filename, roots)
-        qual = qualnames.get(key) or str(name)
-        named[key] = "%s:%s" % (rel, qual.split(QUALNAME_SEPARATOR)[0] if qual else name)
-    return _numbered(named)
+            rel = paths.get(filename)
+            if rel is None:
+                if roots is None:
+                    roots = path_roots()
+                rel = relative_path(filename, roots)
+            rels[filename] = rel
+        qual = qualnames.get(key)
+        out[key] = (rel, qual.split(QUALNAME_SEPARATOR)[0] if qual else str(name))
+    return out
+
+
+def pair_functions(base: Mapping[FuncKey, Parts], new: Mapping[FuncKey, Parts],
+                   base_names: Optional[Mapping[Tuple[str, str], int]] = None,
+                   new_names: Optional[Mapping[Tuple[str, str], int]] = None) -> Dict[FuncKey, FuncKey]:
+    """``{new key: base key}``: which function of one profile is which of
+    another, whatever install each file came from (*base* and *new* give
+    each key its ``portable_parts``; keys left out pair with nothing):
+
+    1. the same relative path, qualified name, first line and name;
+    2. of the rest, the same relative path and qualified name, in order of
+       first line (the N-th lambda of ``f`` with the N-th: ``#N``);
+    3. of the rest, the same relative path and plain name when that pair is
+       unique in each whole profile (*base_names*/*new_names* count the
+       keys of each ``(relative path, name)``; by default those of *base*
+       and *new*): a function only one profile knows the qualified name of
+       (a cProfile file, 3.9/3.10), or whose class was renamed.
+    """
+    pairs: Dict[FuncKey, FuncKey] = {}
+
+    def groups(side, of):
+        out: Dict[tuple, List[FuncKey]] = {}
+        for key, part in side.items():
+            out.setdefault(of(key, part), []).append(key)
+        return out
+
+    # 1. the same place
+    exact_b = groups(base, lambda k, p: (p[0], p[1], k[1], str(k[2])))
+    for where, keys in groups(new, lambda k, p: (p[0], p[1], k[1], str(k[2]))).items():
+        match = exact_b.get(where)
+        if match is not None and len(match) == 1 and len(keys) == 1:
+            pairs[keys[0]] = match[0]
+    # 2. the same qualified name, in order of definition
+    used = set(pairs.values())
+    rest_b = {k: p for k, p in base.items() if k not in used}
+    rest_n = {k: p for k, p in new.items() if k not in pairs}
+    by_qual_b = groups(rest_b, lambda k, p: p)
+    for qual, keys in groups(rest_n, lambda k, p: p).items():
+        match = by_qual_b.get(qual)
+        if match:
+            order = lambda k: (k[1], str(k[2]), str(k[0]))  # noqa: E731
+            for nk, bk in zip(sorted(keys, key=order), sorted(match, key=order)):
+                pairs[nk] = bk
+    # 3. the same plain name, unique on both sides
+    used = set(pairs.values())
+    if base_names is None:
+        base_names = _name_counts(base)
+    if new_names is None:
+        new_names = _name_counts(new)
+    by_name_b = groups({k: p for k, p in rest_b.items() if k not in used},
+                       lambda k, p: (p[0], str(k[2])))
+    for where, keys in groups({k: p for k, p in rest_n.items() if k not in pairs},
+                              lambda k, p: (p[0], str(k[2]))).items():
+        match = by_name_b.get(where)
+        if (match and len(match) == 1 and len(keys) == 1
+                and base_names.get(where) == 1 and new_names.get(where) == 1):
+            pairs[keys[0]] = match[0]
+    return pairs
+
+
+def _name_counts(side: Mapping[FuncKey, Parts]) -> Dict[Tuple[str, str], int]:
+    counts: Dict[Tuple[str, str], int] = {}
+    for key, part in side.items():
+        where = (part[0], str(key[2]))
+        counts[where] = counts.get(where, 0) + 1
+    return counts
 
 
 def _numbered(named: Dict[FuncKey, str]) -> Dict[FuncKey, str]:
@@ -111,3 +195,58 @@ def _numbered(named: Dict[FuncKey, str]) -> Dict[FuncKey, str]:
             for n, key in enumerate(sorted(keys, key=lambda k: (k[1], str(k[2]), str(k[0]))), 1):
                 out[key] = "%s#%d" % (text, n)
     return out
+
+
+class FunctionIndex:
+    """The functions of profiles added one at a time (``fastprof merge``),
+    each under the key it was first seen with: a later profile's key for
+    the same function from another install (``pair_functions``) maps to
+    that first key.  C functions are left to ``model.KeyChooser``.
+
+        index = FunctionIndex()
+        for data in profiles:
+            aliases = index.add(data.stats, data.qualnames, data.paths)
+            # aliases: {this profile's key: the key first seen}, where they differ
+    """
+
+    def __init__(self):
+        self.parts: Dict[FuncKey, Parts] = {}
+        self._by_qual: Dict[Parts, List[FuncKey]] = {}
+        self._by_name: Dict[Tuple[str, str], List[FuncKey]] = {}
+
+    def add(self, keys: Iterable[FuncKey], qualnames: Optional[Mapping[FuncKey, str]] = None,
+            paths: Optional[Mapping[str, str]] = None) -> Dict[FuncKey, FuncKey]:
+        """Index one profile's *keys*; ``{key: first key}`` for those that
+        pair with a function indexed before under another key."""
+        keys = {tuple(k) for k in keys if not is_builtin(k)}
+        fresh = [k for k in keys if k not in self.parts]
+        if not fresh:
+            return {}  # the same files as before: nothing to pair
+        mine = portable_parts(keys, qualnames, paths)
+        candidates: Dict[FuncKey, Parts] = {}
+        for key in fresh:
+            part = mine[key]
+            for k in self._by_qual.get(part, []) + self._by_name.get((part[0], str(key[2])), []):
+                if k not in keys:
+                    candidates[k] = self.parts[k]
+        aliases: Dict[FuncKey, FuncKey] = {}
+        if candidates:
+            aliases = pair_functions(candidates, {k: mine[k] for k in fresh},
+                                     _Lengths(self._by_name), _name_counts(mine))
+        for key in fresh:
+            if key not in aliases:
+                part = self.parts[key] = mine[key]
+                self._by_qual.setdefault(part, []).append(key)
+                self._by_name.setdefault((part[0], str(key[2])), []).append(key)
+        return aliases
+
+
+class _Lengths:
+    """``get(where)``: how many keys a group of an index holds (no copy)."""
+
+    def __init__(self, groups: Mapping[Tuple[str, str], List[FuncKey]]):
+        self.groups = groups
+
+    def get(self, where: Tuple[str, str], default: Optional[int] = None) -> Optional[int]:
+        keys = self.groups.get(where)
+        return default if keys is None else len(keys)

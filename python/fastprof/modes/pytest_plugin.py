@@ -395,7 +395,7 @@ def _add(a, b):
     """ProfileData *a* + *b* (the threads of one name are one thread)."""
     from fastprof.merge import merge_profiles  # (deferred: nothing at pytest start-up)
     from fastprof.model import merge_stats  # (deferred: nothing at pytest start-up)
-    out = merge_profiles([a, b])
+    out = merge_profiles([a, b], pair_installs=False)  # one session: one install
     threads = {}
     for t in a.threads + b.threads:
         prev = threads.get(t["name"])
