@@ -356,13 +356,15 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
                                                         format_count(nc), format_count(len(new.stats))),
     ]
     elsewhere = other_files(changes)
+    installs = []
     if elsewhere:
-        lines.append("      %d function%s paired across installs (same path below its sys.path entry and "
-                     "qualified name, other file%s)%s" % (
-                         elsewhere, "s" if elsewhere > 1 else "", "s" if elsewhere > 1 else "",
-                         "" if full_paths else "; --full-paths shows the files"))
+        installs.append("      %d function%s paired across installs (same path below its sys.path entry and "
+                        "qualified name, other file%s)%s" % (
+                            elsewhere, "s" if elsewhere > 1 else "", "s" if elsewhere > 1 else "",
+                            "" if full_paths else "; --full-paths shows the files"))
     rows = ranked(changes, metric, noise)
     if not rows:
+        lines.extend(installs)
         lines.append("")
         if any(c.changed for c in changes):
             lines.append("No change beyond noise: the same %d functions with the same calls, "
@@ -374,6 +376,7 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
         return lines + line_section(changes, base, new, noise, qualnames, limit, micro, full_paths)
     lines.append("      change: total %s (%s), calls %s (%s)" % (
         _signed_time(nt - bt, micro), relative(bt, nt), _signed_count(nc - bc), relative(bc, nc)))
+    lines.extend(installs)
     lines.append("")
     shown = rows if limit <= 0 else rows[:limit]
     cells = []
