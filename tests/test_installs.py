@@ -191,8 +191,7 @@ def test_diff_of_two_installs_shows_the_real_change_only(tmp_path, capsys, two_i
     # the line section pairs the same way (its lines by the shift of the
     # first line): render's loop got a line, so what follows has other hits
     lines = out[out.index("Lines:"):]
-    render = "Renderer.render" if sys.version_info >= (3, 11) else "render"
-    assert "%s  toylib/core.py:17" % render in lines, lines
+    assert "Renderer.render  toylib/core.py:17" in lines, lines
     moved = next(ln for ln in lines.splitlines() if "out.append(_helper(w))" in ln)
     assert moved.split()[:4] == ["23", str(N_RENDER), format_count(N_ITEMS),
                                  "+" + format_count(N_ITEMS - N_RENDER)], lines
@@ -214,13 +213,10 @@ def test_merge_of_two_installs_sums_each_function_once(tmp_path, capsys, two_ins
     # one key for each function: the first input's, but for the one b renamed
     assert {k[2] for k in total.stats if k[0] == str(b / "toylib" / "core.py")} == {"_prepare_rows"}
     assert calls_of(total, "toylib/core.py:_helper") == 3 * N_ITEMS
-    assert calls_of(total, "toylib/core.py:Renderer.render" if sys.version_info >= (3, 11)
-                    else "toylib/core.py:render") == 2 * N_RENDER
+    assert calls_of(total, "toylib/core.py:Renderer.render") == 2 * N_RENDER
     assert calls_of(total, "toylib/__init__.py:run") == 2
     for n in (1, 2):
-        lam = "toylib/core.py:%s<lambda>#%d" % ("Renderer.__init__.<locals>." if sys.version_info >= (3, 11)
-                                                 else "", n)
-        assert calls_of(total, lam) == 2 * N_ITEMS
+        assert calls_of(total, "toylib/core.py:Renderer.__init__.<locals>.<lambda>#%d" % n) == 2 * N_ITEMS
     assert total.paths[str(a / "toylib" / "core.py")] == core
     assert str(b / "toylib" / "__init__.py") not in total.paths   # all its functions paired
     # callers were renamed with their functions: _helper's caller is one render

@@ -176,6 +176,68 @@ def _functions_qualnames(module):
 
 _MAX_WRAPPED = 16
 
+# a code object's flag: a function's (lambdas and comprehensions included),
+# not a class body's or a module's
+_CO_NEWLOCALS = 0x2
+
+
+def code_qualnames(codes):
+    """``{pstats key: qualified name}`` for code objects without
+    ``co_qualname`` (3.9/3.10), as the compiler names their functions:
+    read from the modules that hold their files (``__qualname__`` of their
+    functions and classes' methods, as ``--lines`` patterns match them) and,
+    for what is nested in those or in a module body that ran, from the
+    enclosing code (``f.<locals>.<lambda>``, ``C.m``).  What no module
+    names (code made by ``exec``, a function defined inside a function that
+    no module holds) is left out, as are names equal to the plain name;
+    code objects sharing a key are listed together (``names.qualnames_of``)."""
+    codes = [c for c in codes if type(c) is _CODE]
+    if not codes:
+        return {}
+    files = set()
+    known = {}  # code -> qualified name
+    for name in {c.co_filename for c in codes}:
+        if name.startswith("<frozen ") and name.endswith(">"):
+            # importlib's bootstrap, frozen: its module is named in the file name
+            known.update(_functions_qualnames(sys.modules.get(name[8:-1])))
+        elif not name.startswith("<"):
+            files.add(os.path.abspath(name))
+    for module in list(sys.modules.values()):
+        if type(module) is not ModuleType:
+            continue
+        filename = module.__dict__.get("__file__")
+        if type(filename) is str and os.path.abspath(filename) in files:
+            known.update(_functions_qualnames(module))
+    todo = list(known.items())   # (code, its qualified name, or None for a module body)
+    todo.extend((c, None) for c in codes if c.co_name == "<module>")
+    while todo:
+        code, qual = todo.pop()
+        for const in code.co_consts:
+            if type(const) is not _CODE or const in known:
+                continue
+            if qual is None:
+                name = const.co_name
+            elif code.co_flags & _CO_NEWLOCALS:
+                name = qual + _LOCALS + const.co_name
+            else:
+                name = qual + "." + const.co_name   # a class body's methods
+            known[const] = name
+            todo.append((const, name))
+    found = {}
+    for code in codes:
+        qual = known.get(code)
+        if qual is not None:
+            found.setdefault((code.co_filename, code.co_firstlineno, code.co_name), set()).add(qual)
+    out = {}
+    for key, quals in found.items():
+        text = " | ".join(sorted(quals))   # model.QUALNAME_SEPARATOR
+        if text != key[2]:
+            out[key] = text
+    return out
+
+
+_CODE = type(code_qualnames.__code__)
+
 # a class's own namespace, read without its metaclass's attribute hooks
 _CLASS_DICT = type.__dict__["__dict__"]
 
