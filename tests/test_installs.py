@@ -14,7 +14,6 @@ and order, not by short name.
 import os
 import re
 import sys
-import textwrap
 
 import pytest
 

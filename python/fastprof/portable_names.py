@@ -17,6 +17,12 @@ The relative paths are taken where the profile is recorded (that process's
 none (cProfile's, older fastprof's) the reader's ``sys.path`` is used, and a
 path below a ``site-packages`` or ``dist-packages`` directory loses what
 comes before it.  C functions keep their name without its address.
+
+``pair_functions`` says which function of one profile is which of another
+(``fastprof diff``), ``FunctionIndex`` the same for profiles summed one at a
+time (``fastprof merge``): by place first (relative path, qualified name
+and first line), then by qualified name in order of first line, then by a
+plain name unique in its file on both sides.
 """
 
 import os
