@@ -148,7 +148,7 @@ def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple],
     for bk in base:
         nk = new_of.get(bk)
         n = tuple(new[nk][:4]) if nk is not None else _ZERO
-        out.append(Change(bk, nk, tuple(base[bk][:4]), n, bp[bk][0]))
+        out.append(Change(bk, nk, tuple(base[bk][:4]), n, (np_[nk] if nk is not None else bp[bk])[0]))
     for nk in new:
         if nk not in pairs:
             out.append(Change(None, nk, _ZERO, tuple(new[nk][:4]), np_[nk][0]))

@@ -12,8 +12,9 @@ one function), its place among them by first line (``#2``)::
     app/views.py:index.<locals>.<lambda>#2
     ~:<built-in method builtins.len>
 
-The relative paths are taken where the profile is recorded (that process's
-``sys.path``; the file's trailer keeps them as ``paths``); for files that have
+The relative paths are taken where the profile is recorded (from the
+dotted name of the module a file is, else that process's ``sys.path``:
+``relative_paths``; the file's trailer keeps them as ``paths``); for files that have
 none (cProfile's, older fastprof's) the reader's ``sys.path`` is used, and a
 path below a ``site-packages`` or ``dist-packages`` directory loses what
 comes before it.  C functions keep their name without its address.
@@ -27,6 +28,7 @@ plain name unique in its file on both sides.
 
 import os
 import sys
+from types import ModuleType
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .model import QUALNAME_SEPARATOR, FuncKey, is_builtin, strip_address
@@ -62,16 +64,55 @@ def relative_path(filename: str, roots: Sequence[str]) -> str:
 
 
 def relative_paths(filenames: Iterable[str],
-                   sys_path: Optional[Sequence[str]] = None) -> Dict[str, str]:
+                   sys_path: Optional[Sequence[str]] = None,
+                   modules: Optional[Mapping[str, object]] = None) -> Dict[str, str]:
     """``{filename: relative path}`` for the *filenames* that have a shorter
-    one (what a file's trailer keeps as ``paths``)."""
+    one (what a file's trailer keeps as ``paths``).
+
+    The file of a module in *modules* (default: ``sys.modules`` when
+    *sys_path* is ``sys.path``) is named after the module's dotted name,
+    which says how it was imported: ``toylib.core``'s file is
+    ``toylib/core.py`` whichever ``sys.path`` entry (the script's directory
+    holding a checkout's ``src/``) or meta path finder (setuptools' editable
+    installs) it came through.  Other files (the script, code whose module
+    is gone) are taken relative to their ``sys.path`` entry
+    (``relative_path``)."""
     roots = path_roots(sys_path)
+    if modules is None and sys_path is None:
+        modules = sys.modules
+    by_file = _module_files(modules) if modules else {}
     out = {}
     for filename in set(filenames):
         if isinstance(filename, str):
-            rel = relative_path(filename, roots)
+            rel = by_file.get(os.path.normpath(filename)) if os.path.isabs(filename) else None
+            if rel is None:
+                rel = relative_path(filename, roots)
             if rel != filename:
                 out[filename] = rel
+    return out
+
+
+_MODULE_DICT = ModuleType.__dict__["__dict__"]
+
+
+def _module_files(modules: Mapping[str, object]) -> Dict[str, str]:
+    """``{file: path its module's dotted name gives}`` for *modules* (the
+    script, ``__main__``, is left out: its name is no path)."""
+    out = {}
+    for module in list(modules.values()):
+        if not isinstance(module, ModuleType):
+            continue
+        namespace = _MODULE_DICT.__get__(module)   # no attribute hook runs
+        filename, name = namespace.get("__file__"), namespace.get("__name__")
+        if type(filename) is not str or type(name) is not str or not os.path.isabs(filename) \
+                or name in ("__main__", "__mp_main__"):
+            continue
+        base = os.path.basename(filename)
+        if "__path__" in namespace:   # a package: its __init__
+            rel = os.path.join(name.replace(".", os.sep), base)
+        else:
+            rel = name.replace(".", os.sep) + os.path.splitext(base)[1]
+        out[os.path.normpath(filename)] = rel
     return out
 
 
