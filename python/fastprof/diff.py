@@ -3,9 +3,9 @@
 Functions are matched by name, not by absolute path, so two profiles of
 one program against a library installed in two places (two venvs, two
 ``--target`` directories, a wheel and an editable checkout) compare the
-same functions (``portable_names.pair_functions``): each file is taken
-relative to the ``sys.path`` entry holding it (``jinja2/runtime.py``, as
-the profiled process saw it: the trailer's ``paths``), and functions pair
+same functions (``portable_names.pair_functions``): each file is named by
+its module's path (``jinja2/runtime.py``, as the profiled process imported
+it: the trailer's ``paths``; else relative to its ``sys.path`` entry), and functions pair
 by that path and qualified name (``Context.resolve``); several of one
 qualified name (the lambdas of one function) pair in order of first line;
 a function whose first line moved (the code around it was edited) still
@@ -358,7 +358,7 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
     elsewhere = other_files(changes)
     installs = []
     if elsewhere:
-        installs.append("      %d function%s paired across installs (same path below its sys.path entry and "
+        installs.append("      %d function%s paired across installs (same module path and "
                         "qualified name, other file%s)%s" % (
                             elsewhere, "s" if elsewhere > 1 else "", "s" if elsewhere > 1 else "",
                             "" if full_paths else "; --full-paths shows the files"))
