@@ -29,7 +29,7 @@ plain name unique in its file on both sides.
 import os
 import sys
 from types import ModuleType
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .model import QUALNAME_SEPARATOR, FuncKey, is_builtin, strip_address
 
@@ -80,39 +80,43 @@ def relative_paths(filenames: Iterable[str],
     roots = path_roots(sys_path)
     if modules is None and sys_path is None:
         modules = sys.modules
-    by_file = _module_files(modules) if modules else {}
+    wanted = {f for f in filenames if isinstance(f, str)}
+    by_file = _module_files(modules, wanted) if modules else {}
     out = {}
-    for filename in set(filenames):
-        if isinstance(filename, str):
-            rel = by_file.get(os.path.normpath(filename)) if os.path.isabs(filename) else None
-            if rel is None:
-                rel = relative_path(filename, roots)
-            if rel != filename:
-                out[filename] = rel
+    for filename in wanted:
+        rel = by_file.get(filename)
+        if rel is None:
+            rel = relative_path(filename, roots)
+        if rel != filename:
+            out[filename] = rel
     return out
 
 
 _MODULE_DICT = ModuleType.__dict__["__dict__"]
 
 
-def _module_files(modules: Mapping[str, object]) -> Dict[str, str]:
-    """``{file: path its module's dotted name gives}`` for *modules* (the
-    script, ``__main__``, is left out: its name is no path)."""
+def _module_files(modules: Mapping[str, object], wanted: Set[str]) -> Dict[str, str]:
+    """``{file: path its module's dotted name gives}`` for the files in
+    *wanted* that are the ``__file__`` of one of *modules* (the script,
+    ``__main__``, is left out: its name is no path)."""
     out = {}
     for module in list(modules.values()):
         if not isinstance(module, ModuleType):
             continue
         namespace = _MODULE_DICT.__get__(module)   # no attribute hook runs
-        filename, name = namespace.get("__file__"), namespace.get("__name__")
-        if type(filename) is not str or type(name) is not str or not os.path.isabs(filename) \
-                or name in ("__main__", "__mp_main__"):
+        filename = namespace.get("__file__")
+        if type(filename) is not str or filename not in wanted:
             continue
-        base = os.path.basename(filename)
+        name = namespace.get("__name__")
+        if type(name) is not str or name in ("__main__", "__mp_main__"):
+            continue
+        base = filename[filename.rfind(os.sep) + 1:]
         if "__path__" in namespace:   # a package: its __init__
-            rel = os.path.join(name.replace(".", os.sep), base)
+            rel = name.replace(".", os.sep) + os.sep + base
         else:
-            rel = name.replace(".", os.sep) + os.path.splitext(base)[1]
-        out[os.path.normpath(filename)] = rel
+            dot = base.rfind(".")
+            rel = name.replace(".", os.sep) + (base[dot:] if dot > 0 else "")
+        out[filename] = rel
     return out
 
 
