@@ -21,6 +21,7 @@ names ``hot`` in ``lines_prog.py`` however it is run.
 
 import os
 import sys
+import weakref
 from fnmatch import fnmatchcase
 from types import FunctionType, ModuleType
 
@@ -192,24 +193,25 @@ def code_qualnames(codes):
     no module holds) is left out, as are names equal to the plain name;
     code objects sharing a key are listed together (``names.qualnames_of``)."""
     codes = [c for c in codes if type(c) is _CODE]
-    if not codes:
-        return {}
-    files = set()
+    # named before (each snapshot of a long run or of a test session asks again)
+    missing = [c for c in codes if c not in _NAMED]
     known = {}  # code -> qualified name
-    for name in {c.co_filename for c in codes}:
+    files = set()
+    for name in {c.co_filename for c in missing}:
         if name.startswith("<frozen ") and name.endswith(">"):
             # importlib's bootstrap, frozen: its module is named in the file name
             known.update(_functions_qualnames(sys.modules.get(name[8:-1])))
         elif not name.startswith("<"):
-            files.add(os.path.abspath(name))
-    for module in list(sys.modules.values()):
-        if type(module) is not ModuleType:
-            continue
-        filename = module.__dict__.get("__file__")
-        if type(filename) is str and os.path.abspath(filename) in files:
-            known.update(_functions_qualnames(module))
+            files.add(name)   # (the import system gives code and module one file name)
+    if files:
+        for module in list(sys.modules.values()):
+            if type(module) is not ModuleType:
+                continue
+            filename = module.__dict__.get("__file__")
+            if type(filename) is str and filename in files:
+                known.update(_functions_qualnames(module))
     todo = list(known.items())   # (code, its qualified name, or None for a module body)
-    todo.extend((c, None) for c in codes if c.co_name == "<module>")
+    todo.extend((c, None) for c in missing if c.co_name == "<module>")
     while todo:
         code, qual = todo.pop()
         for const in code.co_consts:
@@ -225,7 +227,11 @@ def code_qualnames(codes):
             todo.append((const, name))
     found = {}
     for code in codes:
-        qual = known.get(code)
+        qual = _NAMED.get(code)
+        if qual is None:
+            qual = known.get(code)
+            if qual is not None:
+                _NAMED[code] = qual
         if qual is not None:
             found.setdefault((code.co_filename, code.co_firstlineno, code.co_name), set()).add(qual)
     out = {}
@@ -237,6 +243,8 @@ def code_qualnames(codes):
 
 
 _CODE = type(code_qualnames.__code__)
+# code object -> its qualified name, as code_qualnames found it
+_NAMED = weakref.WeakKeyDictionary()
 
 # a class's own namespace, read without its metaclass's attribute hooks
 _CLASS_DICT = type.__dict__["__dict__"]
