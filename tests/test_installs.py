@@ -202,8 +202,8 @@ def test_diff_of_two_installs_shows_the_real_change_only(tmp_path, capsys, two_i
 @pytest.mark.skipif(helpers.USING_CPROFILE, reason="runs python -m fastprof")
 def test_merge_of_two_installs_sums_each_function_once(tmp_path, capsys, two_installs):
     a, b = two_installs
-    pa = record(tmp_path, "a.prof", a)
-    pb = record(tmp_path, "b.prof", b)
+    pa = record(tmp_path, "a.prof", a, "-m", "fastprof", "--lines", "toylib.core:_helper")
+    pb = record(tmp_path, "b.prof", b, "-m", "fastprof", "--lines", "toylib.core:_helper")
     out = str(tmp_path / "sum.prof")
     cli.main(["merge", pa, pb, "-o", out])
     capsys.readouterr()
@@ -221,6 +221,9 @@ def test_merge_of_two_installs_sums_each_function_once(tmp_path, capsys, two_ins
     # callers were renamed with their functions: _helper's caller is one render
     helper = next(k for k in total.stats if k[0].endswith(core) and k[2] == "_helper")
     assert [c[2] for c in total.stats[helper][4]] == ["render"]
+    # line stats too: one table for _helper, its body's hits summed
+    (key, table), = [(k, t) for k, t in total.lines.items() if k[2] == "_helper"]
+    assert key == helper and table[key[1] + 1][0] == 3 * N_ITEMS
     # profiles of one run keep two files at one relative path apart
     apart = merge.merge_profiles([load_profile(pa), load_profile(pb)], pair_installs=False)
     assert {k[0] for k in apart.stats if k[0].endswith(core)} == {

@@ -27,7 +27,8 @@
   to its ``sys.path`` entry and qualified name, ``#N`` in order of first
   line among repeats: ``portable_names.FunctionIndex``) and summed under the
   key of the *first* input that has the function; the recorded relative
-  paths (``paths``) are kept.  Profiles of one run (a test session's
+  paths (``paths``) are kept; its line stats pair by their offset from
+  the function's first line.  Profiles of one run (a test session's
   per-test files, a program's subprocesses) are summed with
   ``pair_installs=False``: there two files at one relative path (two
   ``conftest.py``, two scripts named ``main.py``) are two different files.
@@ -211,7 +212,8 @@ class ProfileSum:
 
 def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
     """A copy of *p* with keys renamed by *aliases* (stats, callers, call
-    paths, threads, line stats, qualified names)."""
+    paths, threads, line stats, qualified names); a renamed function's line
+    stats move with its first line."""
     def key(k):
         return aliases.get(tuple(k), k)
 
@@ -227,8 +229,14 @@ def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
     if p.callpaths is not None:
         out.callpaths = CallPaths([key(f) for f in p.callpaths.functions], p.callpaths.nodes)
     out.threads = [dict(t, stats=table(t.get("stats") or {})) for t in p.threads]
-    out.lines = {key(k): v for k, v in p.lines.items()}
-    out.lines_own = {key(k): v for k, v in p.lines_own.items()}
+    def shifted(k, lines):
+        # the function moved down or up in the other install: its lines
+        # pair by their offset from its first line (as diff pairs them)
+        by = key(k)[1] - k[1]
+        return {ln + by: v for ln, v in lines.items()} if by else lines
+
+    out.lines = {key(k): shifted(k, v) for k, v in p.lines.items()}
+    out.lines_own = {key(k): shifted(k, v) for k, v in p.lines_own.items()}
     return out
 
 
