@@ -165,6 +165,9 @@ def build_parser():
     p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
                    help="a time that moved by at most TIME is noise too: 2ms, 150us, 0.003 "
                         "(seconds) or 1%% of the larger total (default 1%%)")
+    p.add_argument("--full-paths", action="store_true",
+                   help="show each function's file as recorded, not relative to its sys.path "
+                        "entry (functions pair by relative path and qualified name either way)")
 
     p = sub.add_parser(
         "merge", help="add profiles together (counts, times, callers, call paths)",
@@ -320,7 +323,7 @@ def cmd_diff(args) -> int:
     new = _load(args.new)
     _say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
                          micro=view.micro_sign(sys.stdout), threshold=args.threshold,
-                         min_time=args.min_time))
+                         min_time=args.min_time, full_paths=args.full_paths))
     return 0
 
 

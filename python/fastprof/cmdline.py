@@ -57,14 +57,16 @@ RUN_OPTIONS = (
      "into their callers (default 0.01; 0 keeps all)"),
     (("--lines",), "lines", "append", None, [], "PATTERN",
      "line by line: each line's hits and time in the functions PATTERN names: "
-     "MODULE[:QUALNAME] with shell wildcards (myapp.db:Query.*; the script answers to its "
+     "MODULE[:QUALNAME] with shell wildcards (myapp: the package and all its submodules; "
+     "myapp.db:Query.*; the script answers to its "
      "file's stem: prog:hot) or a file path glob (src/app/*.py). Repeatable. Printed after "
      "the table; with -o, stored in the .prof (fastprof view FILE --lines)"),
     (("--lines-from",), "lines_from", "store", None, None, "OLD.prof[:N]",
      "line by line for the N functions (default 10) with the most own time in an earlier "
      "profile OLD.prof"),
     (("--only",), "only", "append", None, [], "PATTERN",
-     "record only the functions PATTERN names (the --lines syntax) and the C functions "
+     "record only the functions PATTERN names (the --lines syntax: myapp is the package "
+     "myapp and all its submodules) and the C functions "
      "they call; the time of calls into other Python code stays in the caller's own "
      "time. Repeatable"),
     (("--gc",), "gc", "store_true", None, True, None,

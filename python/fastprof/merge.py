@@ -21,6 +21,17 @@
   rows that differ only in the address are summed, under the key (address
   included) of the *first* input that has one, in table, callers and call
   paths alike.  Every other key is kept as is.
+- the same function from two installs (two venvs, two ``--target``
+  directories, a wheel and a checkout: other absolute paths) is one
+  function: keys are paired as ``fastprof diff`` pairs them (file relative
+  to its ``sys.path`` entry and qualified name, ``#N`` in order of first
+  line among repeats: ``portable_names.FunctionIndex``) and summed under the
+  key of the *first* input that has the function; the recorded relative
+  paths (``paths``) are kept; its line stats pair by their offset from
+  the function's first line.  Profiles of one run (a test session's
+  per-test files, a program's subprocesses) are summed with
+  ``pair_installs=False``: there two files at one relative path (two
+  ``conftest.py``, two scripts named ``main.py``) are two different files.
 - qualified names (``qualnames``): the union; differing names of one key are
   listed together.
 - line-level stats (``lines``): hits and times summed per function and line;
@@ -32,6 +43,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from . import line_sources
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
+from .portable_names import FunctionIndex
 from .profile_file import CallPaths, ProfileData
 from .thread_groups import thread_pattern
 
@@ -93,8 +105,11 @@ class ProfileSum:
         merged = total.result()
     """
 
-    def __init__(self):
+    def __init__(self, pair_installs: bool = True):
         self.keys = KeyChooser()
+        # the same function from another install (None: exact keys only)
+        self.functions: Optional[FunctionIndex] = FunctionIndex() if pair_installs else None
+        self._paths: Dict[str, str] = {}
         self.count = 0
         self.clocks: Set[Optional[str]] = set()
         self.any_callpaths = False
@@ -114,6 +129,12 @@ class ProfileSum:
         self._thread_groups: Optional[Dict[str, list]] = None
 
     def add(self, p: ProfileData) -> None:
+        if self.functions is not None:
+            aliases = self.functions.add(list(p.stats) + list(p.lines), p.qualnames, p.paths)
+            if aliases:
+                p = rekeyed(p, aliases)
+        for filename, rel in p.paths.items():
+            self._paths.setdefault(filename, rel)
         self.count += 1
         add_stats(self._stats, p.stats, self.keys)
         if p.callpaths is not None:
@@ -165,6 +186,8 @@ class ProfileSum:
         if self._tree is not None:
             data.callpaths = self._tree.result()
         data.qualnames = qualnames_result(self._qualnames)
+        files = {k[0] for k in data.stats}
+        data.paths = {f: rel for f, rel in self._paths.items() if f in files}
         data.lines = self._lines
         data.sources = self._sources
         data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
@@ -195,9 +218,40 @@ class ProfileSum:
         return len({c for c in self.clocks if c is not None}) > 1
 
 
-def merge_profiles(profiles: Iterable[ProfileData]) -> ProfileData:
-    """The sum of *profiles* (at least one; any iterable, read once)."""
-    total = ProfileSum()
+def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
+    """A copy of *p* with keys renamed by *aliases* (stats, callers, call
+    paths, threads, line stats, qualified names); a renamed function's line
+    stats move with its first line."""
+    def key(k):
+        return aliases.get(tuple(k), k)
+
+    def table(stats):
+        return {key(k): (cc, nc, tt, ct, {key(c): e for c, e in callers.items()})
+                for k, (cc, nc, tt, ct, callers) in stats.items()}
+
+    out = ProfileData(table(p.stats), clock=p.clock,
+                      qualnames={key(k): q for k, q in p.qualnames.items()})
+    for name, value in vars(p).items():
+        if name not in ("stats", "clock", "qualnames"):
+            setattr(out, name, value)
+    if p.callpaths is not None:
+        out.callpaths = CallPaths([key(f) for f in p.callpaths.functions], p.callpaths.nodes)
+    out.threads = [dict(t, stats=table(t.get("stats") or {})) for t in p.threads]
+    def shifted(k, lines):
+        # the function moved down or up in the other install: its lines
+        # pair by their offset from its first line (as diff pairs them)
+        by = key(k)[1] - k[1]
+        return {ln + by: v for ln, v in lines.items()} if by else lines
+
+    out.lines = {key(k): shifted(k, v) for k, v in p.lines.items()}
+    out.lines_own = {key(k): shifted(k, v) for k, v in p.lines_own.items()}
+    return out
+
+
+def merge_profiles(profiles: Iterable[ProfileData], pair_installs: bool = True) -> ProfileData:
+    """The sum of *profiles* (at least one; any iterable, read once);
+    *pair_installs*: see ``ProfileSum``."""
+    total = ProfileSum(pair_installs)
     for p in profiles:
         total.add(p)
     return total.result()

@@ -134,7 +134,8 @@ def profiler_in_use():
 # the modules the helper needs later, imported before profiling starts (and
 # before the sys.path entry the bootstrap may have added is removed)
 _NEEDED = ("fastprof.profiler", "fastprof.profile_file", "fastprof.names",
-           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline")
+           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline") + (
+    ("fastprof.func_patterns",) if sys.version_info < (3, 11) else ())  # (qualnames_of_codes)
 
 
 def start(directory, options, added_path=None, modules_before=(), session_class=None,
@@ -309,16 +310,15 @@ class _Session:
         """Profile.profile_data() without the helper thread's record."""
         from fastprof.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
         from fastprof.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.names import qualnames_of  # (deferred: imported by start(), see _NEEDED)
         from fastprof.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.profiler import callpaths_to_file  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.profiler import callpaths_to_file, qualnames_of_codes  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
         prof.take_thread_names()
         kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]
         codes = [e.code for tid, _i, _n, _s in kept for e in prof.getstats(tid)]
         data = ProfileData(merge_stats([st for _t, _i, _n, st in kept]),
                            clock=prof.clock_info().get("clock"),
-                           qualnames=qualnames_of(codes))
+                           qualnames=qualnames_of_codes(codes))
         if self.options.get("threads"):
             data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
                             for tid, ident, name, st in kept]

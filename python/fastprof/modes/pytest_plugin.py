@@ -413,7 +413,7 @@ class _RunningSum:
 
     def __init__(self):
         from fastprof.merge import ProfileSum  # (deferred: nothing at pytest start-up)
-        self.total = ProfileSum()
+        self.total = ProfileSum(pair_installs=False)  # one session: one install
         self.threads = {}  # name -> (the first thread record of that name, its stats summed as lists)
         # while every input had one thread, the same, whose stats were the
         # input's: its record (its sum is the total's); False once not

@@ -176,7 +176,7 @@ class Follower:
                 print("%s: cannot keep the per-process profiles in %s: %s"
                       % (prog, keep, exc.strerror or exc), file=sys.stderr)
                 keep = None
-        total = ProfileSum()
+        total = ProfileSum(pair_installs=False)  # one run: one install
         total.add(own)
         pids = [os.getpid()]
         for pid in sorted(_child_pids(self.dir)):
