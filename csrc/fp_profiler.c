@@ -87,6 +87,12 @@ void fp_profiler_destroy(fp_profiler_t *p)
     p->nomem = 0;
 }
 
+void fp_thread_drop(fp_profiler_t *p, fp_thread_t *t)
+{
+    HASH_DEL(p->threads, t);
+    fp_thread_free(t, p->release, p->release_ctx);
+}
+
 fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id)
 {
     fp_thread_t *t;

@@ -173,6 +173,10 @@ fp_thread_t *fp_thread_get(fp_profiler_t *p, uint64_t id);
 /* The record of thread `id`, or NULL if that thread has none. */
 fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id);
 
+/* Removes thread record `t` from `p` and frees it (its stats, its open
+ * frames, releasing user pointers). */
+void fp_thread_drop(fp_profiler_t *p, fp_thread_t *t);
+
 /* Bytes used by the tables, stacks and records of `p`. */
 size_t fp_profiler_memory(const fp_profiler_t *p);
 

@@ -35,6 +35,7 @@
  * GIL serialises events (a profiler's tables are updated from every
  * thread without locks), so a free-threaded build must keep the GIL on
  * while fastprof is imported. */
+#include "fpy_route.h"
 #include "fpy_scope.h"
 
 static struct PyModuleDef module_def;
@@ -374,6 +375,8 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
     Py_VISIT(p->gc_callback);
     if (fpy_scope_traverse(p, visit, arg))
         return -1;
+    if (fpy_route_traverse(p, visit, arg))
+        return -1;
     for (size_t i = 0; i < N_SOURCES; i++) {
         int r = sources[i]->traverse(p, visit, arg);
         if (r)
@@ -389,6 +392,8 @@ static int profiler_tp_clear(fpy_profiler_t *p)
     Py_CLEAR(p->gc_callback); /* unreachable: not in gc.callbacks any more */
     if (!p->enabled)
         fpy_scope_free(p);
+    if (!p->enabled)
+        fpy_route_clear(p);
     for (size_t i = 0; i < N_SOURCES; i++)
         sources[i]->clear(p);
     return 0;
@@ -414,6 +419,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
     }
     fp_profiler_destroy(&p->core);
     fpy_scope_free(p);
+    fpy_route_clear(p);
     fpy_drain_doomed(p);
     PyMem_Free(p->doomed);
     Py_CLEAR(p->timer);
@@ -444,6 +450,13 @@ static PyMethodDef profiler_methods[] = {
     {"_set_scope", (PyCFunction)fpy_scope_set, METH_O,
      "_set_scope($self, decide, /)\n--\n\nonly=: record only code objects for which decide(code) is "
      "true (and the C functions they call); None: everything. Only while disabled."},
+    {"_route_by", (PyCFunction)fpy_route_by, METH_VARARGS,
+     "_route_by($self, var, open, /)\n--\n\nRecord each event in the record of its thread and of the "
+     "request whose id (an int) the ContextVar var holds, if that id is in the set open; events "
+     "without one are not recorded. None: off. Only while disabled."},
+    {"_drop_route", (PyCFunction)fpy_route_drop, METH_O,
+     "_drop_route($self, request, /)\n--\n\nDrop the records of request id request (after reading "
+     "them)."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,

@@ -80,6 +80,15 @@ typedef struct fpy_profiler {
     /* the source attached by the last enable() (fpy_source.h) */
     const fpy_source_ops *source;
     fpy_eval_state_t eval; /* fast=True's source's state */
+    /* request routing (fpy_route.c): var NULL: off */
+    struct {
+        PyObject *var;     /* contextvars.ContextVar holding the request id */
+        PyObject *open;    /* set of the request ids still recorded */
+        fp_thread_t *base; /* one-slot cache: thread record and request id */
+        uint64_t request;  /* ... to the record they route to (NULL: none) */
+        fp_thread_t *rec;
+        int cached;
+    } route;
 } fpy_profiler_t;
 
 /* Whether the frames of `code` are parked when they suspend: generators

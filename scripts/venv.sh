@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure .venv/pyX.Y exists (no system site-packages) and holds what
-# scripts/requirements-build.txt and requirements-test.txt ask for.
+# scripts/requirements-build.txt and requirements-test.txt ask for (and
+# requirements-web.txt for the versions of WEB_PYTHONS, default 3.12 3.13).
 # The stamp .venv/pyX.Y/.fastprof-stamp holds a hash of both files and of the
 # base interpreter: pip runs again only when that hash changes, and the venv is
 # made anew only when it is missing, broken, or its base interpreter changed.
@@ -17,8 +18,12 @@ if ! base=$(scripts/find-python.sh "$v" 2>/dev/null); then
     if [[ $v =~ ^3\.(1[4-9]|[2-9][0-9])$ ]]; then scripts/install-python.sh "$v"; fi
     base=$(scripts/find-python.sh "$v")
 fi
+# The web frameworks of tests/test_middleware.py (requirements-web.txt) are
+# heavy: only the versions in WEB_PYTHONS get them (the others skip those tests).
+web=()
+case " ${WEB_PYTHONS:-3.12 3.13} " in *" $v "*) web=(requirements-web.txt) ;; esac
 want=$( { echo "$base"; "$base" -c 'import sys; print(sys.version)';
-          cat scripts/requirements-build.txt requirements-test.txt; } | sha256sum | cut -d' ' -f1)
+          cat scripts/requirements-build.txt requirements-test.txt "${web[@]}"; } | sha256sum | cut -d' ' -f1)
 
 # requirements-gate.txt: sdists (tests and all) for tests/test_count_gate_real.py,
 # downloaded for one Python version into $dir/sdists (its own stamp)
@@ -51,11 +56,11 @@ else
     echo "$base" > "$basefile"
 fi
 
-echo "venv py$v: installing scripts/requirements-build.txt + requirements-test.txt"
+echo "venv py$v: installing scripts/requirements-build.txt + requirements-test.txt${web:+ + ${web[*]}}"
 rm -f "$stamp"
 # (the grep drops a warning some machines' pip config prints for every package)
 "$dir/bin/python" -m pip install --quiet --no-input --progress-bar off \
-    -r scripts/requirements-build.txt -r requirements-test.txt < /dev/null 2>&1 \
+    -r scripts/requirements-build.txt -r requirements-test.txt ${web:+-r "${web[@]}"} < /dev/null 2>&1 \
     | { grep -vF 'is ignored: it is neither a file nor a directory' || true; }
 echo "$want" > "$stamp"
 gate_sdists

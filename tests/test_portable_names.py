@@ -81,3 +81,28 @@ def test_the_trailer_keeps_the_paths_recorded_in_the_profiled_process(tmp_path):
 
 def test_no_paths_no_trailer_key():
     assert ProfileData({}).trailer() is None
+
+
+def test_a_package_no_sys_path_entry_holds_is_named_by_its_module(tmp_path):
+    # setuptools' editable installs import a checkout through a meta path
+    # finder: no sys.path entry holds its files, its modules' names say where
+    lib = tmp_path / "checkout" / "src"
+    (lib / "toylib").mkdir(parents=True)
+    (lib / "toylib" / "__init__.py").write_text("from toylib.core import work\n")
+    (lib / "toylib" / "core.py").write_text("def work():\n    return sum(range(10))\n")
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent("""
+        import sys, fastprof
+        sys.path.insert(0, sys.argv[1])
+        import toylib
+        sys.path.remove(sys.argv[1])   # as if a finder had imported it
+        with fastprof.Profile() as p:
+            toylib.work()
+        p.dump_stats(sys.argv[2])
+    """))
+    out = tmp_path / "out.prof"
+    subprocess.run([sys.executable, str(script), str(lib), str(out)], check=True)
+    paths = load_profile(str(out)).paths
+    assert paths[str(lib / "toylib" / "core.py")] == os.path.join("toylib", "core.py")
+    # the given sys.path alone: no module is asked
+    assert relative_paths([str(lib / "toylib" / "core.py")], ["/elsewhere"]) == {}

@@ -10,6 +10,7 @@ mypy is not a test dependency).
 """
 
 import sys
+from contextvars import ContextVar
 from types import CodeType, FrameType
 from typing import Any, Callable, Final, Literal, Optional, TypedDict, final
 
@@ -90,6 +91,9 @@ class Profiler:
         self, callback: Callable[..., object], /, *args: object
     ) -> None: ...  # disable(), callback(error, was_enabled, *args), enable() if it returned true
     def clear(self, /) -> None: ...
+    # fastprof.middleware: one record per (thread, request id held by var), if the id is in open
+    def _route_by(self, var: ContextVar[int] | None, open: set[int] | None, /) -> None: ...
+    def _drop_route(self, request: int, /) -> None: ...
     def _set_scope(self, decide: Optional[Callable[[CodeType], bool]], /) -> None: ...
     def getstats(self, /, thread: int | None = None) -> list[profiler_entry]: ...
     # (index of the parent path or -1, code or C function name, calls, inlinetime, totaltime)

@@ -9,6 +9,7 @@
     fastprof convert out.prof -o out.html      # report, flame graph, callgrind...
     fastprof run [options] script.py [args]    # = python -m fastprof
     fastprof attach PID -o live.prof           # a running 3.14+ process, until Ctrl-C
+    fastprof top PID                           # a live view of a running 3.14+ process
 
 Every input may be a cProfile file or a fastprof file.  Errors about input
 and output files are one line on stderr and exit status 2.  Output formats,
@@ -170,6 +171,9 @@ def build_parser():
     p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
                    help="a time that moved by at most TIME is noise too: 2ms, 150us, 0.003 "
                         "(seconds) or 1%% of the larger total (default 1%%)")
+    p.add_argument("--full-paths", action="store_true",
+                   help="show each function's file as recorded, not relative to its sys.path "
+                        "entry (functions pair by relative path and qualified name either way)")
 
     p = sub.add_parser(
         "check", help="performance gate: fail (exit 1) when call counts changed",
@@ -205,7 +209,9 @@ def build_parser():
         description="Add profiles together: calls, times and callers are summed; call paths "
                     "are merged path by path when every input has them.",
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="FILE", help="profiles to add")
+    p.add_argument("inputs", nargs="+", metavar="FILE",
+                   help="profiles to add; a directory adds its .prof files (the per-request "
+                        "profiles of fastprof.middleware, say)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="where to write the sum (pstats unless the name or --to says "
                         "otherwise; '-' for stdout, with --to)")
@@ -228,6 +234,8 @@ def build_parser():
 
     from .modes.attach import add_parser as add_attach_parser  # (deferred: fastprof run imports nothing before the program)
     add_attach_parser(sub, argparse.RawDescriptionHelpFormatter)
+    from .modes.top import add_parser as add_top_parser  # (deferred: fastprof run imports nothing before the program)
+    add_top_parser(sub, argparse.RawDescriptionHelpFormatter)
 
     sub.add_parser(
         "run", add_help=False,
@@ -245,7 +253,10 @@ def _version() -> str:
 
 def _load(path):
     from .profile_file import load_profile  # (deferred: fastprof run imports nothing before the program)
-    return load_profile(path)  # ProfileFileError: reported by main()
+    data = load_profile(path)  # ProfileFileError: reported by main()
+    if data.damaged:
+        print("%s: warning: %s: %s" % (PROG, path, data.damaged), file=sys.stderr)
+    return data
 
 
 def _say(lines):
@@ -318,10 +329,12 @@ def cmd_view(args) -> int:
         if not any(match(key) for key in shown):
             raise NothingMatched("no function matches /%s/ (in %s)" % (pattern, name))
         lines.extend(view.edge_tables(shown, pattern, direction, micro, args.limit,
-                                      qualnames=data.qualnames))
+                                      qualnames=data.qualnames,
+                                      concurrent=view.concurrency_recorded(data)))
     else:
         lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
-                                         qualnames=data.qualnames))
+                                         qualnames=data.qualnames,
+                                         concurrent=view.concurrency_recorded(data)))
     _say(lines)
     return 0
 
@@ -333,7 +346,7 @@ def _line_listings(data, shown, args, name, micro):
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
     match = view.matcher(args.lines, qualnames=data.qualnames)
-    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own)
+    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own, data.sources)
     if not out:
         raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
     return out
@@ -345,7 +358,7 @@ def cmd_diff(args) -> int:
     new = _load(args.new)
     _say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
                          micro=view.micro_sign(sys.stdout), threshold=args.threshold,
-                         min_time=args.min_time))
+                         min_time=args.min_time, full_paths=args.full_paths))
     return 0
 
 
@@ -388,14 +401,32 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def _profiles_in(inputs):
+    """The files named, a directory standing for its .prof files (in name
+    order: the middleware's names start with the time); usage error for a
+    directory without any."""
+    out = []
+    for path in inputs:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = sorted(os.path.join(path, n) for n in os.listdir(path)
+                       if n.endswith(".prof") and not n.startswith("."))
+        if not found:
+            raise UsageError("%s: a directory with no .prof file in it" % path)
+        out.extend(found)
+    return out
+
+
 def cmd_merge(args) -> int:
     from .merge import ProfileSum  # (deferred: fastprof run imports nothing before the program)
     fmt = cmdline.output_format(args.output, args.to)
-    cmdline.check_output_path(args.output, args.inputs)
+    inputs = _profiles_in(args.inputs)
+    cmdline.check_output_path(args.output, inputs)
     # one input read at a time and folded into the sum: 1,000 files need one
     # file handle and the memory of one input plus the sum, not of all inputs
     total = ProfileSum()
-    for path in args.inputs:
+    for path in inputs:
         total.add(_load(path))
     if total.clocks_differ():
         print("%s merge: warning: the inputs were timed with different clocks (%s); "
@@ -419,8 +450,13 @@ def cmd_attach(args) -> int:
     return attach.run(args)
 
 
+def cmd_top(args) -> int:
+    from .modes import top  # (deferred: fastprof run imports nothing before the program)
+    return top.run(args)
+
+
 COMMANDS = {"view": cmd_view, "diff": cmd_diff, "check": cmd_check, "merge": cmd_merge, "convert": cmd_convert,
-            "attach": cmd_attach}
+            "attach": cmd_attach, "top": cmd_top}
 
 
 def _run(argv) -> int:

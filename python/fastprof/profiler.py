@@ -373,11 +373,10 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats()
         self.stats = entries_to_stats(entries)
-        # read here, once, from the code objects the entries hold (3.11+)
-        self.qualnames = qualnames_of(e.code for e in entries)
+        # read here, once, from the code objects the entries hold
+        self.qualnames = qualnames_of_codes([e.code for e in entries])
 
     def print_stats(self, sort=-1, thread=None):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
@@ -490,10 +489,9 @@ class Profile(_fastprof.Profiler):
             return data
         self._disable()
         tid = self._thread_id(thread)
-        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats(tid)
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
-                           qualnames=qualnames_of(e.code for e in entries),
+                           qualnames=qualnames_of_codes([e.code for e in entries]),
                            only=self._options.get("only"), fast=self._options["fast"])
         data.paths = _relative_paths(data.stats)
         if self._options["callpaths"]:
@@ -508,6 +506,8 @@ class Profile(_fastprof.Profiler):
         data.lines_own = self.line_own_stats()
         data.only = self._options.get("only")
         data.fast = self._options["fast"]
+        if self._options["coroutines"] == "wall":
+            data.coroutines = "wall"
         data.paths = _relative_paths(data.stats)
 
     def dump_stats(self, file, thread=None):
@@ -587,6 +587,19 @@ def _model():
     """model (pstats.Stats over a dict), imported when a table is printed."""
     from . import model  # (deferred: import fastprof adds nothing to cProfile's imports)
     return model
+
+
+def qualnames_of_codes(codes):
+    """``{pstats key: qualified name}`` of the code objects in *codes* (C
+    functions, as str, skipped): their ``co_qualname`` on 3.11+; on 3.9/3.10,
+    which have none, what the modules holding them say
+    (``func_patterns.code_qualnames``), so that the names there pair across
+    installs as 3.11's do."""
+    if sys.version_info >= (3, 11):
+        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
+        return qualnames_of(codes)
+    from .func_patterns import code_qualnames  # (deferred: import fastprof adds nothing to cProfile's imports)
+    return code_qualnames(codes)
 
 
 def _relative_paths(stats):

@@ -234,7 +234,7 @@ class FastprofSession:
         self.controller = role == "controller"  # runs no test: sums the workers'
         self.unmatched = None      # --fastprof-lines/-only: patterns no profile matched
         self.profile = None        # the session's profile (one per test with per_test_dir)
-        self.data = None           # per_test_dir: the tests' profiles summed (ProfileData)
+        self.sum = None            # per_test_dir, the controller: the profiles summed (_RunningSum)
         self.times = {}            # node id -> profiled seconds (its three phases)
         self.per_test_files = {}   # file name -> node id
         self.problems = []         # one line each, shown in the summary
@@ -309,13 +309,18 @@ class FastprofSession:
             write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
         except OSError as exc:
             self.problems.append("cannot write %s's profile: %s" % (nodeid, exc))
-        self.data = data if self.data is None else _add(self.data, data)
+        self._add(data)
+
+    def _add(self, data):
+        if self.sum is None:
+            self.sum = _RunningSum()
+        self.sum.add(data)
 
     # -- the end -----------------------------------------------------------
 
     def session_data(self):
         if self.per_test_dir is not None or self.controller:
-            return self.data
+            return self.sum.result() if self.sum is not None else None
         if self.profile is None:
             return None
         data = _without_own_rows(self.profile.profile_data())
@@ -376,7 +381,7 @@ class FastprofSession:
             except ProfileFileError as exc:
                 self.problems.append("%s's profile is lost: %s" % (name, exc))
                 return
-            self.data = data if self.data is None else _add(self.data, data)
+            self._add(data)
 
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
@@ -425,11 +430,21 @@ class XdistController:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+_HERE = os.path.splitext(os.path.abspath(__file__))[0]
+_is_here = {}  # file name of a key -> whether it is this module (asked once per file)
+
+
+def _here(filename):
+    got = _is_here.get(filename)
+    if got is None:
+        got = _is_here[filename] = os.path.splitext(os.path.abspath(filename))[0] == _HERE
+    return got
+
+
 def _own_keys(stats):
     """The rows of this plugin's hook wrappers (resumed inside each profiled
     phase) and of the disable() they call."""
-    here = os.path.splitext(os.path.abspath(__file__))[0]
-    own = {k for k in stats if os.path.splitext(os.path.abspath(k[0]))[0] == here}
+    own = {k for k in stats if _here(k[0])}
     for key, row in stats.items():
         if key[0] == "~" and "disable" in key[2] and row[4] and set(row[4]) <= own:
             own.add(key)
@@ -463,18 +478,48 @@ def _without_own_rows(data):
     return data
 
 
-def _add(a, b):
-    """ProfileData *a* + *b* (the threads of one name are one thread)."""
-    from fastprof.merge import merge_profiles  # (deferred: nothing at pytest start-up)
-    from fastprof.model import merge_stats  # (deferred: nothing at pytest start-up)
-    out = merge_profiles([a, b])
-    threads = {}
-    for t in a.threads + b.threads:
-        prev = threads.get(t["name"])
-        threads[t["name"]] = dict(t) if prev is None else dict(
-            prev, stats=merge_stats([prev["stats"], t["stats"]]))
-    out.threads = [dict(t, id=i) for i, t in enumerate(threads.values())]
-    return out
+class _RunningSum:
+    """Profiles (each test's, each worker's) added one at a time, each folded
+    into the sum (merge.ProfileSum): a test costs its own profile's size, not
+    the sum's.  The threads of one name are one thread."""
+
+    def __init__(self):
+        from fastprof.merge import ProfileSum  # (deferred: nothing at pytest start-up)
+        self.total = ProfileSum(pair_installs=False)  # one session: one install
+        self.threads = {}  # name -> (the first thread record of that name, its stats summed as lists)
+        # while every input had one thread, the same, whose stats were the
+        # input's: its record (its sum is the total's); False once not
+        self.single = None
+
+    def add(self, data):
+        """Add ProfileData *data* (its threads are taken out of it)."""
+        from fastprof.model import add_stats  # (deferred: nothing at pytest start-up)
+        threads, data.threads = data.threads, []
+        if self.single is not False:
+            if len(threads) == 1 and threads[0]["stats"] == data.stats and (
+                    self.single is None or self.single["name"] == threads[0]["name"]):
+                self.single = self.single or threads[0]
+                self.total.add(data)
+                return
+            if self.single is not None:  # its sum so far is the total's
+                rows = {}
+                add_stats(rows, self.total.result().stats, self.total.keys)
+                self.threads[self.single["name"]] = (self.single, rows)
+            self.single = False
+        self.total.add(data)
+        for t in threads:
+            first, rows = self.threads.setdefault(t["name"], (t, {}))
+            add_stats(rows, t["stats"], self.total.keys)
+
+    def result(self):
+        from fastprof.model import stats_result  # (deferred: nothing at pytest start-up)
+        out = self.total.result()
+        if self.single:
+            out.threads = [dict(self.single, id=0, stats=out.stats)]
+            return out
+        out.threads = [dict(first, id=i, stats=stats_result(rows))
+                       for i, (first, rows) in enumerate(self.threads.values())]
+        return out
 
 
 def summary_lines(data, times):

@@ -91,6 +91,8 @@
     add('functions', fmtInt(F.length));
     add('calls', fmtInt(VIEW.total_calls) + (VIEW.primitive_calls !== VIEW.total_calls ?
         ' (' + fmtInt(VIEW.primitive_calls) + ' primitive)' : ''));
+    if (D.request) add('request', D.request.method + ' ' + D.request.path + ' \u2192 ' +
+      (D.request.status || 'no response') + ' in ' + (D.request.duration * 1000).toFixed(1) + ' ms');
     if (D.clock) add('clock', D.clock);
     if (D.only) add('only', D.only.join(', '), "calls into other Python code are not recorded; their time is in the calling function's own time");
     if (D.fast) add('mode', 'fast', "Python functions only; the time of C functions is in their callers' own time");
