@@ -23,11 +23,6 @@ PLUGIN = ["-p", "fastprof.modes.pytest_plugin"]
 VERSION = "py%d.%d" % sys.version_info[:2]
 
 
-def q(name):
-    """*name* as a portable name spells it here: qualified names from 3.11."""
-    return name if sys.version_info >= (3, 11) else name.rsplit(".", 1)[-1]
-
-
 def run_pytest(tmp_path, *args, env=None):
     env = subprocess_env(PYTEST_ADDOPTS="", **(env or {}))
     return run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN + list(args),
@@ -386,13 +381,13 @@ def test_thread_scheduling(tmp_path):
     assert gate(tmp_path).returncode == 0
     t = tables(tmp_path)["test_b"]
     assert t["test_work.py:produce"] == 1
-    assert t["test_work.py:produce -> queue.py:%s" % q("Queue.put")] == 1
-    assert t["test_work.py:test_b -> queue.py:%s" % q("Queue.get")] == 1
+    assert t["test_work.py:produce -> queue.py:Queue.put"] == 1
+    assert t["test_work.py:test_b -> queue.py:Queue.get"] == 1
     # threading's and queue's functions where the test calls them, none of their insides
     inside = {k for k in t if k.startswith(("threading.py:", "queue.py:")) and " -> " not in k}
-    assert inside == {"threading.py:" + q("Thread.__init__"), "threading.py:" + q("Thread.start"),
-                      "threading.py:" + q("Thread.join"), "queue.py:" + q("Queue.__init__"),
-                      "queue.py:" + q("Queue.put"), "queue.py:" + q("Queue.get")}, sorted(inside)
+    assert inside == {"threading.py:Thread.__init__", "threading.py:Thread.start",
+                      "threading.py:Thread.join", "queue.py:Queue.__init__",
+                      "queue.py:Queue.put", "queue.py:Queue.get"}, sorted(inside)
     _threads(tmp_path, "0.2", "0")
     assert_quiet(gate(tmp_path))
 
