@@ -7,7 +7,6 @@ import cProfile
 import json
 import os
 import shutil
-import sys
 
 import pytest
 
