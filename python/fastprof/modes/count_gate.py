@@ -29,12 +29,21 @@ the controller in a file (like the profiles of ``--fastprof``), which
 compares and writes the baselines.
 """
 
+import functools
+import gc
+import json
 import os
+import re
+import shutil
 import sys
+import tempfile
+import weakref
 
 import pytest
 
-from .. import counts
+from .. import cmdline, counts
+from ..atomic_file import write_atomically
+from ..portable_names import relative_paths
 
 HASH_SEED = "0"
 SKIP_MARK = "fastprof_counts_skip"   # a test (class, module) the gate leaves alone
@@ -102,10 +111,6 @@ class CacheReset:
         self.caches = []
 
     def __call__(self):
-        import functools
-        import gc
-        import re
-        import weakref
         if len(sys.modules) != self.modules:
             self.modules = len(sys.modules)
             kind = getattr(functools, "_lru_cache_wrapper", None)
@@ -122,7 +127,6 @@ def plugin_files(config):
     """The files of the pytest plugins this run loaded (third-party plugins
     such as anyio's), relative to their sys.path entries: the test framework's,
     not the test's.  conftest.py files are the project's."""
-    from ..portable_names import relative_paths  # (deferred: nothing at pytest start-up)
     files = []
     for plugin in config.pluginmanager.get_plugins():
         name = getattr(plugin, "__file__", None)
@@ -171,7 +175,6 @@ class CountGate:
         options = dict(profile_options)
         options.update(threads=True, callpaths=True, gc=True, builtins=True, max_depth=1024)
         self.profile_options = options
-        from .. import cmdline
         try:
             os.makedirs(self.directory, exist_ok=True)
             cmdline.new_profile(self.profile_options)  # refused now, not at the first test
@@ -190,7 +193,6 @@ class CountGate:
         self.marked = 0         # tests marked fastprof_counts_skip
         self.xdist_dir = None
         if self.controller:
-            import tempfile
             self.xdist_dir = tempfile.mkdtemp(prefix="fastprof-counts-")
 
     # -- the phases --------------------------------------------------------
@@ -201,7 +203,6 @@ class CountGate:
             if self.reset is not None:
                 self.reset()
         if self.profile is None:
-            from .. import cmdline
             self.profile = cmdline.new_profile(self.profile_options)
         prof = self.profile
         try:
@@ -258,7 +259,6 @@ class CountGate:
             self._hand_over()
             return
         if self.xdist_dir is not None:
-            import shutil
             shutil.rmtree(self.xdist_dir, ignore_errors=True)
         self.outcome = self.finish()
         if self.outcome.failed and session.exitstatus == 0:
@@ -305,7 +305,6 @@ class CountGate:
                     outcome.changed[nodeid] = changes
             if dirty:
                 try:
-                    from ..atomic_file import write_atomically  # (deferred: nothing at pytest start-up)
                     os.makedirs(os.path.dirname(path), exist_ok=True)
                     data = counts.format_tables(kept, "%d.%d" % sys.version_info[:2]).encode("utf-8")
                     write_atomically(path, lambda f, data=data: f.write(data))
@@ -364,7 +363,6 @@ class CountGate:
     # -- pytest-xdist ------------------------------------------------------
 
     def _hand_over(self):
-        import json
         config = self.config
         path = os.path.join(config.workerinput["fastprof_counts_dir"],
                             "%s.json" % config.workerinput.get("workerid", os.getpid()))
@@ -384,7 +382,6 @@ class CountGate:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
-        import json
         output = (getattr(node, "workeroutput", None) or {}).get("fastprof_counts")
         name = getattr(getattr(node, "gateway", None), "id", "a worker")
         if output is None:

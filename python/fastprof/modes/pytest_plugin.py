@@ -114,7 +114,7 @@ def _add_count_options(group):
 def pytest_cmdline_main(config):
     if config.getoption("fastprof_counts", None) is not None:
         # before anything runs: the counts are of PYTHONHASHSEED=0 (docs/gate.md)
-        from .count_gate import reexec_with_hash_seed
+        from .count_gate import reexec_with_hash_seed  # (deferred: nothing at pytest start-up)
         reexec_with_hash_seed(config)
 
 
