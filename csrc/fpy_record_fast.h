@@ -3,7 +3,8 @@
  * thread's entry cache, a plain call or return), which calls nothing, so
  * the sources' callbacks stay leaf functions (no registers to save);
  * anything else goes to the general path, fpy_record_<event>_slow
- * (fpy_record.c). Events: a Python frame enters (starts or resumes) or
+ * (fpy_record.c). Both take the profiler's own time out (fpy_charge).
+ * Events: a Python frame enters (starts or resumes) or
  * leaves (returns or yields); a C function is entered (called) or left. */
 #ifndef FPY_RECORD_FAST_H
 #define FPY_RECORD_FAST_H
@@ -20,12 +21,37 @@ FP_FORCE_INLINE int fpy_fast_ok(const fpy_profiler_t *p)
     return p->clock.kind == FP_CLOCK_TSC && p->enabled;
 }
 
+/* fp_try_enter with the TSC read now, and, when done, the event's cost
+ * charged to the thread (fpy_charge, inline: a second TSC read). */
+FP_FORCE_INLINE int fpy_try_enter(fpy_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
+                                  fp_time_t delivery)
+{
+    fp_time_t raw = fp_tsc_read();
+    if (!fp_try_enter(&p->core, t, e, ident, fp_program_time(t, raw)))
+        return 0;
+    if (p->compensate)
+        fp_charge(t, raw, fp_tsc_read(), delivery);
+    return 1;
+}
+
+/* fp_try_leave the same way. */
+FP_FORCE_INLINE int fpy_try_leave(fpy_profiler_t *p, fp_thread_t *t, const void *key, const void *ident,
+                                  fp_time_t delivery)
+{
+    fp_time_t raw = fp_tsc_read();
+    if (!fp_try_leave(t, key, ident, fp_program_time(t, raw)))
+        return 0;
+    if (p->compensate)
+        fp_charge(t, raw, fp_tsc_read(), delivery);
+    return 1;
+}
+
 FP_FORCE_INLINE void fpy_record_py_enter(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                          const void *frame, int first)
 {
     if (fpy_fast_ok(p) && !fpy_frame_parks(p, code)) {
         fp_entry_t *e = fp_entry_cached(t, code);
-        if (e && fp_try_enter(&p->core, t, e, NULL, fp_tsc_read()))
+        if (e && fpy_try_enter(p, t, e, NULL, p->delivery_py))
             return;
     }
     fpy_record_py_enter_slow(p, t, code, frame, first);
@@ -35,7 +61,7 @@ FP_FORCE_INLINE void fpy_record_py_leave(fpy_profiler_t *p, fp_thread_t *t, PyCo
                                          const void *frame, int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && fpy_frame_parks(p, code)) &&
-        fp_try_leave(t, code, NULL, fp_tsc_read()))
+        fpy_try_leave(p, t, code, NULL, p->delivery_py))
         return;
     fpy_record_py_leave_slow(p, t, code, frame, suspending);
 }
@@ -45,7 +71,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 {
     if (fpy_fast_ok(p)) {
         fp_entry_t *e = fp_entry_cached(t, key);
-        if (e && fp_try_enter(&p->core, t, e, callable, fp_tsc_read()))
+        if (e && fpy_try_enter(p, t, e, callable, p->delivery_c))
             return;
     }
     fpy_record_c_enter_slow(p, t, key, callable, self_arg);
@@ -57,7 +83,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                                         PyObject *self_arg, PyObject *missing)
 {
-    if (fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read()))
+    if (fpy_fast_ok(p) && fpy_try_leave(p, t, NULL, callable, p->delivery_c))
         return;
     fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }

@@ -104,7 +104,7 @@ def callpaths_to_file(nodes):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True, lines=None, only=None, fast=False)
+    max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -143,11 +143,16 @@ class Profile(_fastprof.Profiler):
       caller's own time.  ``builtins`` then defaults to False (True is a
       ValueError) and ``coroutines`` must be ``"call"``.  Refused while
       another frame evaluator is installed, or another fast profiler runs.
+    - ``compensate``: take the profiler's own cost out of every time
+      (default; each event's time inside the profiler, plus a per-event
+      delivery cost measured once per process at the first ``enable()``;
+      see docs/performance.md).  ``False`` gives raw times, as cProfile's;
+      a custom ``timer`` always gets raw times.
     """
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True, lines=None, only=None, fast=False):
+                 max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -168,6 +173,7 @@ class Profile(_fastprof.Profiler):
         threads = check_bool("threads", threads)
         callpaths = check_bool("callpaths", callpaths)
         gc = check_bool("gc", gc)
+        compensate = check_bool("compensate", compensate) and timer is None
         check_choice("clock", clock, CLOCKS)
         check_choice("coroutines", coroutines, COROUTINE_MODES)
         check_max_depth("max_depth", max_depth)
@@ -178,13 +184,14 @@ class Profile(_fastprof.Profiler):
                              % ("lines" if lines is not None else "only"))
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
-                         max_depth=max_depth, gc=gc, fast=fast)
+                         max_depth=max_depth, gc=gc, fast=fast, compensate=compensate)
         self._options = {
             "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
             "builtins": builtins, "threads": threads, "clock": clock,
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
-            "gc": gc, "fast": fast,
+            "gc": gc, "fast": fast, "compensate": compensate,
         }
+        self._calibrated = not compensate
         # line-level profiling (line_profiling.py): started before the C
         # enable() and stopped after its disable(), so none of it is recorded
         self._lines = None
@@ -309,6 +316,10 @@ class Profile(_fastprof.Profiler):
         it; the signal toggle calls it before its C handler enables
         (modes/signal_toggle.py)."""
         self._names_at_enable = _live_thread_names()
+        if not self._calibrated and not self.enabled:
+            from .calibration import calibrate  # (deferred: import fastprof adds nothing to cProfile's imports)
+            calibrate(self, self._options["fast"], self._options["clock"])
+            self._calibrated = True
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()
 

@@ -1,0 +1,116 @@
+"""The cost of an event that the profiler's clock cannot see.
+
+Each event's own time, from its callback's first clock read to its last,
+is taken out of every time in C (each thread's offset, docs/architecture.md
+"One event, end to end"). What happens before the first read and after the
+last (the interpreter delivering the event, the callback's entry and exit)
+is measured here, once per process for each kind of profiler (event source
+and clock), and handed to the C profiler with ``_set_compensation``:
+
+    a loop of N calls of an empty function (then of a C function, for C
+    events) runs unprofiled, then under a profiler that removes only what
+    its clock reads; the profiled loop's cumtime less the unprofiled time,
+    over the 2N events, is what is left per event.  The fastest of a few
+    runs of each is kept (the least disturbed by other processes).
+
+It takes a few milliseconds (docs/performance.md, "Profiler cost removed").
+"""
+import sys
+import time
+
+from . import _fastprof
+
+N_CALLS = 2000
+RUNS = 7
+
+# (fast, clock) -> (py, c, line) delivery costs in seconds
+_measured = {}
+
+
+def _noop():
+    pass
+
+
+def _loop_py(n, f=_noop):
+    for _ in range(n):
+        f()
+
+
+_ARG = ()
+
+
+def _loop_c(n, f=len, arg=_ARG):
+    for _ in range(n):
+        f(arg)
+
+
+def _unprofiled(loop, read):
+    best = None
+    for _ in range(RUNS):
+        t0 = read()
+        loop(N_CALLS)
+        took = read() - t0
+        best = took if best is None else min(best, took)
+    return best / 1e9
+
+
+def _profiled(loop, builtins, fast, clock):
+    """The fastest cumtime of *loop* over the runs, in seconds, under a
+    profiler that removes its in-callback time only."""
+    best = None
+    for _ in range(RUNS):
+        prof = _fastprof.Profiler(builtins=builtins, fast=fast, clock=clock)
+        prof._set_compensation(True)
+        prof.enable()
+        loop(N_CALLS)
+        prof.disable()
+        code = loop.__code__
+        took = [e.totaltime for e in prof.getstats() if e.code is code]
+        if took:
+            best = took[0] if best is None else min(best, took[0])
+    return best
+
+
+def _can_measure():
+    # a profile or trace hook of this thread would be replaced (<= 3.11) or
+    # its events would disturb the loops
+    return sys.getprofile() is None and sys.gettrace() is None
+
+
+def measure(fast=False, clock="wall"):
+    """(py, c, line): the delivery cost per event in seconds, measured now."""
+    read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
+    _loop_py(N_CALLS)  # warm: every call site specialised before timing
+    _loop_c(N_CALLS)
+    base_py = _unprofiled(_loop_py, read)
+    py = (_profiled(_loop_py, False, fast, clock) - base_py) / (2 * N_CALLS)
+    c = 0.0
+    if not fast:  # fast mode records no C function
+        base_c = _unprofiled(_loop_c, read)
+        c = (_profiled(_loop_c, True, fast, clock) - base_c) / (2 * N_CALLS)
+    return max(py, 0.0), max(c, 0.0), 0.0
+
+
+def delivery_costs(fast=False, clock="wall"):
+    """(py, c, line) in seconds for this kind of profiler: measured once per
+    process; zeros (nothing removed beyond the clock's reads) if it cannot
+    be measured now (another profiler or tracer is active)."""
+    key = (bool(fast), clock)
+    costs = _measured.get(key)
+    if costs is None:
+        if not _can_measure():
+            return (0.0, 0.0, 0.0)
+        try:
+            costs = measure(fast, clock)
+        except (RuntimeError, ValueError, OSError):
+            return (0.0, 0.0, 0.0)  # e.g. another frame evaluator: fast mode fails anyway
+        _measured[key] = costs
+    return costs
+
+
+def calibrate(prof, fast=False, clock="wall"):
+    """Give the C profiler *prof* (disabled, compensating) its delivery
+    costs, in its clock's ticks."""
+    tps = prof.clock_info()["ticks_per_second"]
+    py, c, line = delivery_costs(fast, clock)
+    prof._set_compensation(True, int(py * tps), int(c * tps), int(line * tps))
