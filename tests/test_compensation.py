@@ -339,3 +339,23 @@ def test_calibrated_profile_keeps_counts_and_sane_times():
     row = [v for k, v in prof.stats.items() if k[2] == "fact"][0]
     assert row[:2] == (1, 30)
     assert 0 <= row[2] <= row[3]
+
+
+def lined():
+    T[0] += 5
+    leaf()
+    T[0] += 7
+
+
+def test_line_times_and_own_times():
+    T[0] = 0
+    prof = Profile(fake_timer, 1.0, builtins=False, lines=[__name__ + ":lined"])
+    prof._set_compensation(True, 1, 1, 1)
+    prof.runcall(lined)
+    prof.create_stats()
+    key = [k for k in prof.stats if k[2] == "lined"][0]
+    assert prof.stats[key][2:4] == (12, 112)
+    first = lined.__code__.co_firstlineno
+    lines = prof.line_stats()[key]
+    assert lines == {first + 1: (1, 5), first + 2: (1, 100), first + 3: (1, 7)}
+    assert prof.line_own_stats()[key] == {first + 1: 5, first + 2: 0, first + 3: 7}
