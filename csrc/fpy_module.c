@@ -57,9 +57,9 @@ static int parse_choice(const char *what, const char *value, const char *a, cons
 
 static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"timer",      "timeunit",  "subcalls",  "builtins", "threads", "clock",
-                             "coroutines", "callpaths", "max_depth", "gc",       "fast",    "compensate",
-                             NULL};
+    static char *kwlist[] = {"timer", "timeunit",   "subcalls",  "builtins",  "threads",
+                             "clock", "coroutines", "callpaths", "max_depth", "gc",
+                             "fast",  "compensate", NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
     /* builtins: -1 when not given (fast=True then means False) */
@@ -515,11 +515,10 @@ static PyGetSetDef profiler_getset[] = {
 };
 
 static PyType_Slot profiler_slots[] = {
-    {Py_tp_doc,
-     "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
-     "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False, "
-     "compensate=True)\n--\n\n"
-     "The C profiler behind fastprof.Profile."},
+    {Py_tp_doc, "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
+                "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False, "
+                "compensate=True)\n--\n\n"
+                "The C profiler behind fastprof.Profile."},
     {Py_tp_new, (void *)profiler_new},
     {Py_tp_init, (void *)profiler_init},
     {Py_tp_dealloc, (void *)profiler_dealloc},

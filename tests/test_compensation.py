@@ -359,3 +359,61 @@ def test_line_times_and_own_times():
     lines = prof.line_stats()[key]
     assert lines == {first + 1: (1, 5), first + 2: (1, 100), first + 3: (1, 7)}
     assert prof.line_own_stats()[key] == {first + 1: 5, first + 2: 0, first + 3: 7}
+
+
+# -- what the file, the views and merge say ------------------------------------
+
+def _written(path, **options):
+    prof = Profile(**options)
+    prof.runcall(fact, 20)
+    prof.dump_stats(str(path))
+    return str(path)
+
+
+def test_the_file_says_what_was_removed(tmp_path):
+    from fastprof.profile_file import load_profile
+    on = load_profile(_written(tmp_path / "on.prof"))
+    off = load_profile(_written(tmp_path / "off.prof", compensate=False))
+    # 20 calls of fact and the C disable() call, each a call and a return
+    assert on.compensation["on"] is True
+    assert on.compensation["events"] == 2 * sum(v[1] for v in on.stats.values())
+    assert on.compensation["removed"] > 0
+    assert off.compensation == {"on": False, "removed": 0.0, "events": off.compensation["events"]}
+    timed = load_profile(_written(tmp_path / "timer.prof", timer=fake_timer))
+    assert timed.compensation["on"] is False
+
+
+def test_notes_and_merge():
+    from fastprof import cost_note
+    on = {"on": True, "removed": 0.5043, "events": 12_300_000}
+    assert cost_note.note(on) == "profiler cost removed: 41 ns/event, 12.3 M events"
+    assert cost_note.note({"on": False, "removed": 0.0, "events": 10}) == cost_note.RAW_NOTE
+    assert cost_note.note(None) is None
+    assert cost_note.combine([on, on]) == {"on": True, "removed": 1.0086, "events": 24_600_000}
+    mixed = cost_note.combine([on, {"on": False, "removed": 0.0, "events": 100}])
+    assert mixed["on"] is None and mixed["events"] == 12_300_100
+    assert "some of the summed profiles only" in cost_note.note(mixed)
+    assert cost_note.combine([None, None]) is None
+
+
+def test_view_html_merge_and_cli_header(tmp_path):
+    from fastprof.exports.html import report_data
+    from fastprof.merge import merge_profiles
+    from fastprof.profile_file import load_profile
+    from helpers import cli_env, run_python
+    on, off = _written(tmp_path / "on.prof"), _written(tmp_path / "off.prof", compensate=False)
+    out = run_python(["-m", "fastprof.cli", "view", on], env=cli_env()).stdout
+    assert any(ln.startswith("profiler cost removed: ") and ln.endswith(" events")
+               for ln in out.splitlines()), out
+    out = run_python(["-m", "fastprof.cli", "view", off], env=cli_env()).stdout
+    assert "raw times: the profiler's own cost is included" in out
+    assert report_data(load_profile(on))["cost"].startswith("profiler cost removed: ")
+    summed = merge_profiles([load_profile(on), load_profile(on)])
+    assert summed.compensation["on"] is True
+    assert summed.compensation["events"] == 2 * load_profile(on).compensation["events"]
+    script = tmp_path / "prog.py"
+    script.write_text("def f():\n    return 1\nfor _ in range(100):\n    f()\n")
+    out = run_python(["-m", "fastprof", str(script)], env=cli_env()).stdout
+    assert out.splitlines()[0].startswith("profiler cost removed: "), out
+    out = run_python(["-m", "fastprof", "--no-compensate", str(script)], env=cli_env()).stdout
+    assert out.splitlines()[0].startswith("raw times"), out

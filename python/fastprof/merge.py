@@ -30,6 +30,7 @@
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from . import cost_note
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from .profile_file import CallPaths, ProfileData
 from .thread_groups import thread_pattern
@@ -107,6 +108,7 @@ class ProfileSum:
         # the inputs' only= patterns (None: unscoped) and fast flags
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
         self._fast: Set[bool] = set()
+        self._compensation = None  # cost_note.combine of the inputs so far
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
@@ -134,6 +136,8 @@ class ProfileSum:
         self.clocks.add(p.clock)
         self._scopes.add(tuple(p.only) if p.only is not None else None)
         self._fast.add(p.fast)
+        self._compensation = (p.compensation if self.count == 1 else
+                              cost_note.combine([self._compensation, p.compensation]))
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
             for i, t in self._threads:
@@ -169,6 +173,7 @@ class ProfileSum:
         elif None not in self._scopes:
             data.only = sorted({p for scope in self._scopes for p in scope})
         data.fast = self._fast == {True}
+        data.compensation = self._compensation
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id

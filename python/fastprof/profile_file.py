@@ -25,6 +25,7 @@ Trailer (a plain dict; only marshal-able values)::
       "lines_own": {(file, line, name): {lineno: seconds}},      # optional
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
+      "compensation": {"on": bool, "removed": seconds, "events": int},  # optional
     }
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
@@ -37,7 +38,10 @@ the calls made from it, for the functions of ``lines`` where it is exact.
 scoped to; calls into other Python code are in their callers' own time.
 ``fast`` (``--fast``, ``Profile(fast=True)``): Python functions only; C
 functions' time is in their callers' own time.  Both are there so a viewer
-of the file can say what it leaves out.
+of the file can say what it leaves out.  ``compensation`` (added without a
+version bump): whether the profiler's own cost was taken out of the times,
+how much in all and over how many events (a call and a return per call;
+``on`` is None in a sum of profiles that differ): ``cost_note.py``.
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -59,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .atomic_file import write_atomically
+from .cost_note import check as check_compensation
 from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
@@ -107,10 +112,13 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # the profiler's own cost taken out or not (cost_note.py); None: not said
+    compensation: Optional[Dict[str, Any]] = None
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
-                and not self.lines and self.only is None and not self.fast:
+                and not self.lines and self.only is None and not self.fast \
+                and self.compensation is None:
             return None
         out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
         if self.clock is not None:
@@ -131,6 +139,8 @@ class ProfileData:
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
+        if self.compensation is not None:
+            out["compensation"] = dict(self.compensation)
         return out
 
 
@@ -183,6 +193,7 @@ def load_profile(path) -> ProfileData:
         data.fast = bool(trailer.get("fast", False))
         data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
                           for k, v in trailer.get("lines_own", {}).items()}
+        data.compensation = check_compensation(trailer.get("compensation"))
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

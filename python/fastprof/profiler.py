@@ -506,6 +506,7 @@ class Profile(_fastprof.Profiler):
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
                            qualnames=qualnames_of(e.code for e in entries),
                            only=self._options.get("only"), fast=self._options["fast"])
+        data.compensation = self.compensation(data.stats)
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data
@@ -518,6 +519,19 @@ class Profile(_fastprof.Profiler):
         data.lines_own = self.line_own_stats()
         data.only = self._options.get("only")
         data.fast = self._options["fast"]
+        data.compensation = self.compensation(data.stats)
+
+    def compensation(self, stats=None):
+        """Whether this profiler took its own cost out of the times, how
+        much (seconds, every thread) and over how many events (a call and a
+        return per call of *stats*, by default its stats): the ``.prof``
+        trailer's ``compensation`` (cost_note.py)."""
+        from .cost_note import record  # (deferred: import fastprof adds nothing to cProfile's imports)
+        if stats is None:
+            self.create_stats()
+            stats = self.stats
+        info = self._compensation()
+        return record(info["compensate"], info["removed"], stats)
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;

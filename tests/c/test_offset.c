@@ -69,10 +69,10 @@ static void resume(fixture_t *fx, const void *key, const void *ident, fp_time_t 
 static void test_callback_time_removed(void **state)
 {
     FIX;
-    call(fx, KA, 100, 103);    /* offset 3 */
-    call(fx, KB, 113, 116);    /* a ran 113-103 = 10; offset 6 */
-    ret(fx, KB, 136, 139);     /* b ran 20; offset 9 */
-    ret(fx, KA, 144, 147);     /* a ran 5 more */
+    call(fx, KA, 100, 103); /* offset 3 */
+    call(fx, KB, 113, 116); /* a ran 113-103 = 10; offset 6 */
+    ret(fx, KB, 136, 139);  /* b ran 20; offset 9 */
+    ret(fx, KA, 144, 147);  /* a ran 5 more */
     assert_entry(t, KB, 1, 0, 20, 20);
     assert_entry(t, KA, 1, 0, 35, 15);
     assert_edge(t, KA, KB, 1, 0, 20, 20);
@@ -86,7 +86,7 @@ static void test_delivery_cost_removed(void **state)
 {
     FIX;
     fx->extra = 2;
-    call(fx, KA, 0, 1);  /* offset 3 */
+    call(fx, KA, 0, 1);   /* offset 3 */
     call(fx, KB, 14, 15); /* a: 14 - 3 = 11 */
     ret(fx, KB, 38, 39);  /* b: (38 - 6) - 11 = 21 */
     ret(fx, KA, 45, 46);  /* a: (45 - 9) - 32 = 4 more */
@@ -120,12 +120,12 @@ static void test_recursion(void **state)
 static void test_generator_wall_mode(void **state)
 {
     FIX;
-    call(fx, KA, 0, 2);              /* offset 2 */
-    call(fx, KG, 5, 7);              /* a: 3; offset 4 */
-    yield(fx, KG, G1, 17, 19);       /* g: 10; offset 6 */
-    resume(fx, KG, G1, 26, 28);      /* a: 7 while g parked; offset 8 */
-    ret(fx, KG, 30, 32);             /* g: 2 more; offset 10 */
-    ret(fx, KA, 40, 42);             /* a: 8 more */
+    call(fx, KA, 0, 2);         /* offset 2 */
+    call(fx, KG, 5, 7);         /* a: 3; offset 4 */
+    yield(fx, KG, G1, 17, 19);  /* g: 10; offset 6 */
+    resume(fx, KG, G1, 26, 28); /* a: 7 while g parked; offset 8 */
+    ret(fx, KG, 30, 32);        /* g: 2 more; offset 10 */
+    ret(fx, KA, 40, 42);        /* a: 8 more */
     /* g: own 12, cumtime 12 + 7 suspended = 19; a: own 3 + 7 + 8 = 18,
      * cumtime 3 + 19 + 8 = 30 */
     assert_entry(t, KG, 1, 0, 19, 12);
@@ -137,12 +137,12 @@ static void test_generator_wall_mode(void **state)
 static void test_surplus_is_owed_never_negative(void **state)
 {
     FIX;
-    fx->extra = 10;               /* far more than the 1 tick between events */
-    call(fx, KA, 0, 1);           /* offset 11 */
-    call(fx, KB, 2, 3);           /* 2 - 11 < 0: stands at 0; offset 22 */
-    ret(fx, KB, 4, 5);            /* 4 - 22: stands at 0; offset 33 */
+    fx->extra = 10;     /* far more than the 1 tick between events */
+    call(fx, KA, 0, 1); /* offset 11 */
+    call(fx, KB, 2, 3); /* 2 - 11 < 0: stands at 0; offset 22 */
+    ret(fx, KB, 4, 5);  /* 4 - 22: stands at 0; offset 33 */
     assert_entry(t, KB, 1, 0, 0, 0);
-    ret(fx, KA, 100, 101);        /* 100 - 33 = 67 */
+    ret(fx, KA, 100, 101); /* 100 - 33 = 67 */
     assert_entry(t, KA, 1, 0, 67, 67);
     assert_int_equal(t->last_now, 67);
 }

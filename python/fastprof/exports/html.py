@@ -31,6 +31,7 @@ import pkgutil
 import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
+from .. import cost_note
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
 from ..line_view import function_total, hottest
 from ..model import is_builtin
@@ -271,6 +272,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         "clock": data.clock,
         "only": data.only,
         "fast": data.fast,
+        "cost": cost_note.note(data.compensation),
         "functions": functions,
         "views": views,
         "sources": sources,
