@@ -21,28 +21,27 @@ FP_FORCE_INLINE int fpy_fast_ok(const fpy_profiler_t *p)
     return p->clock.kind == FP_CLOCK_TSC && p->enabled;
 }
 
-/* fp_try_enter with the TSC read now, and, when done, the event's cost
- * charged to the thread (fpy_charge, inline: a second TSC read). */
+/* fp_try_enter with the TSC read now and, when done, the event's cost
+ * charged to the thread. A fast-path event costs about the same every
+ * time, so its cost is not read (a second TSC read would add several ns
+ * to every event) but calibrated whole, delivery and callback together
+ * (`delivery`, python/fastprof/calibration.py: 0 with compensation off,
+ * so raw times need no test here); the general path reads its own. */
 FP_FORCE_INLINE int fpy_try_enter(fpy_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
                                   fp_time_t delivery)
 {
-    fp_time_t raw = fp_tsc_read();
-    if (!fp_try_enter(&p->core, t, e, ident, fp_program_time(t, raw)))
+    if (!fp_try_enter(&p->core, t, e, ident, fp_program_time(t, fp_tsc_read())))
         return 0;
-    if (p->compensate)
-        fp_charge(t, raw, fp_tsc_read(), delivery);
+    t->offset += delivery;
     return 1;
 }
 
 /* fp_try_leave the same way. */
-FP_FORCE_INLINE int fpy_try_leave(fpy_profiler_t *p, fp_thread_t *t, const void *key, const void *ident,
-                                  fp_time_t delivery)
+FP_FORCE_INLINE int fpy_try_leave(fp_thread_t *t, const void *key, const void *ident, fp_time_t delivery)
 {
-    fp_time_t raw = fp_tsc_read();
-    if (!fp_try_leave(t, key, ident, fp_program_time(t, raw)))
+    if (!fp_try_leave(t, key, ident, fp_program_time(t, fp_tsc_read())))
         return 0;
-    if (p->compensate)
-        fp_charge(t, raw, fp_tsc_read(), delivery);
+    t->offset += delivery;
     return 1;
 }
 
@@ -61,7 +60,7 @@ FP_FORCE_INLINE void fpy_record_py_leave(fpy_profiler_t *p, fp_thread_t *t, PyCo
                                          const void *frame, int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && fpy_frame_parks(p, code)) &&
-        fpy_try_leave(p, t, code, NULL, p->delivery_py))
+        fpy_try_leave(t, code, NULL, p->delivery_py))
         return;
     fpy_record_py_leave_slow(p, t, code, frame, suspending);
 }
@@ -83,7 +82,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                                         PyObject *self_arg, PyObject *missing)
 {
-    if (fpy_fast_ok(p) && fpy_try_leave(p, t, NULL, callable, p->delivery_c))
+    if (fpy_fast_ok(p) && fpy_try_leave(t, NULL, callable, p->delivery_c))
         return;
     fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }

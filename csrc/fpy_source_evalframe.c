@@ -96,7 +96,7 @@ static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwf
     PyObject *result = fpy_eval_default(ts, frame, throwflag);
     /* p may be gone (disabled and freed) or cleared (t freed) meanwhile */
     if (active_epoch == epoch && p->generation == gen &&
-        !(fpy_fast_ok(p) && fpy_try_leave(p, t, code, NULL, p->delivery_py)))
+        !(fpy_fast_ok(p) && fpy_try_leave(t, code, NULL, p->delivery_py)))
         record_slow(fpy_record_py_leave_slow, p, t, code, ts);
     return result;
 }
