@@ -1,19 +1,24 @@
-"""The cost of an event that the profiler's clock cannot see.
+"""The cost of an event that the profiler's clock does not read.
 
-Each event's own time, from its callback's first clock read to its last,
-is taken out of every time in C (each thread's offset, docs/architecture.md
-"One event, end to end"). What happens before the first read and after the
-last (the interpreter delivering the event, the callback's entry and exit)
-is measured here, once per process for each kind of profiler (event source
-and clock), and handed to the C profiler with ``_set_compensation``:
+The profiler's own time is taken out of every time in C (each thread's
+account, docs/architecture.md "One event, end to end"). The general path
+reads it: from its callback's first clock read to its last. What happens
+outside those reads (the interpreter delivering the event, the callback's
+entry and exit) and the whole of a fast-path event (whose cost hardly
+varies, so it is charged as a constant rather than read with a second TSC
+read per event) is measured here, once per process for each kind of
+profiler (event source and clock), and handed to the C profiler with
+``_set_compensation``:
 
     a loop of N calls of an empty function (then of a C function, for C
     events) runs unprofiled, then under a profiler that removes only what
-    its clock reads; the profiled loop's cumtime less the unprofiled time,
-    over the 2N events, is what is left per event.  The fastest of a few
-    runs of each is kept (the least disturbed by other processes).
+    the general path reads; the profiled loop's cumtime less the
+    unprofiled time, over the 2N events, is what is left per event.  The
+    fastest of a few runs of each is kept (the least disturbed by other
+    processes).
 
-It takes a few milliseconds (docs/performance.md, "Profiler cost removed").
+It takes a few milliseconds, when the first compensating profiler of a
+kind is made (docs/performance.md, "Profiler cost removed").
 """
 import sys
 import time
@@ -72,9 +77,13 @@ def _profiled(loop, builtins, fast, clock):
 
 
 def _can_measure():
-    # a profile or trace hook of this thread would be replaced (<= 3.11) or
-    # its events would disturb the loops
-    return sys.getprofile() is None and sys.gettrace() is None
+    # a profile or trace hook of this thread would be replaced (<= 3.11), or
+    # another tool's events (3.12+: any tool registered with sys.monitoring,
+    # another profiler, a debugger, coverage) would be in the loops' times
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return False
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is None or all(monitoring.get_tool(i) is None for i in range(6))
 
 
 def measure(fast=False, clock="wall"):
@@ -93,8 +102,9 @@ def measure(fast=False, clock="wall"):
 
 def delivery_costs(fast=False, clock="wall"):
     """(py, c, line) in seconds for this kind of profiler: measured once per
-    process; zeros (nothing removed beyond the clock's reads) if it cannot
-    be measured now (another profiler or tracer is active)."""
+    process; zeros if it cannot be measured now (another profiler or tracer
+    is active; measured again at the next profiler): then only what the
+    general path reads of its own time is removed."""
     key = (bool(fast), clock)
     costs = _measured.get(key)
     if costs is None:

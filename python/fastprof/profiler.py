@@ -145,7 +145,8 @@ class Profile(_fastprof.Profiler):
       another frame evaluator is installed, or another fast profiler runs.
     - ``compensate``: take the profiler's own cost out of every time
       (default; each event's time inside the profiler, plus a per-event
-      delivery cost measured once per process at the first ``enable()``;
+      delivery cost measured once per process, when the first such
+      profiler is made;
       see docs/performance.md).  ``False`` gives raw times, as cProfile's;
       a custom ``timer`` always gets raw times.
     """
@@ -191,7 +192,12 @@ class Profile(_fastprof.Profiler):
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
             "gc": gc, "fast": fast, "compensate": compensate,
         }
-        self._calibrated = not compensate
+        if compensate:
+            # the per-event cost the clock cannot see: measured once per
+            # process (a few ms), here rather than in enable() so that it is
+            # never inside a timed region (calibration.py)
+            from .calibration import calibrate  # (deferred: import fastprof adds nothing to cProfile's imports)
+            calibrate(self, fast, clock)
         # line-level profiling (line_profiling.py): started before the C
         # enable() and stopped after its disable(), so none of it is recorded
         self._lines = None
@@ -316,10 +322,6 @@ class Profile(_fastprof.Profiler):
         it; the signal toggle calls it before its C handler enables
         (modes/signal_toggle.py)."""
         self._names_at_enable = _live_thread_names()
-        if not self._calibrated and not self.enabled:
-            from .calibration import calibrate  # (deferred: import fastprof adds nothing to cProfile's imports)
-            calibrate(self, self._options["fast"], self._options["clock"])
-            self._calibrated = True
         if self._ended_before_start is None:
             self._ended_before_start = _ended_threads()
 
