@@ -58,7 +58,9 @@ typedef struct fpy_profiler {
     /* Take the profiler's own time out of every time (each thread's
      * `offset`, fp_charge): on by default, off for compensate=False and a
      * custom timer (cProfile's raw times). The delivery costs, in clock
-     * ticks, are the calibrated parts of an event outside its clock reads
+     * ticks, are the calibrated parts of an event that no clock read sees:
+     * on the general path what comes before its first read and after its
+     * last; on the fast path the whole event, which reads the clock once
      * (python/fastprof/calibration.py sets them with _set_compensation). */
     int compensate;
     fp_time_t delivery_py;   /* a Python frame's event (call, return, yield, resume) */
