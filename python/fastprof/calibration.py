@@ -7,7 +7,7 @@ outside those reads (the interpreter delivering the event, the callback's
 entry and exit) and the whole of a fast-path event (whose cost hardly
 varies, so it is charged as a constant rather than read with a second TSC
 read per event) is measured here, once per process for each kind of
-profiler (event source and clock), and handed to the C profiler with
+profiler (event source, clock, builtins), and handed to the C profiler with
 ``_set_compensation``:
 
     a loop of N calls of an empty function (then of a C function, for C
@@ -28,7 +28,7 @@ from . import _fastprof
 N_CALLS = 2000
 RUNS = 7
 
-# (fast, clock) -> (py, c, line) delivery costs in seconds
+# (fast, clock, builtins) -> (py, c, line) delivery costs in seconds
 _measured = {}
 
 
@@ -86,41 +86,43 @@ def _can_measure():
     return monitoring is None or all(monitoring.get_tool(i) is None for i in range(6))
 
 
-def measure(fast=False, clock="wall"):
-    """(py, c, line): the delivery cost per event in seconds, measured now."""
+def measure(fast=False, clock="wall", builtins=True):
+    """(py, c, line): the delivery cost per event in seconds, measured now.
+    *builtins* as the profiler's: on 3.12+ it makes every call report a
+    CALL event, which a Python function's call then costs too."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
     _loop_py(N_CALLS)  # warm: every call site specialised before timing
     _loop_c(N_CALLS)
     base_py = _unprofiled(_loop_py, read)
-    py = (_profiled(_loop_py, False, fast, clock) - base_py) / (2 * N_CALLS)
+    py = (_profiled(_loop_py, builtins, fast, clock) - base_py) / (2 * N_CALLS)
     c = 0.0
-    if not fast:  # fast mode records no C function
+    if builtins:  # else no C function is recorded
         base_c = _unprofiled(_loop_c, read)
         c = (_profiled(_loop_c, True, fast, clock) - base_c) / (2 * N_CALLS)
     return max(py, 0.0), max(c, 0.0), 0.0
 
 
-def delivery_costs(fast=False, clock="wall"):
+def delivery_costs(fast=False, clock="wall", builtins=True):
     """(py, c, line) in seconds for this kind of profiler: measured once per
     process; zeros if it cannot be measured now (another profiler or tracer
     is active; measured again at the next profiler): then only what the
     general path reads of its own time is removed."""
-    key = (bool(fast), clock)
+    key = (bool(fast), clock, bool(builtins))
     costs = _measured.get(key)
     if costs is None:
         if not _can_measure():
             return (0.0, 0.0, 0.0)
         try:
-            costs = measure(fast, clock)
+            costs = measure(fast, clock, builtins)
         except (RuntimeError, ValueError, OSError):
             return (0.0, 0.0, 0.0)  # e.g. another frame evaluator: fast mode fails anyway
         _measured[key] = costs
     return costs
 
 
-def calibrate(prof, fast=False, clock="wall"):
+def calibrate(prof, fast=False, clock="wall", builtins=True):
     """Give the C profiler *prof* (disabled, compensating) its delivery
     costs, in its clock's ticks."""
     tps = prof.clock_info()["ticks_per_second"]
-    py, c, line = delivery_costs(fast, clock)
+    py, c, line = delivery_costs(fast, clock, builtins)
     prof._set_compensation(True, int(py * tps), int(c * tps), int(line * tps))
