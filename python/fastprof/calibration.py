@@ -10,12 +10,12 @@ read per event) is measured here, once per process for each kind of
 profiler (event source, clock, builtins), and handed to the C profiler with
 ``_set_compensation``:
 
-    a loop of N calls of an empty function (then of C functions, for C
-    events) runs unprofiled, then under a profiler that removes only what
-    the general path reads; the profiled loop's cumtime less the
-    unprofiled time, over the 2N events, is what is left per event.  The
-    fastest of a few runs of each is kept (the least disturbed by other
-    processes).
+    a loop of N calls of an empty function and resumes of a generator
+    (then of C functions, for C events) runs unprofiled, then under a
+    profiler that removes only what the general path reads; the profiled
+    loop's cumtime less the unprofiled time, over its events, is what is
+    left per event.  The fastest of a few runs of each is kept (the least
+    disturbed by other processes).
 
 It takes a few milliseconds, when the first compensating profiler of a
 kind is made (docs/performance.md, "Profiler cost removed").
@@ -36,8 +36,14 @@ def _noop():
     pass
 
 
+def _numbers(n):
+    for i in range(n):
+        yield i
+
+
 def _loop_py(n, f=_noop):
-    for _ in range(n):
+    # a call and a generator's resume and yield each round: 4 Python events
+    for _ in _numbers(n):
         f()
 
 
@@ -97,7 +103,7 @@ def measure(fast=False, clock="wall", builtins=True):
     _loop_py(N_CALLS)  # warm: every call site specialised before timing
     _loop_c(N_CALLS)
     base_py = _unprofiled(_loop_py, read)
-    py = (_profiled(_loop_py, builtins, fast, clock) - base_py) / (2 * N_CALLS)
+    py = (_profiled(_loop_py, builtins, fast, clock) - base_py) / (4 * N_CALLS)
     c = 0.0
     if builtins:  # else no C function is recorded
         base_c = _unprofiled(_loop_c, read)
