@@ -361,6 +361,24 @@ def test_line_times_and_own_times():
     assert prof.line_own_stats()[key] == {first + 1: 5, first + 2: 0, first + 3: 7}
 
 
+def test_fast_path_charges_its_constant():
+    # the TSC clock: calls and returns take the fast path, which charges the
+    # calibrated constant (here set by hand) instead of reading its cost
+    prof = _fastprof.Profiler(builtins=False)
+    tps = prof.clock_info()["ticks_per_second"]
+    prof._set_compensation(True, 1000, 1000, 0)
+    for _ in range(3):  # the first rounds make the entries and edges
+        run(prof, fact, 20)
+    events = 2 * sum(e.callcount for e in prof.getstats())
+    removed = prof._compensation()["removed"] * tps
+    # every event is charged 1000 ticks, the general path's own reads on top
+    assert removed >= events * 1000 - 1
+    assert_nonnegative(prof)
+    raw = _fastprof.Profiler(builtins=False, compensate=False)
+    run(raw, fact, 20)
+    assert raw._compensation()["removed"] == 0.0
+
+
 # -- what the file, the views and merge say ------------------------------------
 
 def _written(path, **options):
