@@ -435,3 +435,14 @@ def test_view_html_merge_and_cli_header(tmp_path):
     assert out.splitlines()[0].startswith("profiler cost removed: "), out
     out = run_python(["-m", "fastprof", "--no-compensate", str(script)], env=cli_env()).stdout
     assert out.splitlines()[0].startswith("raw times"), out
+
+
+def test_compensation_does_not_stop_profiling():
+    prof = Profile(builtins=False)
+    prof.enable()
+    fact(3)
+    info = prof.compensation()
+    assert prof.enabled
+    prof.disable()
+    # fact x3, each a call and a return, and what ran before compensation() read them
+    assert info["on"] is True and info["events"] >= 6

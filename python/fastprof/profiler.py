@@ -526,14 +526,16 @@ class Profile(_fastprof.Profiler):
     def compensation(self, stats=None):
         """Whether this profiler took its own cost out of the times, how
         much (seconds, every thread) and over how many events (a call and a
-        return per call of *stats*, by default its stats): the ``.prof``
-        trailer's ``compensation`` (cost_note.py)."""
+        return per call of *stats*, a pstats dict; by default all its
+        calls so far): the ``.prof`` trailer's ``compensation``
+        (cost_note.py).  Does not stop profiling."""
         from .cost_note import record  # (deferred: import fastprof adds nothing to cProfile's imports)
         if stats is None:
-            self.create_stats()
-            stats = self.stats
+            calls = sum(e.callcount for e in self.getstats())
+        else:
+            calls = sum(int(v[1]) for v in stats.values())
         info = self._compensation()
-        return record(info["compensate"], info["removed"], stats)
+        return record(info["compensate"], info["removed"], calls)
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;

@@ -454,7 +454,8 @@ def _usable_stdout():
 def _print_output(prof, options):
     _usable_stdout()
     from .cost_note import note  # (deferred: nothing before the program)
-    print(note(prof.compensation()))  # whether the profiler's cost is in the times
+    prof.create_stats()  # stops it, as print_stats() would
+    print(note(prof.compensation(prof.stats)))  # whether the profiler's cost is in the times
     if not options.per_thread:
         prof.print_stats(options.sort)
         _print_lines(prof)
