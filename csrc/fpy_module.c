@@ -132,7 +132,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     /* a custom timer gets raw times, as in cProfile (its test suite's
      * numbers are exact); only _set_compensation turns it on then */
     p->compensate = compensate && timer == Py_None;
-    p->delivery_py = p->delivery_c = p->delivery_line = 0;
+    p->delivery_py = p->delivery_resume = p->delivery_c = p->delivery_line = 0;
     p->generation++;
     return 0;
 }
@@ -372,9 +372,11 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
 static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
 {
     int on;
-    long long py = 0, c = 0, line = 0;
-    if (!PyArg_ParseTuple(args, "p|LLL:_set_compensation", &on, &py, &c, &line))
+    long long py = 0, c = 0, line = 0, resume = -1;
+    if (!PyArg_ParseTuple(args, "p|LLLL:_set_compensation", &on, &py, &c, &line, &resume))
         return NULL;
+    if (resume < 0)
+        resume = py;
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot change the compensation of an enabled profiler");
         return NULL;
@@ -385,22 +387,24 @@ static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
     }
     p->compensate = on;
     p->delivery_py = on ? (fp_time_t)py : 0;
+    p->delivery_resume = on ? (fp_time_t)resume : 0;
     p->delivery_c = on ? (fp_time_t)c : 0;
     p->delivery_line = on ? (fp_time_t)line : 0;
     Py_RETURN_NONE;
 }
 
 /* _compensation(): {'compensate': bool, 'removed': seconds, 'delivery':
- * (py, c, line) in clock ticks}. */
+ * (py, c, line) in clock ticks, 'resume': ticks}. */
 static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_time_t removed = 0;
     for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
         removed += t->offset;
     double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
-    return Py_BuildValue("{sOsds(LLL)}", "compensate", p->compensate ? Py_True : Py_False, "removed",
+    return Py_BuildValue("{sOsds(LLL)sL}", "compensate", p->compensate ? Py_True : Py_False, "removed",
                          (double)removed / tps, "delivery", (long long)p->delivery_py,
-                         (long long)p->delivery_c, (long long)p->delivery_line);
+                         (long long)p->delivery_c, (long long)p->delivery_line, "resume",
+                         (long long)p->delivery_resume);
 }
 
 static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure))
@@ -500,12 +504,14 @@ static PyMethodDef profiler_methods[] = {
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
      "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
     {"_set_compensation", (PyCFunction)profiler_set_compensation, METH_VARARGS,
-     "_set_compensation($self, on, py=0, c=0, line=0, /)\n--\n\n"
+     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, /)\n--\n\n"
      "Private: compensation on or off (on even with a custom timer: tests), and the "
-     "delivery cost of each kind of event in clock ticks. Only while disabled."},
+     "delivery cost of each kind of event in clock ticks (resume < 0: py's). Only while "
+     "disabled."},
     {"_compensation", (PyCFunction)profiler_compensation, METH_NOARGS,
      "_compensation($self, /)\n--\n\n"
-     "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks}."},
+     "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks, "
+     "'resume': ticks}."},
     {NULL, NULL, 0, NULL},
 };
 

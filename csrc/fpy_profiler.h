@@ -63,9 +63,11 @@ typedef struct fpy_profiler {
      * last; on the fast path the whole event, which reads the clock once
      * (python/fastprof/calibration.py sets them with _set_compensation). */
     int compensate;
-    fp_time_t delivery_py;   /* a Python frame's event (call, return, yield, resume) */
-    fp_time_t delivery_c;    /* a C function's call or return */
-    fp_time_t delivery_line; /* a line event of a LineCounter bound to this profiler */
+    fp_time_t delivery_py;     /* a Python frame's call or return (before 3.12: any event) */
+    fp_time_t delivery_resume; /* 3.12+: a generator's resume or yield (PY_RESUME, PY_YIELD),
+                                  which costs less than a call (no CALL event) */
+    fp_time_t delivery_c;      /* a C function's call or return */
+    fp_time_t delivery_line;   /* a line event of a LineCounter bound to this profiler */
     /* Users (code objects, names) released by the core, DECREF'd once the
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
@@ -115,6 +117,18 @@ static inline fp_time_t fpy_now(fpy_profiler_t *p)
     if (p->clock.kind != FP_CLOCK_CUSTOM)
         return fp_clock_now(&p->clock);
     return fpy_now_custom(p);
+}
+
+/* The delivery cost of a Python frame's enter (`first`: a first start,
+ * PY_START) or leave (`suspending`: a yield), constants in each callback. */
+FP_FORCE_INLINE fp_time_t fpy_delivery_enter(const fpy_profiler_t *p, int first)
+{
+    return first ? p->delivery_py : p->delivery_resume;
+}
+
+FP_FORCE_INLINE fp_time_t fpy_delivery_leave(const fpy_profiler_t *p, int suspending)
+{
+    return suspending ? p->delivery_resume : p->delivery_py;
 }
 
 /* Program time on `t` of the reading `raw` (fp_program_time), or the

@@ -126,7 +126,7 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
         (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
-    fpy_charge(p, t, raw, p->delivery_py);
+    fpy_charge(p, t, raw, fpy_delivery_enter(p, first));
 }
 
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
@@ -141,7 +141,7 @@ FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
         fp_suspend(&p->core, t, code, frame, now);
     else
         fp_leave(&p->core, t, code, now);
-    fpy_charge(p, t, raw, p->delivery_py);
+    fpy_charge(p, t, raw, fpy_delivery_leave(p, suspending));
 }
 
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,

@@ -50,7 +50,7 @@ FP_FORCE_INLINE void fpy_record_py_enter(fpy_profiler_t *p, fp_thread_t *t, PyCo
 {
     if (fpy_fast_ok(p) && !fpy_frame_parks(p, code)) {
         fp_entry_t *e = fp_entry_cached(t, code);
-        if (e && fpy_try_enter(p, t, e, NULL, p->delivery_py))
+        if (e && fpy_try_enter(p, t, e, NULL, fpy_delivery_enter(p, first)))
             return;
     }
     fpy_record_py_enter_slow(p, t, code, frame, first);
@@ -60,7 +60,7 @@ FP_FORCE_INLINE void fpy_record_py_leave(fpy_profiler_t *p, fp_thread_t *t, PyCo
                                          const void *frame, int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && fpy_frame_parks(p, code)) &&
-        fpy_try_leave(t, code, NULL, p->delivery_py))
+        fpy_try_leave(t, code, NULL, fpy_delivery_leave(p, suspending)))
         return;
     fpy_record_py_leave_slow(p, t, code, frame, suspending);
 }

@@ -121,7 +121,8 @@ def test_raw_times_without_compensation():
     assert st["leaf"] == (2, 0, 202, 202)
     assert st["mid"] == (1, 0, 22, 123)
     assert st["top"] == (1, 0, 6, 230)
-    assert prof._compensation() == {"compensate": False, "removed": 0.0, "delivery": (0, 0, 0)}
+    assert prof._compensation() == {"compensate": False, "removed": 0.0, "delivery": (0, 0, 0),
+                                    "resume": 0}
 
 
 def test_compensate_false_and_timer_are_raw_for_profile():

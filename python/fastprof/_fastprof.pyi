@@ -67,6 +67,7 @@ class _Compensation(TypedDict):
     compensate: bool
     removed: float  # seconds taken out of the times, every thread (since clear())
     delivery: tuple[int, int, int]  # per event, clock ticks: Python, C function, line
+    resume: int  # per generator resume or yield (3.12+; before, the Python one)
 
 @disjoint_base  # a C layout of its own: no class can inherit from it and another such base
 class Profiler:
@@ -107,7 +108,9 @@ class Profiler:
     # Private (calibration.py, tests): compensation on or off, on even with a
     # custom timer (a fake clock in tests/test_compensation.py), and the
     # delivery cost per event in clock ticks; only while disabled
-    def _set_compensation(self, on: bool, py: int = 0, c: int = 0, line: int = 0, /) -> None: ...
+    def _set_compensation(
+        self, on: bool, py: int = 0, c: int = 0, line: int = 0, resume: int = -1, /
+    ) -> None: ...  # resume < 0: py's
     def _compensation(self, /) -> _Compensation: ...  # private: what was removed
 
 @final

@@ -25,10 +25,10 @@ import time
 
 from . import _fastprof
 
-N_CALLS = 2000
-RUNS = 7
+N_CALLS = 500
+RUNS = 15
 
-# (fast, clock, builtins) -> (py, c, line) delivery costs in seconds
+# (fast, clock, builtins) -> (py, c, line, resume) delivery costs in seconds
 _measured = {}
 
 
@@ -43,8 +43,24 @@ def _numbers(n):
 
 def _loop_py(n, f=_noop):
     # a call and a generator's resume and yield each round: 4 Python events
+    # (before 3.12 a call and a resume are the same event to the profiler)
     for _ in _numbers(n):
         f()
+
+
+def _loop_calls(n, f=_noop):
+    for _ in range(n):
+        f()
+
+
+def _loop_resumes(n):
+    for _ in _numbers(n):
+        pass
+
+
+# 3.12+: a call reports PY_START (and CALL with builtins), a resume
+# PY_RESUME: they are measured, and charged, apart
+CALLS_APART = sys.version_info >= (3, 12)
 
 
 _ARG = ()
@@ -95,24 +111,32 @@ def _can_measure():
     return monitoring is None or all(monitoring.get_tool(i) is None for i in range(6))
 
 
+def _cost(loop, events, builtins, fast, clock, read):
+    base = _unprofiled(loop, read)
+    return max((_profiled(loop, builtins, fast, clock) - base) / events, 0.0)
+
+
 def measure(fast=False, clock="wall", builtins=True):
-    """(py, c, line): the delivery cost per event in seconds, measured now.
-    *builtins* as the profiler's: on 3.12+ it makes every call report a
-    CALL event, which a Python function's call then costs too."""
+    """(py, c, line, resume): the delivery cost per event in seconds,
+    measured now (resume: a generator's resume or yield on 3.12+, else
+    py). *builtins* as the profiler's: on 3.12+ it makes every call report
+    a CALL event, which a Python function's call then costs too."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
-    _loop_py(N_CALLS)  # warm: every call site specialised before timing
-    _loop_c(N_CALLS)
-    base_py = _unprofiled(_loop_py, read)
-    py = (_profiled(_loop_py, builtins, fast, clock) - base_py) / (4 * N_CALLS)
+    for loop in (_loop_py, _loop_calls, _loop_resumes, _loop_c):
+        loop(N_CALLS)  # warm: every call site specialised before timing
+    if CALLS_APART and not fast:
+        py = _cost(_loop_calls, 2 * N_CALLS, builtins, fast, clock, read)
+        resume = _cost(_loop_resumes, 2 * N_CALLS, builtins, fast, clock, read)
+    else:
+        py = resume = _cost(_loop_py, 4 * N_CALLS, builtins, fast, clock, read)
     c = 0.0
     if builtins:  # else no C function is recorded
-        base_c = _unprofiled(_loop_c, read)
-        c = (_profiled(_loop_c, True, fast, clock) - base_c) / (4 * N_CALLS)
-    return max(py, 0.0), max(c, 0.0), 0.0
+        c = _cost(_loop_c, 4 * N_CALLS, True, fast, clock, read)
+    return py, c, 0.0, resume
 
 
 def delivery_costs(fast=False, clock="wall", builtins=True):
-    """(py, c, line) in seconds for this kind of profiler: measured once per
+    """(py, c, line, resume) in seconds for this kind of profiler: measured once per
     process; zeros if it cannot be measured now (another profiler or tracer
     is active; measured again at the next profiler): then only what the
     general path reads of its own time is removed."""
@@ -120,11 +144,11 @@ def delivery_costs(fast=False, clock="wall", builtins=True):
     costs = _measured.get(key)
     if costs is None:
         if not _can_measure():
-            return (0.0, 0.0, 0.0)
+            return (0.0, 0.0, 0.0, 0.0)
         try:
             costs = measure(fast, clock, builtins)
         except (RuntimeError, ValueError, OSError):
-            return (0.0, 0.0, 0.0)  # e.g. another frame evaluator: fast mode fails anyway
+            return (0.0, 0.0, 0.0, 0.0)  # e.g. another frame evaluator: fast mode fails anyway
         _measured[key] = costs
     return costs
 
@@ -133,5 +157,5 @@ def calibrate(prof, fast=False, clock="wall", builtins=True):
     """Give the C profiler *prof* (disabled, compensating) its delivery
     costs, in its clock's ticks."""
     tps = prof.clock_info()["ticks_per_second"]
-    py, c, line = delivery_costs(fast, clock, builtins)
-    prof._set_compensation(True, int(py * tps), int(c * tps), int(line * tps))
+    py, c, line, resume = delivery_costs(fast, clock, builtins)
+    prof._set_compensation(True, int(py * tps), int(c * tps), int(line * tps), int(resume * tps))
