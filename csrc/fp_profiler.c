@@ -55,6 +55,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     fp_free(t->stack);
     t->stack = NULL;
     t->depth = t->capacity = t->lost = 0;
+    t->offset = 0; /* no frame is open: program time may jump ahead */
     t->n_entries = t->n_edges = t->n_nodes = 0;
 }
 

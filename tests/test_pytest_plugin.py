@@ -323,6 +323,24 @@ def test_fast_has_no_c_functions_and_cprofiles_counts(tmp_path):
 
 
 @fastprof_only
+@pytest.mark.parametrize("flag, on", [(None, True), ("--fastprof-no-compensate", False)])
+def test_no_compensate_is_in_the_file(tmp_path, flag, on):
+    from fastprof.profile_file import load_profile
+    make_tests(tmp_path, "def f():\n    return 1\n\ndef test_a():\n    f()\n")
+    out = tmp_path / "out.prof"
+    r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % out, *([flag] if flag else []))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert load_profile(str(out)).compensation["on"] is on
+
+
+def test_no_compensate_needs_fastprof(tmp_path):
+    make_tests(tmp_path, "def test_a():\n    pass\n")
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof-no-compensate")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "--fastprof-no-compensate needs --fastprof" in r.stderr
+
+
+@fastprof_only
 @pytest.mark.parametrize("args, message", [
     (["--fastprof-fast", "--fastprof-lines", "x"],
      "fastprof: --fastprof-fast cannot be combined with --fastprof-lines (not supported yet)"),

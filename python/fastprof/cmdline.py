@@ -74,6 +74,9 @@ RUN_OPTIONS = (
      "started (default)"),
     (("--no-gc",), "gc", "store_false", None, True, None,
      "leave collection pauses in the allocating function's time, as cProfile does"),
+    (("--no-compensate",), "compensate", "store_false", None, True, None,
+     "raw times, as cProfile's: leave the profiler's own cost in them (by default it is "
+     "measured and taken out of every time, and the header says how much)"),
 )
 
 # the default of each run option, by dest
@@ -163,6 +166,7 @@ def profile_options(options, callpaths):
             "callpaths": callpaths, "max_depth": options.max_depth, "gc": options.gc,
             "lines": options.lines if options.lines or options.line_keys else None,
             "only": options.only or None, "fast": options.fast,
+            "compensate": getattr(options, "compensate", True),
             "line_keys": list(options.line_keys)}
 
 

@@ -42,6 +42,7 @@
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from . import line_sources
+from . import cost_note
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from .portable_names import FunctionIndex
 from .profile_file import CallPaths, ProfileData
@@ -125,6 +126,7 @@ class ProfileSum:
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
         self._fast: Set[bool] = set()
         self._coroutines: Optional[str] = None  # "wall" if an input timed coroutines so
+        self._compensation = None  # cost_note.combine of the inputs so far
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
@@ -161,6 +163,8 @@ class ProfileSum:
         self._scopes.add(tuple(p.only) if p.only is not None else None)
         self._fast.add(p.fast)
         self._coroutines = self._coroutines or p.coroutines
+        self._compensation = (p.compensation if self.count == 1 else
+                              cost_note.combine([self._compensation, p.compensation]))
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
             for i, t in self._threads:
@@ -200,6 +204,7 @@ class ProfileSum:
             data.only = sorted({p for scope in self._scopes for p in scope})
         data.fast = self._fast == {True}
         data.coroutines = self._coroutines
+        data.compensation = self._compensation
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id

@@ -30,6 +30,7 @@ Trailer (a plain dict; only marshal-able values)::
       "paths": {file: path relative to its sys.path entry},  # optional
       "request": {"method": str, "path": str, "status": int,   # optional
                   "duration": seconds, "time": unix time},
+      "compensation": {"on": bool, "removed": seconds, "events": int},  # optional
     }
 
 ``request`` (fastprof.middleware, added without a version bump): the web
@@ -61,7 +62,10 @@ cumtime above the total.
 scoped to; calls into other Python code are in their callers' own time.
 ``fast`` (``--fast``, ``Profile(fast=True)``): Python functions only; C
 functions' time is in their callers' own time.  Both are there so a viewer
-of the file can say what it leaves out.
+of the file can say what it leaves out.  ``compensation`` (added without a
+version bump): whether the profiler's own cost was taken out of the times,
+how much in all and over how many events (a call and a return per call;
+``on`` is None in a sum of profiles that differ): ``cost_note.py``.
 
 ``paths`` (added without a version bump): each recorded file's path
 relative to the ``sys.path`` entry that held it in the profiled process
@@ -89,6 +93,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import line_sources
 from .atomic_file import write_atomically
+from .cost_note import check as check_compensation
 from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
@@ -137,6 +142,8 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # the profiler's own cost taken out or not (cost_note.py); None: not said
+    compensation: Optional[Dict[str, Any]] = None
     # the web request profiled (fastprof.middleware): method, path, status, duration, time
     request: Optional[Dict[str, Any]] = None
     # filename -> path relative to its sys.path entry where it was recorded
@@ -176,6 +183,8 @@ class ProfileData:
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
+        if self.compensation is not None:
+            out["compensation"] = dict(self.compensation)
         if self.request is not None:
             out["request"] = dict(self.request)
         if self.paths:
@@ -248,6 +257,7 @@ def load_profile(path) -> ProfileData:
         data.paths = {str(f): str(r) for f, r in trailer.get("paths", {}).items()}
         if isinstance(trailer.get("request"), dict):
             data.request = dict(trailer["request"])
+        data.compensation = check_compensation(trailer.get("compensation"))
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

@@ -471,6 +471,9 @@ def _table_hint(prog=PROG):
 
 def _print_output(prof, options, prog=PROG):
     _usable_stdout()
+    from .cost_note import note  # (deferred: nothing before the program)
+    prof.create_stats()  # stops it, as print_stats() would
+    print(note(prof.compensation(prof.stats)))  # whether the profiler's cost is in the times
     if not options.per_thread:
         prof.print_stats(options.sort)
         _print_lines(prof)

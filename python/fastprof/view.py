@@ -10,6 +10,7 @@ import re
 import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
+from . import cost_note
 from .arguments import check_percent
 from .calltree import build_tree
 from .model import is_builtin
@@ -443,12 +444,16 @@ FAST_NOTE = ("Fast mode: Python functions only; the time of C functions "
 
 def mode_notes(data: ProfileData) -> List[str]:
     """One line for each way *data* was recorded that leaves something out
-    (``--only``, ``--fast``), so a reader of the file knows."""
+    (``--only``, ``--fast``), so a reader of the file knows, and whether the
+    profiler's own cost is in the times (cost_note.py)."""
     notes = [scope_note(data.only)] if data.only is not None else []
     if data.fast:
         notes.append(FAST_NOTE)
     if data.request is not None:
         notes.insert(0, request_line(data.request))
+    cost = cost_note.note(data.compensation)
+    if cost:
+        notes.append(cost)
     return notes
 
 

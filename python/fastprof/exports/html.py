@@ -34,6 +34,7 @@ import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
 from .. import line_sources
+from .. import cost_note
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
 from ..line_view import function_total, hottest
 from ..model import is_builtin
@@ -276,6 +277,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         "only": data.only,
         "fast": data.fast,
         "request": data.request,
+        "cost": cost_note.note(data.compensation),
         "functions": functions,
         "views": views,
         "sources": sources,

@@ -35,7 +35,10 @@ DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
 # python -m fastprof's run options the plugin takes, as --fastprof-lines etc.
-RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast")
+RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast", "--no-compensate")
+# their dest and default in python -m fastprof's parser
+_RUN_ROWS = {flags[-1]: (dest, default)
+             for flags, dest, _a, _k, default, _m, _h in cmdline.RUN_OPTIONS}
 PREFIX = "--fastprof-"
 
 
@@ -65,7 +68,8 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
-    # python -m fastprof's --lines, --lines-from, --only and --fast, as it declares them
+    # python -m fastprof's --lines, --lines-from, --only, --fast and
+    # --no-compensate, as it declares them
     for flags, _d, action, kind, default, metavar, text in cmdline.RUN_OPTIONS:
         if flags[-1] not in RUN_OPTIONS:
             continue
@@ -137,7 +141,7 @@ def pytest_configure(config):
                                     % option.replace("_", "-"))
     if outfile is None and per_test is None:
         for option in RUN_OPTIONS:
-            if config.getoption(_dest(option), None) not in (None, False, []):
+            if config.getoption(_dest(option), None) not in (None, _RUN_ROWS[option][1]):
                 raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE], "
                                         "--fastprof-per-test DIR or --fastprof-counts DIR"
                                         % _spelled(option))
@@ -183,7 +187,7 @@ def _run_options(config):
     import types
     values = dict(cmdline.RUN_DEFAULTS)
     for option in RUN_OPTIONS:
-        values[option[2:].replace("-", "_")] = config.getoption(_dest(option))
+        values[_RUN_ROWS[option][0]] = config.getoption(_dest(option))
     return types.SimpleNamespace(**values)
 
 
