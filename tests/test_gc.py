@@ -90,6 +90,9 @@ def test_collections_are_gc_calls_from_the_allocating_function(gc_state):
     import fastprof
     ORACLE.starts = 0
     pr = fastprof.Profile()
+    # the young generation empty at enable() (making the Profile allocates:
+    # its calibration), so no collection runs before allocate is on the stack
+    gc.collect()
     pr.enable()
     gc.callbacks.append(ORACLE)
     try:
@@ -236,6 +239,7 @@ def test_disable_and_clear_from_inside_a_collection(gc_state):
     def disabler(phase, info):
         if phase == "start" and pr.enabled:
             pr.disable()
+    gc.disable()  # the explicit collection only (3.14.10 may start one right after enable)
     pr.enable()
     gc.callbacks.append(disabler)
     try:
@@ -304,11 +308,17 @@ def test_custom_python_timer_with_collections_inside_it(gc_state):
         return clock[0] + len(junk) - 3
 
     pr = fastprof.Profile(timer, 1.0)
+    # the young generation empty at enable(), whatever earlier tests left in it,
+    # and no collection while only one of the two callbacks is in gc.callbacks
+    gc.disable()
+    gc.collect()
     pr.enable()
     gc.callbacks.append(ORACLE)
+    gc.enable()
     try:
         allocate(5000)
     finally:
+        gc.disable()
         gc.callbacks.remove(ORACLE)
         pr.disable()
     KEEP.clear()
@@ -327,6 +337,7 @@ def test_out_of_memory_during_a_collection_is_raised_at_disable(gc_state):
     import fastprof
     from fastprof import _fastprof
     pr = fastprof.Profile(builtins=False)
+    gc.disable()  # no collection makes the <gc> row before the allocations fail
     pr.enable()
     _fastprof._mem_fail_after(0)
     try:
