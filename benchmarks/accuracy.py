@@ -29,7 +29,9 @@ and the report gives, per workload:
                 (1.00 = the profile reports the program's real time)
 
 Samples are cut at the worker's ``_accuracy_region`` frame: start-up, imports
-and warm-up are not compared.  py-spy runs with --function (a frame's line is
+and warm-up are not compared.  The sampler stops the program for each sample
+(py-spy's default, profiling.sampling's --blocking): slower to sample, but
+the shares of two runs agree far better than with --nonblocking's torn reads.  py-spy runs with --function (a frame's line is
 the function's first line, as in a pstats key) and --full-filenames, so a
 sample's frame matches a pstats key (file, first line, name) exactly; the
 stdlib sampler gives only a file's base name and the current line, so against
@@ -41,7 +43,7 @@ Examples:
   python3 benchmarks/accuracy.py --python /tmp/fastprof-bench-venvs/venv-3.1{1,3}/bin/python \\
       --pythonpath 'build/py{minor}/lib' --json benchmarks/accuracy.json
   PYTHONPATH=python python3 benchmarks/accuracy.py --smoke                   # seconds: one workload
-  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json        # re-print the tables
+  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json        # re-summarize, re-print
 
 Needs ptrace rights for py-spy (root, or kernel.yama.ptrace_scope=0).
 """
@@ -233,12 +235,13 @@ def match_sampler_keys(sampler, profile_keys):
     """Rename a sampler's keys to the profile's where they differ only by line.
 
     A key whose (file, name) names exactly one of ``profile_keys`` with
-    another first line (a decorated function, a build that numbers differently)
-    takes that key; any other stays as it is (and counts as a difference).
+    another first line (a decorated function, a build that numbers differently),
+    among those no sampler key names exactly, takes that key; any other stays
+    as it is (and counts as a difference).
     """
     by_name = {}
     for k in profile_keys:
-        if is_c_key(k):
+        if is_c_key(k) or k in sampler:
             continue
         f, _, n = split_key(k)
         by_name.setdefault((f, n), []).append(k)
@@ -639,7 +642,9 @@ def parse_args(argv):
                         % SMOKE_WORKLOAD)
     p.add_argument("--json", metavar="FILE", help="write raw results and summaries")
     p.add_argument("--markdown", metavar="FILE.md", help="also write the tables to this file")
-    p.add_argument("--from-json", metavar="FILE", help="do not run: print the tables of a --json file")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="do not run: summarize the raw runs of a --json file anew and print the tables "
+                        "(with --json: write the new summaries)")
     p.add_argument("--timeout", type=float, default=900, help="seconds per worker")
     p.add_argument("-v", "--verbose", action="store_true", help="print every measurement")
     args = p.parse_args(argv)
@@ -662,6 +667,14 @@ def main(argv=None):
     if args.from_json:
         with open(args.from_json) as f:
             results = json.load(f)
+        for record in results["runs"]:   # summaries anew from the raw runs: this version's arithmetic
+            for entry in record.get("workloads", {}).values():
+                if "runs" in entry and "loops" in entry:
+                    entry["summary"] = summarize_workload(entry, record["samplers"], record["modes"])
+            record["summary"] = summarize_record(record)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
         text = "\n\n".join(markdown_record(r) for r in results["runs"])
         print(text)
         if args.markdown:
