@@ -4,7 +4,8 @@
 For each workload (benchmarks/workloads/ and the real programs of
 benchmarks/programs/) and each interpreter, in fresh processes
 (``_accuracy_worker.py``), the same work -- ``run(size)`` called ``loops``
-times, ``loops`` chosen so that it takes about --seconds unprofiled -- runs:
+times, ``size`` chosen so that one call takes about --chunk seconds and
+``loops`` so that all take about --seconds unprofiled -- runs:
 
   none          unprofiled, --repeats times: the wall time the profiles are held to
   py-spy        under py-spy (an out-of-process sampler, from PyPI) at --rate,
@@ -24,15 +25,22 @@ and the report gives, per workload:
                 proportion to its own time under each caller (the pstats caller
                 edge's tottime); C -> C edges are followed up to a Python caller.
   noise         the sampler's TVD from its own second run: the noise floor, what
-                no profile can be expected to beat
+                no profile can be expected to beat (the TVDs are against the first
+                run; the JSON also has them against both runs pooled, tvd_pooled)
   total/wall    the profile's total own time over the unprofiled wall time
                 (1.00 = the profile reports the program's real time)
 
 Samples are cut at the worker's ``_accuracy_region`` frame: start-up, imports
 and warm-up are not compared.  The sampler stops the program for each sample
-(py-spy's default, profiling.sampling's --blocking): slower to sample, but
-the shares of two runs agree far better than with --nonblocking's torn reads.  py-spy runs with --function (a frame's line is
-the function's first line, as in a pstats key) and --full-filenames, so a
+(py-spy's default, profiling.sampling's --blocking): slower, but no torn
+reads (--nonblocking: a stack read while it changes is dropped or misread;
+fib's deep recursion got 170 samples a second).
+Short calls (--chunk) matter too: a sampler's rate drifts when a busy
+machine deschedules it, and a workload made of long phases (fib, then
+Ackermann) then gets a whole phase over- or under-sampled; 20 ms calls
+spread that drift over every function.  py-spy runs with --function (a
+frame's line is the function's first line, as in a pstats key) and
+--full-filenames, so a
 sample's frame matches a pstats key (file, first line, name) exactly; the
 stdlib sampler gives only a file's base name and the current line, so against
 it functions are compared by (base name, function name), same-named ones in
@@ -423,10 +431,19 @@ def run_workload(python, name, args, env, kinds, modes, record):
             entry["runs"].setdefault(mode, []).append(res)
         return res
 
-    # calibrate: one unprofiled call of run(size) -> loops for ~--seconds
+    # calibrate: one unprofiled run(full size) -> the size of a --chunk call, then
+    # a few of those -> loops for ~--seconds
     res = note("calibrate", *run_worker(python, dict(base, mode="none", loops=1), env, args.timeout))
     if res is None:
         return entry
+    if not args.smoke:
+        size = chunk_size(wl, args.chunk / max(res["seconds"], 1e-6))
+        base["size"] = entry["size"] = size
+        n = max(1, int(math.ceil(0.5 / args.chunk)))
+        res = note("calibrate", *run_worker(python, dict(base, mode="none", loops=n), env, args.timeout))
+        if res is None:
+            return entry
+        res = dict(res, seconds=res["seconds"] / n)
     loops = max(1, int(math.ceil(args.seconds / max(res["seconds"], 1e-6))))
     entry["loops"] = loops
     spec = dict(base, loops=loops)
@@ -434,6 +451,7 @@ def run_workload(python, name, args, env, kinds, modes, record):
     for kind in kinds:
         order += [(kind, kind), (kind, kind)]
     order += [(m, None) for m in modes]
+    entry["loadavg"] = [_loadavg()]
     for mode, kind in order:
         t0 = time.perf_counter()
         if kind:
@@ -444,8 +462,26 @@ def run_workload(python, name, args, env, kinds, modes, record):
             print("    %-14s %-13s %7.3f s region, %5.1f s total%s"
                   % (name, mode, res["seconds"], time.perf_counter() - t0,
                      ", %d samples" % res["samples"] if kind else ""), flush=True)
+    entry["loadavg"].append(_loadavg())
     entry["summary"] = summarize_workload(entry, kinds, modes)
     return entry
+
+
+def _loadavg():
+    """The machine's 1-minute load average (how busy it was: the noise floor follows it)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def chunk_size(wl, factor):
+    """The size whose run() takes about ``factor`` times the full size's (at least the smoke size)."""
+    if factor >= 1:
+        return wl.SIZES["full"]
+    if hasattr(wl, "size_for"):   # not linear (fib)
+        return min(wl.SIZES["full"], wl.size_for(factor))
+    return max(wl.SIZES["smoke"], int(round(wl.SIZES["full"] * factor)))
 
 
 def summarize_workload(entry, kinds, modes):
@@ -471,10 +507,16 @@ def summarize_workload(entry, kinds, modes):
             a, b = (coarse(r["counts"]) if coarse_names else r["counts"] for r in rs[:2])
             k["noise"] = tvd(shares(a), shares(b))
             k["sampled_over_none"] = rs[0]["seconds"] / s["none_seconds"] if walls else None
+        pooled = {}
+        for r in rs[:2]:
+            for key, n in r["counts"].items():
+                pooled[key] = pooled.get(key, 0) + n
+        k["tvd_pooled"] = {}
         for mode in modes:
             prs = runs.get(mode, [])
             if prs:
                 k["tvd"][mode] = compare(prs[0]["self"], prs[0]["c_edges"], ref, coarse_names)
+                k["tvd_pooled"][mode] = compare(prs[0]["self"], prs[0]["c_edges"], pooled, coarse_names)
         s[kind] = k
     for mode in modes:
         prs = runs.get(mode, [])
@@ -509,6 +551,7 @@ def run_python(python, args):
         modes.append("fastprof")
         if pr.get("compensate"):
             modes.append("fastprof-raw")
+    modes = [m for m in modes if m in args.profilers]
     kinds = samplers_for(args, python, pr)
     record["modes"], record["samplers"] = modes, kinds
     record["py_spy"] = getattr(args, "py_spy_path", None) if "py-spy" in kinds else None
@@ -611,6 +654,22 @@ def _pts(x):
     return "-" if x is None else "%.1f" % x
 
 
+def _rounded(obj, digits=5):
+    """``obj`` with every float cut to ``digits`` significant digits (a smaller --json)."""
+    if isinstance(obj, float):
+        return float("%.*g" % (digits, obj))
+    if isinstance(obj, dict):
+        return {k: _rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v, digits) for v in obj]
+    return obj
+
+
+def write_json(path, results):
+    with open(path, "w") as f:
+        json.dump(_rounded(results), f, indent=1)
+
+
 # --------------------------------------------------------------------------- main
 
 def parse_args(argv):
@@ -627,16 +686,23 @@ def parse_args(argv):
     p.add_argument("--seconds", type=float, default=3.0,
                    help="unprofiled run time to aim for per measurement (more samples, less noise); "
                         "default 3")
+    p.add_argument("--chunk", type=float, default=0.02,
+                   help="seconds of one run() call (its size is chosen so, then called again and again): "
+                        "a workload's phases must be short against the sampler's rate drifts on a busy "
+                        "machine, or the sampler over-samples whole phases; default 0.02")
     p.add_argument("--repeats", type=int, default=3,
                    help="unprofiled runs per workload (their median is the wall time); default 3")
     p.add_argument("--rate", type=int, default=2000, help="samples per second; default 2000")
     p.add_argument("--samplers", type=lambda s: s.split(","), default=list(SAMPLERS),
                    help="comma-separated subset of: py-spy,stdlib (stdlib: 3.15+ only); default both")
+    p.add_argument("--profilers", type=lambda s: [m for m in s.split(",") if m], default=list(PROFILE_MODES),
+                   help="comma-separated subset of: %s (default: all that the interpreter's fastprof has; "
+                        "'' for the samplers alone)" % ",".join(PROFILE_MODES))
     p.add_argument("--py-spy", metavar="PATH",
                    help="py-spy executable (default: beside the interpreter, beside this one, or on PATH)")
     p.add_argument("--nonblocking", action="store_true",
                    help="let the sampler read the program's stacks without stopping it (less slowdown, "
-                        "but torn reads: on oop, 3.11, the sampler's noise went from 7 to 17 points)")
+                        "but torn reads, dropped or misread)")
     p.add_argument("--smoke", action="store_true",
                    help="seconds: one workload (%s) at its smoke size, 1 repeat, 0.3 s per run"
                         % SMOKE_WORKLOAD)
@@ -673,8 +739,7 @@ def main(argv=None):
                     entry["summary"] = summarize_workload(entry, record["samplers"], record["modes"])
             record["summary"] = summarize_record(record)
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+            write_json(args.json, results)
         text = "\n\n".join(markdown_record(r) for r in results["runs"])
         print(text)
         if args.markdown:
@@ -700,8 +765,7 @@ def main(argv=None):
         print("\n" + text, flush=True)
         failed = failed or bool(record["problems"])
         if args.json:   # after each interpreter: a long run leaves partial results
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+            write_json(args.json, results)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("\n\n".join(texts) + "\n")
