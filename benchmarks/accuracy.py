@@ -326,12 +326,22 @@ def _result(proc):
     return None, "exit code %d:\n    %s" % (proc.returncode, "\n    ".join(tail))
 
 
+#: niceness increment for every worker (and its sampler): --nice
+NICE = 0
+
+
+def _renice():
+    if NICE:
+        os.nice(NICE)
+
+
 def run_worker(python, arg, env, timeout, prefix=()):
     """Run the worker (under ``prefix``, a sampler's command); (result, error)."""
     cmd = list(prefix) + [python, WORKER, arg if isinstance(arg, str) else json.dumps(arg)]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                              timeout=timeout, universal_newlines=True)
+                              timeout=timeout, universal_newlines=True,
+                              preexec_fn=_renice if NICE else None)
     except subprocess.TimeoutExpired:
         return None, "timed out after %.0f s" % timeout
     except OSError as exc:
@@ -703,6 +713,9 @@ def parse_args(argv):
     p.add_argument("--nonblocking", action="store_true",
                    help="let the sampler read the program's stacks without stopping it (less slowdown, "
                         "but torn reads, dropped or misread)")
+    p.add_argument("--nice", type=int, default=0, metavar="N",
+                   help="run every worker and its sampler at this niceness increment (a negative one "
+                        "needs root): on a busy machine, to keep the measured process on a CPU (default 0)")
     p.add_argument("--smoke", action="store_true",
                    help="seconds: one workload (%s) at its smoke size, 1 repeat, 0.3 s per run"
                         % SMOKE_WORKLOAD)
@@ -746,13 +759,16 @@ def main(argv=None):
             with open(args.markdown, "w") as f:
                 f.write(text + "\n")
         return 0
+    global NICE
+    NICE = args.nice
     pythons = list(args.python) if args.python else [sys.executable]
     results = {
         "schema": SCHEMA,
         "created": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count()},
         "config": {"seconds": args.seconds, "repeats": args.repeats, "rate": args.rate,
-                   "nonblocking": args.nonblocking, "smoke": args.smoke, "samplers": args.samplers},
+                   "nonblocking": args.nonblocking, "nice": args.nice, "chunk": args.chunk,
+                   "smoke": args.smoke, "samplers": args.samplers},
         "runs": [],
     }
     failed = False
