@@ -675,9 +675,36 @@ def _rounded(obj, digits=5):
     return obj
 
 
+_PATHS_CODE = "import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps([p['purelib'], p['stdlib']]))"
+
+
+def _short_paths(results):
+    """{long prefix: short name}: each run's site-packages and stdlib, and benchmarks/."""
+    out = {HERE + os.sep: "{bench}/"}
+    for record in results["runs"]:
+        paths = record.get("paths")
+        if paths is None:
+            try:
+                paths = json.loads(subprocess.run([record["executable"], "-c", _PATHS_CODE],
+                                                  stdout=subprocess.PIPE, universal_newlines=True).stdout)
+            except (OSError, ValueError):
+                continue
+            record["paths"] = paths
+        out[paths[0] + os.sep] = "{site-%s}/" % record.get("python", "?")
+        out[paths[1] + os.sep] = "{stdlib-%s}/" % record.get("python", "?")
+    return out
+
+
 def write_json(path, results):
+    """Floats cut to 5 digits, long file prefixes named once (``short_paths``): a smaller file."""
+    short = _short_paths(results)
+    results = {k: v for k, v in results.items() if k != "short_paths"}
+    text = json.dumps(_rounded(results), indent=None, separators=(",", ":"))
+    for long, name in sorted(short.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(json.dumps(long)[1:-1], name)
+    text = text[:-1] + ',"short_paths":' + json.dumps({v: k for k, v in short.items()}) + "}"
     with open(path, "w") as f:
-        json.dump(_rounded(results), f, indent=1)
+        f.write(text + "\n")
 
 
 # --------------------------------------------------------------------------- main
