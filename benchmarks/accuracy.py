@@ -335,9 +335,11 @@ def _renice():
         os.nice(NICE)
 
 
-def run_worker(python, arg, env, timeout, prefix=()):
-    """Run the worker (under ``prefix``, a sampler's command); (result, error)."""
-    cmd = list(prefix) + [python, WORKER, arg if isinstance(arg, str) else json.dumps(arg)]
+def run_worker(python, arg, env, timeout, prefix=(), script_only=False):
+    """Run the worker (under ``prefix``, a sampler's command, which gets the
+    worker's script alone with ``script_only``); (result, error)."""
+    cmd = list(prefix) + ([] if script_only else [python]) \
+        + [WORKER, arg if isinstance(arg, str) else json.dumps(arg)]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                               timeout=timeout, universal_newlines=True,
@@ -369,7 +371,7 @@ def sampler_prefix(kind, args, python, out):
             cmd.append("--nonblocking")
         return cmd + ["--"]
     cmd = [python, "-m", "profiling.sampling", "run", "-r", str(args.rate), "--no-gc",
-           "--collapsed", "-o", out, "--no-summary"]
+           "--collapsed", "-o", out]
     if not args.nonblocking:
         cmd.append("--blocking")
     return cmd
@@ -380,7 +382,8 @@ def run_sampler(kind, args, python, spec, env):
     fd, out = tempfile.mkstemp(prefix="fastprof-acc-", suffix=".txt")
     os.close(fd)
     try:
-        res, err = run_worker(python, spec, env, args.timeout, sampler_prefix(kind, args, python, out))
+        res, err = run_worker(python, spec, env, args.timeout, sampler_prefix(kind, args, python, out),
+                              script_only=kind == "stdlib")   # `profiling.sampling run SCRIPT ARGS`
         if res is None:
             return None, err
         with open(out, encoding="utf-8", errors="replace") as f:
