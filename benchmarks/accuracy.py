@@ -477,6 +477,8 @@ def run_workload(python, name, args, env, kinds, modes, record):
                      ", %d samples" % res["samples"] if kind else ""), flush=True)
     entry["loadavg"].append(_loadavg())
     entry["summary"] = summarize_workload(entry, kinds, modes)
+    if not entry["summary"]["checksums_agree"]:
+        record["problems"].append("%s: the workload's result differs between modes" % name)
     return entry
 
 
@@ -506,7 +508,7 @@ def summarize_workload(entry, kinds, modes):
     if walls:
         s["none_seconds"] = statistics.median(walls)
         s["none_cpu_seconds"] = statistics.median(cpus)
-    sums = {r["checksum"] for rs in runs.values() for r in rs}
+    sums = {r["checksum"] for mode, rs in runs.items() if mode != "calibrate" for r in rs}
     s["checksums_agree"] = len(sums) <= 1
     for kind in kinds:
         rs = runs.get(kind, [])
