@@ -374,6 +374,8 @@ def sampler_prefix(kind, args, python, out):
            "--collapsed", "-o", out]
     if not args.nonblocking:
         cmd.append("--blocking")
+    if args.stdlib_mode != "wall":
+        cmd += ["--mode", args.stdlib_mode]
     return cmd
 
 
@@ -742,6 +744,9 @@ def parse_args(argv):
                         "'' for the samplers alone)" % ",".join(PROFILE_MODES))
     p.add_argument("--py-spy", metavar="PATH",
                    help="py-spy executable (default: beside the interpreter, beside this one, or on PATH)")
+    p.add_argument("--stdlib-mode", choices=["wall", "cpu"], default="wall",
+                   help="profiling.sampling's --mode: cpu samples the program only while it is on a CPU "
+                        "(default wall, as py-spy)")
     p.add_argument("--nonblocking", action="store_true",
                    help="let the sampler read the program's stacks without stopping it (less slowdown, "
                         "but torn reads, dropped or misread)")
@@ -800,6 +805,7 @@ def main(argv=None):
         "host": {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count()},
         "config": {"seconds": args.seconds, "repeats": args.repeats, "rate": args.rate,
                    "nonblocking": args.nonblocking, "nice": args.nice, "chunk": args.chunk,
+                   "stdlib_mode": args.stdlib_mode,
                    "smoke": args.smoke, "samplers": args.samplers},
         "runs": [],
     }
