@@ -746,7 +746,7 @@ def parse_args(argv):
                    help="py-spy executable (default: beside the interpreter, beside this one, or on PATH)")
     p.add_argument("--stdlib-mode", choices=["wall", "cpu"], default="wall",
                    help="profiling.sampling's --mode: cpu samples the program only while it is on a CPU "
-                        "(default wall, as py-spy)")
+                        "(needs --nonblocking: a stopped thread is on no CPU; default wall, as py-spy)")
     p.add_argument("--nonblocking", action="store_true",
                    help="let the sampler read the program's stacks without stopping it (less slowdown, "
                         "but torn reads, dropped or misread)")
