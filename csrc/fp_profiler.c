@@ -55,6 +55,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     fp_free(t->stack);
     t->stack = NULL;
     t->depth = t->capacity = t->lost = 0;
+    t->offset = 0; /* no frame is open: program time may jump ahead */
     t->n_entries = t->n_edges = t->n_nodes = 0;
 }
 
@@ -85,6 +86,12 @@ void fp_profiler_destroy(fp_profiler_t *p)
         fp_thread_free(t, p->release, p->release_ctx);
     }
     p->nomem = 0;
+}
+
+void fp_thread_drop(fp_profiler_t *p, fp_thread_t *t)
+{
+    HASH_DEL(p->threads, t);
+    fp_thread_free(t, p->release, p->release_ctx);
 }
 
 fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id)

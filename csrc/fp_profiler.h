@@ -133,7 +133,13 @@ typedef struct fp_thread {
     size_t depth;
     size_t capacity;
     size_t lost;        /* pushes dropped (out of memory) whose pops must be skipped */
-    fp_time_t last_now; /* the clock at this thread's last event */
+    fp_time_t last_now; /* the program time of this thread's last event */
+    /* The profiler's own time on this thread so far (its callbacks, from
+     * their first clock read to their last, plus the calibrated cost of
+     * delivering each event): a clock reading less this is program time,
+     * the only time the accounting sees (fp_program_time, fp_charge in
+     * fp_profiler.h). Stays 0 for raw times; clear() resets it. */
+    fp_time_t offset;
     size_t n_entries, n_edges, n_nodes;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
     struct fp_edge *edge_cache[1 << FP_EDGE_CACHE_BITS];
@@ -172,6 +178,10 @@ fp_thread_t *fp_thread_get(fp_profiler_t *p, uint64_t id);
 
 /* The record of thread `id`, or NULL if that thread has none. */
 fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id);
+
+/* Removes thread record `t` from `p` and frees it (its stats, its open
+ * frames, releasing user pointers). */
+void fp_thread_drop(fp_profiler_t *p, fp_thread_t *t);
 
 /* Bytes used by the tables, stacks and records of `p`. */
 size_t fp_profiler_memory(const fp_profiler_t *p);
@@ -264,7 +274,31 @@ static inline fp_edge_t *fp_edge_get(fp_thread_t *t, fp_entry_t *caller, fp_entr
  * missing; NULL on OOM. */
 fp_node_t *fp_node_get(fp_thread_t *t, fp_node_t *parent, fp_entry_t *entry);
 
-/* ---- accounting (fp_account.c); `now` is a reading of the clock ---- */
+/* ---- accounting (fp_account.c); `now` is program time: a reading of
+ * the clock less the thread's `offset` (fp_program_time), or the reading
+ * itself for raw times ---- */
+
+/* Program time on `t` of the clock reading `raw` taken at an event's
+ * start: the reading less the profiler's own time so far. Never earlier
+ * than the thread's last event: when the calibrated delivery cost charged
+ * since was more than the time that really passed (a tiny function), the
+ * time stands still and the surplus stays owed, taken from the next
+ * intervals, so that no time comes out negative and the total removed is
+ * exactly what was charged. */
+FP_FORCE_INLINE fp_time_t fp_program_time(const fp_thread_t *t, fp_time_t raw)
+{
+    fp_time_t now = raw - t->offset;
+    return __builtin_expect(now < t->last_now, 0) ? t->last_now : now;
+}
+
+/* The event that read `raw` at its start (fp_program_time) ends, its last
+ * clock reading `done`: its time and `extra` (the calibrated cost of the
+ * interpreter delivering it, outside those readings) go to the profiler's
+ * account, so they are not in any time the thread reports. */
+FP_FORCE_INLINE void fp_charge(fp_thread_t *t, fp_time_t raw, fp_time_t done, fp_time_t extra)
+{
+    t->offset += done - raw + extra;
+}
 
 /* A call of `e` starts on `t`. `ident` names a generator/coroutine frame
  * that may later be parked with fp_suspend (NULL for plain calls). `e` may

@@ -59,10 +59,13 @@ static void gc_phase_start(fpy_profiler_t *p)
      * the stack yet: count the collection at the thread's last time, so
      * no time is charged twice. */
     int untimed = p->busy;
-    fp_time_t now = untimed ? t->last_now : gc_now(p);
+    fp_time_t raw = untimed ? 0 : gc_now(p);
     if (!fpy_live(p, gen))
         return;
+    fp_time_t now = untimed ? t->last_now : fpy_program_time(p, t, raw);
     fp_enter(&p->core, t, gc_entry(p, t), NULL, now); /* NULL entry: a dropped call */
+    if (!untimed)
+        fpy_charge(p, t, raw, 0); /* the callback's own time, not the collection's */
     p->gc_thread = t;
     p->gc_generation = gen;
     p->gc_untimed = untimed;
@@ -77,10 +80,13 @@ static void gc_phase_stop(fpy_profiler_t *p)
     /* disabled or cleared meanwhile (by a finalizer): the frame is gone */
     if (!fpy_live(p, p->gc_generation))
         return;
-    fp_time_t now = p->gc_untimed ? t->last_now : gc_now(p);
+    int untimed = p->gc_untimed;
+    fp_time_t raw = untimed ? 0 : gc_now(p);
     if (!fpy_live(p, p->gc_generation))
         return;
-    fp_leave(&p->core, t, &gc_key, now);
+    fp_leave(&p->core, t, &gc_key, untimed ? t->last_now : fpy_program_time(p, t, raw));
+    if (!untimed)
+        fpy_charge(p, t, raw, 0);
 }
 
 /* gc.callbacks entry: callback(phase, info). */

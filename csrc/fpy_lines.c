@@ -70,9 +70,50 @@ static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t no
     return OWN_EXACT;
 }
 
+/* The recorded thread of the running OS thread in `p`, or NULL. */
+static fp_thread_t *running_thread(fpy_profiler_t *p)
+{
+#if FPY_USE_MONITORING
+    if (p->mon.tool_id < 0)
+        return NULL;
+    return fpy_mon_thread_for(p);
+#else
+    return p->source->running_thread(p);
+#endif
+}
+
+/* The clock at a line event's start: the bound profiler's program time on
+ * this thread (its account of its own time taken out, as the profile's
+ * times: own times are their differences), else nanoseconds. With
+ * compensation the event's own time is charged by lc_done. */
 static uint64_t lc_now(line_counter_t *lc)
 {
-    return lc->prof ? (uint64_t)fpy_now(lc->prof) : now_ns();
+    fpy_profiler_t *p = lc->prof;
+    if (!p)
+        return now_ns();
+    fp_time_t raw = fpy_now(p);
+    lc->ev_thread = NULL;
+    if (!p->compensate || !p->enabled || p->failed)
+        return (uint64_t)raw;
+    fp_thread_t *t = running_thread(p);
+    if (!t)
+        return (uint64_t)raw;
+    lc->ev_thread = t;
+    lc->ev_raw = raw;
+    return (uint64_t)fp_program_time(t, raw);
+}
+
+/* The line event that called lc_now ends: its time goes to the thread's
+ * account (the profile and the lines then leave it out alike). */
+static void lc_done(line_counter_t *lc)
+{
+    fp_thread_t *t = lc->ev_thread;
+    if (!t)
+        return;
+    lc->ev_thread = NULL;
+    fpy_profiler_t *p = lc->prof;
+    if (p && p->enabled)
+        fpy_charge(p, t, lc->ev_raw, p->delivery_line);
 }
 
 /* The slot of `line` in `cl`, grown to hold it; -1 when out of memory. */
@@ -121,7 +162,8 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
     int i = slot_of(lc, cl, fl->line);
     if (i < 0)
         return;
-    cl->ns[i] += t - fl->t0;
+    /* a line open across enable() began on raw readings: never negative */
+    cl->ns[i] += t > fl->t0 ? t - fl->t0 : 0;
     if (!own_end)
         return;
     fp_time_t m = 0;
@@ -193,8 +235,10 @@ int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int li
     uint64_t t = lc_now(lc);
     if (make)
         fl = frame_line(lc, frame, code, 1);
-    if (!fl)
+    if (!fl) {
+        lc_done(lc);
         return 0;
+    }
     charge(lc, fl, t, 1);
     int i = slot_of(lc, fl->lines, line);
     if (i >= 0)
@@ -202,6 +246,7 @@ int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int li
     fl->line = line;
     fl->t0 = t;
     start_own(lc, fl, t);
+    lc_done(lc);
     return 1;
 }
 
@@ -262,6 +307,7 @@ static inline PyObject *frame_event(line_counter_t *lc, PyObject *const *args, P
     frame_line_t *fl = frame_of(lc, args[0], make);
     if (fl)
         step(lc, fl, args, t);
+    lc_done(lc);
     Py_RETURN_NONE;
 }
 
@@ -297,8 +343,10 @@ static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *arg
 void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code)
 {
     frame_line_t *fl = frame_line(lc, frame, code, 0);
-    if (fl)
+    if (fl) {
         end_frame(lc, fl, NULL, lc_now(lc));
+        lc_done(lc);
+    }
 }
 
 static PyObject *lc_exit(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
@@ -340,6 +388,7 @@ static PyObject *lc_add(line_counter_t *lc, PyObject *code)
 static void drop_frames(line_counter_t *lc, int charge_open)
 {
     uint64_t t = charge_open ? lc_now(lc) : 0;
+    lc->ev_thread = NULL; /* not an event: nothing to charge */
     frame_line_t *fl, *tmp;
     HASH_ITER(hh, lc->frames, fl, tmp)
     {

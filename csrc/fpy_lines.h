@@ -46,6 +46,11 @@ typedef struct {
     int nomem;
     fpy_profiler_t *prof; /* bind(): its clock, and own times; NULL: none */
     int tool_id;          /* the sys.monitoring tool id of these callbacks */
+    /* The line event being recorded, when the bound profiler compensates:
+     * the thread record whose account the event's time goes to (lc_done)
+     * and the event's first clock reading. */
+    fp_thread_t *ev_thread;
+    fp_time_t ev_raw;
     /* the trace function (fpy_lines_legacy.c) */
     PyObject *decide;        /* decide(code, frame): None if not counted */
     code_skipped_t *skipped; /* code objects decided not counted */

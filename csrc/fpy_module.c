@@ -35,6 +35,7 @@
  * GIL serialises events (a profiler's tables are updated from every
  * thread without locks), so a free-threaded build must keep the GIL on
  * while fastprof is imported. */
+#include "fpy_route.h"
 #include "fpy_scope.h"
 
 static struct PyModuleDef module_def;
@@ -57,16 +58,18 @@ static int parse_choice(const char *what, const char *value, const char *a, cons
 
 static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"timer",      "timeunit",  "subcalls",  "builtins", "threads", "clock",
-                             "coroutines", "callpaths", "max_depth", "gc",       "fast",    NULL};
+    static char *kwlist[] = {"timer", "timeunit",   "subcalls",  "builtins",  "threads",
+                             "clock", "coroutines", "callpaths", "max_depth", "gc",
+                             "fast",  "compensate", NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
     /* builtins: -1 when not given (fast=True then means False) */
-    int subcalls = 1, builtins = -1, threads = 0, callpaths = 0, max_depth = 128, gc = 0, fast = 0;
+    int subcalls = 1, builtins = -1, threads = 0, callpaths = 0, max_depth = 128, gc = 0, fast = 0,
+        compensate = 1;
     const char *clock = "wall", *coroutines = "call";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspipp", kwlist, &timer, &timeunit, &subcalls,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspippp", kwlist, &timer, &timeunit, &subcalls,
                                      &builtins, &threads, &clock, &coroutines, &callpaths, &max_depth,
-                                     &gc, &fast))
+                                     &gc, &fast, &compensate))
         return -1;
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot re-initialise an enabled profiler");
@@ -127,6 +130,10 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     p->coroutines_wall = wall_coroutines;
     p->gc = gc;
     p->fast = fast;
+    /* a custom timer gets raw times, as in cProfile (its test suite's
+     * numbers are exact); only _set_compensation turns it on then */
+    p->compensate = compensate && timer == Py_None;
+    p->delivery_py = p->delivery_resume = p->delivery_c = p->delivery_line = 0;
     p->generation++;
     return 0;
 }
@@ -148,6 +155,7 @@ static PyObject *profiler_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     fp_profiler_init(&p->core, FP_SUBCALLS, 128, fpy_release_user, p);
     fp_clock_init_wall(&p->clock, 1);
     p->builtins = 1;
+    p->compensate = 1;
     for (size_t i = 0; i < N_SOURCES; i++)
         sources[i]->init(p);
     p->next_live = p->state->live_profilers;
@@ -213,7 +221,8 @@ static void disable_and_flush(fpy_profiler_t *p)
     int per_thread_clock = p->clock.kind == FP_CLOCK_CPU;
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next) {
-        fp_thread_flush(&p->core, t, per_thread_clock && t->id != me ? t->last_now : now);
+        fp_thread_flush(&p->core, t,
+                        per_thread_clock && t->id != me ? t->last_now : fpy_program_time(p, t, now));
         t->stopped = 0;
     }
 }
@@ -236,7 +245,7 @@ static int stop_this_thread(fpy_profiler_t *p)
      * read below does not show up either */
     t->stopped = 1;
     p->source->stop_thread(p, me);
-    fp_thread_flush(&p->core, t, p->failed ? p->last_now : fpy_now(p));
+    fp_thread_flush(&p->core, t, fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p)));
     return 0;
 }
 
@@ -360,6 +369,45 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
                          p->clock.ticks_per_second);
 }
 
+/* _set_compensation(on, py, c, line): see the stub (_fastprof.pyi). */
+static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
+{
+    int on;
+    long long py = 0, c = 0, line = 0, resume = -1;
+    if (!PyArg_ParseTuple(args, "p|LLLL:_set_compensation", &on, &py, &c, &line, &resume))
+        return NULL;
+    if (resume < 0)
+        resume = py;
+    if (p->enabled) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot change the compensation of an enabled profiler");
+        return NULL;
+    }
+    if (py < 0 || c < 0 || line < 0) {
+        PyErr_SetString(PyExc_ValueError, "delivery costs must be >= 0");
+        return NULL;
+    }
+    p->compensate = on;
+    p->delivery_py = on ? (fp_time_t)py : 0;
+    p->delivery_resume = on ? (fp_time_t)resume : 0;
+    p->delivery_c = on ? (fp_time_t)c : 0;
+    p->delivery_line = on ? (fp_time_t)line : 0;
+    Py_RETURN_NONE;
+}
+
+/* _compensation(): {'compensate': bool, 'removed': seconds, 'delivery':
+ * (py, c, line) in clock ticks, 'resume': ticks}. */
+static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
+{
+    fp_time_t removed = 0;
+    for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
+        removed += t->offset;
+    double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
+    return Py_BuildValue("{sOsds(LLL)sL}", "compensate", p->compensate ? Py_True : Py_False, "removed",
+                         (double)removed / tps, "delivery", (long long)p->delivery_py,
+                         (long long)p->delivery_c, (long long)p->delivery_line, "resume",
+                         (long long)p->delivery_resume);
+}
+
 static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(p->enabled);
@@ -373,6 +421,8 @@ static int profiler_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
     Py_VISIT(p->error);
     Py_VISIT(p->gc_callback);
     if (fpy_scope_traverse(p, visit, arg))
+        return -1;
+    if (fpy_route_traverse(p, visit, arg))
         return -1;
     for (size_t i = 0; i < N_SOURCES; i++) {
         int r = sources[i]->traverse(p, visit, arg);
@@ -389,6 +439,8 @@ static int profiler_tp_clear(fpy_profiler_t *p)
     Py_CLEAR(p->gc_callback); /* unreachable: not in gc.callbacks any more */
     if (!p->enabled)
         fpy_scope_free(p);
+    if (!p->enabled)
+        fpy_route_clear(p);
     for (size_t i = 0; i < N_SOURCES; i++)
         sources[i]->clear(p);
     return 0;
@@ -414,6 +466,7 @@ static void profiler_dealloc(fpy_profiler_t *p)
     }
     fp_profiler_destroy(&p->core);
     fpy_scope_free(p);
+    fpy_route_clear(p);
     fpy_drain_doomed(p);
     PyMem_Free(p->doomed);
     Py_CLEAR(p->timer);
@@ -444,6 +497,13 @@ static PyMethodDef profiler_methods[] = {
     {"_set_scope", (PyCFunction)fpy_scope_set, METH_O,
      "_set_scope($self, decide, /)\n--\n\nonly=: record only code objects for which decide(code) is "
      "true (and the C functions they call); None: everything. Only while disabled."},
+    {"_route_by", (PyCFunction)fpy_route_by, METH_VARARGS,
+     "_route_by($self, var, open, /)\n--\n\nRecord each event in the record of its thread and of the "
+     "request whose id (an int) the ContextVar var holds, if that id is in the set open; events "
+     "without one are not recorded. None: off. Only while disabled."},
+    {"_drop_route", (PyCFunction)fpy_route_drop, METH_O,
+     "_drop_route($self, request, /)\n--\n\nDrop the records of request id request (after reading "
+     "them)."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
@@ -456,6 +516,15 @@ static PyMethodDef profiler_methods[] = {
      "memory($self, /)\n--\n\nBytes used by the stats tables."},
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
      "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
+    {"_set_compensation", (PyCFunction)profiler_set_compensation, METH_VARARGS,
+     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, /)\n--\n\n"
+     "Private: compensation on or off (on even with a custom timer: tests), and the "
+     "delivery cost of each kind of event in clock ticks (resume < 0: py's). Only while "
+     "disabled."},
+    {"_compensation", (PyCFunction)profiler_compensation, METH_NOARGS,
+     "_compensation($self, /)\n--\n\n"
+     "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks, "
+     "'resume': ticks}."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -465,10 +534,10 @@ static PyGetSetDef profiler_getset[] = {
 };
 
 static PyType_Slot profiler_slots[] = {
-    {Py_tp_doc,
-     "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
-     "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False)\n--\n\n"
-     "The C profiler behind fastprof.Profile."},
+    {Py_tp_doc, "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
+                "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False, "
+                "compensate=True)\n--\n\n"
+                "The C profiler behind fastprof.Profile."},
     {Py_tp_new, (void *)profiler_new},
     {Py_tp_init, (void *)profiler_init},
     {Py_tp_dealloc, (void *)profiler_dealloc},

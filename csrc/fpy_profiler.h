@@ -55,6 +55,19 @@ typedef struct fpy_profiler {
     PyObject *error;     /* pending exception from the timer, reported once */
     int failed;          /* the timer failed: ignore events until disable */
     fp_time_t last_now;  /* last good clock reading */
+    /* Take the profiler's own time out of every time (each thread's
+     * `offset`, fp_charge): on by default, off for compensate=False and a
+     * custom timer (cProfile's raw times). The delivery costs, in clock
+     * ticks, are the calibrated parts of an event that no clock read sees:
+     * on the general path what comes before its first read and after its
+     * last; on the fast path the whole event, which reads the clock once
+     * (python/fastprof/calibration.py sets them with _set_compensation). */
+    int compensate;
+    fp_time_t delivery_py;     /* a Python frame's call or return (before 3.12: any event) */
+    fp_time_t delivery_resume; /* 3.12+: a generator's resume or yield (PY_RESUME, PY_YIELD),
+                                  which costs less than a call (no CALL event) */
+    fp_time_t delivery_c;      /* a C function's call or return */
+    fp_time_t delivery_line;   /* a line event of a LineCounter bound to this profiler */
     /* Users (code objects, names) released by the core, DECREF'd once the
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
@@ -80,6 +93,15 @@ typedef struct fpy_profiler {
     /* the source attached by the last enable() (fpy_source.h) */
     const fpy_source_ops *source;
     fpy_eval_state_t eval; /* fast=True's source's state */
+    /* request routing (fpy_route.c): var NULL: off */
+    struct {
+        PyObject *var;     /* contextvars.ContextVar holding the request id */
+        PyObject *open;    /* set of the request ids still recorded */
+        fp_thread_t *base; /* one-slot cache: thread record and request id */
+        uint64_t request;  /* ... to the record they route to (NULL: none) */
+        fp_thread_t *rec;
+        int cached;
+    } route;
 } fpy_profiler_t;
 
 /* Whether the frames of `code` are parked when they suspend: generators
@@ -104,6 +126,37 @@ static inline fp_time_t fpy_now(fpy_profiler_t *p)
     if (p->clock.kind != FP_CLOCK_CUSTOM)
         return fp_clock_now(&p->clock);
     return fpy_now_custom(p);
+}
+
+/* The delivery cost of a Python frame's enter (`first`: a first start,
+ * PY_START) or leave (`suspending`: a yield), constants in each callback. */
+FP_FORCE_INLINE fp_time_t fpy_delivery_enter(const fpy_profiler_t *p, int first)
+{
+    return first ? p->delivery_py : p->delivery_resume;
+}
+
+FP_FORCE_INLINE fp_time_t fpy_delivery_leave(const fpy_profiler_t *p, int suspending)
+{
+    return suspending ? p->delivery_resume : p->delivery_py;
+}
+
+/* Program time on `t` of the reading `raw` (fp_program_time), or the
+ * reading itself when compensation is off. */
+FP_FORCE_INLINE fp_time_t fpy_program_time(const fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw)
+{
+    return p->compensate ? fp_program_time(t, raw) : raw;
+}
+
+/* The event of `t` that read `raw` at its start ends: with compensation
+ * on, the clock is read once more and the event's time, plus `delivery`,
+ * goes to the thread's account (fp_charge). A custom timer (tests only:
+ * _set_compensation) is called again, as its first read was. */
+static inline void fpy_charge(fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw, fp_time_t delivery)
+{
+    if (!p->compensate)
+        return;
+    fp_time_t done = p->clock.kind == FP_CLOCK_TSC ? fp_tsc_read() : fpy_now(p);
+    fp_charge(t, raw, done, delivery);
 }
 
 /* The thread record for thread state `tstate`, created (and labelled with

@@ -117,36 +117,41 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
                                           const void *frame, int first)
 {
     uint64_t gen = p->generation;
-    fp_time_t now = fpy_now(p);
+    fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
+    fp_time_t now = fpy_program_time(p, t, raw);
     fp_entry_t *e = code_entry(p, t, code); /* NULL: recorded as a dropped call */
     if (fpy_frame_parks(p, code))
         (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
+    fpy_charge(p, t, raw, fpy_delivery_enter(p, first));
 }
 
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int suspending)
 {
     uint64_t gen = p->generation;
-    fp_time_t now = fpy_now(p);
+    fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
+    fp_time_t now = fpy_program_time(p, t, raw);
     if (suspending && fpy_frame_parks(p, code))
         fp_suspend(&p->core, t, code, frame, now);
     else
         fp_leave(&p->core, t, code, now);
+    fpy_charge(p, t, raw, fpy_delivery_leave(p, suspending));
 }
 
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                                          PyObject *callable, PyObject *self_arg)
 {
     uint64_t gen = p->generation;
-    fp_time_t now = fpy_now(p);
+    fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
+    fp_time_t now = fpy_program_time(p, t, raw);
     fp_entry_t *e = fp_entry_find(t, key);
     if (!e) {
         fpy_exc_state saved;
@@ -161,8 +166,10 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         if (!name)
             PyErr_Clear();
         fpy_exc_restore(&saved);
-        if (unnamable)
+        if (unnamable) {
+            fpy_charge(p, t, raw, p->delivery_c);
             return;
+        }
         /* naming may have run code: look again before adding */
         if (!fpy_live(p, gen)) {
             Py_XDECREF(name);
@@ -180,6 +187,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         }
     }
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
+    fpy_charge(p, t, raw, p->delivery_c);
 }
 
 FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
@@ -189,10 +197,11 @@ FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyOb
     if (!key)
         return;
     uint64_t gen = p->generation;
-    fp_time_t now = fpy_now(p);
+    fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_leave(&p->core, t, key, now);
+    fp_leave(&p->core, t, key, fpy_program_time(p, t, raw));
+    fpy_charge(p, t, raw, p->delivery_c);
 }
 
 void fpy_release_user(void *user, void *ctx)

@@ -3,7 +3,8 @@
  * thread's entry cache, a plain call or return), which calls nothing, so
  * the sources' callbacks stay leaf functions (no registers to save);
  * anything else goes to the general path, fpy_record_<event>_slow
- * (fpy_record.c). Events: a Python frame enters (starts or resumes) or
+ * (fpy_record.c). Both take the profiler's own time out (fpy_charge).
+ * Events: a Python frame enters (starts or resumes) or
  * leaves (returns or yields); a C function is entered (called) or left. */
 #ifndef FPY_RECORD_FAST_H
 #define FPY_RECORD_FAST_H
@@ -20,12 +21,36 @@ FP_FORCE_INLINE int fpy_fast_ok(const fpy_profiler_t *p)
     return p->clock.kind == FP_CLOCK_TSC && p->enabled;
 }
 
+/* fp_try_enter with the TSC read now and, when done, the event's cost
+ * charged to the thread. A fast-path event costs about the same every
+ * time, so its cost is not read (a second TSC read would add several ns
+ * to every event) but calibrated whole, delivery and callback together
+ * (`delivery`, python/fastprof/calibration.py: 0 with compensation off,
+ * so raw times need no test here); the general path reads its own. */
+FP_FORCE_INLINE int fpy_try_enter(fpy_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
+                                  fp_time_t delivery)
+{
+    if (!fp_try_enter(&p->core, t, e, ident, fp_program_time(t, fp_tsc_read())))
+        return 0;
+    t->offset += delivery;
+    return 1;
+}
+
+/* fp_try_leave the same way. */
+FP_FORCE_INLINE int fpy_try_leave(fp_thread_t *t, const void *key, const void *ident, fp_time_t delivery)
+{
+    if (!fp_try_leave(t, key, ident, fp_program_time(t, fp_tsc_read())))
+        return 0;
+    t->offset += delivery;
+    return 1;
+}
+
 FP_FORCE_INLINE void fpy_record_py_enter(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                          const void *frame, int first)
 {
     if (fpy_fast_ok(p) && !fpy_frame_parks(p, code)) {
         fp_entry_t *e = fp_entry_cached(t, code);
-        if (e && fp_try_enter(&p->core, t, e, NULL, fp_tsc_read()))
+        if (e && fpy_try_enter(p, t, e, NULL, fpy_delivery_enter(p, first)))
             return;
     }
     fpy_record_py_enter_slow(p, t, code, frame, first);
@@ -35,7 +60,7 @@ FP_FORCE_INLINE void fpy_record_py_leave(fpy_profiler_t *p, fp_thread_t *t, PyCo
                                          const void *frame, int suspending)
 {
     if (fpy_fast_ok(p) && !(suspending && fpy_frame_parks(p, code)) &&
-        fp_try_leave(t, code, NULL, fp_tsc_read()))
+        fpy_try_leave(t, code, NULL, fpy_delivery_leave(p, suspending)))
         return;
     fpy_record_py_leave_slow(p, t, code, frame, suspending);
 }
@@ -45,7 +70,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 {
     if (fpy_fast_ok(p)) {
         fp_entry_t *e = fp_entry_cached(t, key);
-        if (e && fp_try_enter(&p->core, t, e, callable, fp_tsc_read()))
+        if (e && fpy_try_enter(p, t, e, callable, p->delivery_c))
             return;
     }
     fpy_record_c_enter_slow(p, t, key, callable, self_arg);
@@ -57,7 +82,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                                         PyObject *self_arg, PyObject *missing)
 {
-    if (fpy_fast_ok(p) && fp_try_leave(t, NULL, callable, fp_tsc_read()))
+    if (fpy_fast_ok(p) && fpy_try_leave(t, NULL, callable, p->delivery_c))
         return;
     fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }

@@ -15,6 +15,7 @@
  *
  * Its table is fpy_eval_source (at the end), its state p->eval (fpy_source.h). */
 #include "fpy_record_fast.h"
+#include "fpy_route.h"
 
 /* The profiler the evaluator feeds, and a count of attaches and detaches
  * (an event checks it before touching its profiler again after running
@@ -56,8 +57,8 @@ static fp_thread_t *thread_of_slow(fpy_profiler_t *p, PyThreadState *ts)
 FP_FORCE_INLINE fp_thread_t *thread_of(fpy_profiler_t *p, PyThreadState *ts)
 {
     if (ts == p->eval.ts && ts->id == p->eval.ts_id && p->generation == p->eval.generation)
-        return p->eval.thread;
-    return thread_of_slow(p, ts);
+        return fpy_route(p, p->eval.thread);
+    return fpy_route(p, thread_of_slow(p, ts));
 }
 
 /* The general paths (fpy_record_py_enter_slow / _leave_slow) run
@@ -91,12 +92,12 @@ static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwf
     uint64_t gen = p->generation;
     fp_entry_t *e;
     if (!(fpy_fast_ok(p) && (e = fp_entry_cached(t, code)) &&
-          fp_try_enter(&p->core, t, e, NULL, fp_tsc_read())))
+          fpy_try_enter(p, t, e, NULL, p->delivery_py)))
         record_slow(fpy_record_py_enter_slow, p, t, code, ts);
     PyObject *result = fpy_eval_default(ts, frame, throwflag);
     /* p may be gone (disabled and freed) or cleared (t freed) meanwhile */
     if (active_epoch == epoch && p->generation == gen &&
-        !(fpy_fast_ok(p) && fp_try_leave(t, code, NULL, fp_tsc_read())))
+        !(fpy_fast_ok(p) && fpy_try_leave(t, code, NULL, p->delivery_py)))
         record_slow(fpy_record_py_leave_slow, p, t, code, ts);
     return result;
 }
@@ -158,11 +159,11 @@ static fp_thread_t *eval_running_thread(fpy_profiler_t *p)
     if (active != p)
         return NULL;
     if (ts == p->eval.ts && ts->id == p->eval.ts_id && p->generation == p->eval.generation)
-        return p->eval.thread;
+        return fpy_route(p, p->eval.thread);
     if (!p->threads_all && ts->id != p->owner_tid)
         return NULL;
     fp_thread_t *t = fp_thread_find(&p->core, ts->id);
-    return t && !t->stopped ? t : NULL;
+    return fpy_route(p, t && !t->stopped ? t : NULL);
 }
 
 /* The state is only used while attached, and attach resets it. */

@@ -8,6 +8,7 @@
  *
  * Its table is fpy_legacy_source (at the end), its state p->legacy (fpy_source.h). */
 #include "fpy_record_fast.h"
+#include "fpy_route.h"
 #include "fpy_scope.h"
 
 #if !FPY_USE_MONITORING
@@ -72,11 +73,12 @@ static void hook_new_threads_if_threading(fpy_profiler_t *p);
 FP_FORCE_INLINE int on_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg, int scoped)
 {
     fpy_profiler_t *p = HOOK_TARGET(obj)->prof;
-    fp_thread_t *t = HOOK_TARGET(obj)->thread;
+    fp_thread_t *t;
     const void *key;
     if (!p)
         return 0;
-    if (scoped && !fpy_in_scope(p, fpy_frame_code(frame))) {
+    t = fpy_route(p, HOOK_TARGET(obj)->thread);
+    if (!t || (scoped && !fpy_in_scope(p, fpy_frame_code(frame)))) {
         if (what == PyTrace_RETURN && p->legacy.threading_pending &&
             !(fpy_frame_code(frame)->co_flags & CO_NEWLOCALS))
             hook_new_threads_if_threading(p);
@@ -345,7 +347,7 @@ static void legacy_stop_thread(fpy_profiler_t *p, PyThreadState *ts)
 static fp_thread_t *legacy_running_thread(fpy_profiler_t *p)
 {
     PyThreadState *ts = PyThreadState_Get();
-    return is_our_hook(ts, p) ? HOOK_TARGET(fpy_profile_obj(ts))->thread : NULL;
+    return is_our_hook(ts, p) ? fpy_route(p, HOOK_TARGET(fpy_profile_obj(ts))->thread) : NULL;
 }
 
 /* Each thread's hook names its record: nothing cached to forget. */

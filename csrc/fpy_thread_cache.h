@@ -5,6 +5,7 @@
 #define FPY_THREAD_CACHE_H
 
 #include "fpy_profiler.h"
+#include "fpy_route.h"
 
 #include <pthread.h>
 
@@ -31,16 +32,16 @@ static inline uintptr_t fpy_os_thread_self(void)
 #endif
 }
 
-/* The record of the thread running this event, or NULL when its events
- * are not recorded (threads=False and not the enabling thread) or memory
- * ran out. */
+/* The record of the thread running this event (of the thread and the
+ * request, when routing: fpy_route.h), or NULL when its events are not
+ * recorded (threads=False and not the enabling thread) or memory ran out. */
 static inline fp_thread_t *fpy_mon_thread_for(fpy_profiler_t *p)
 {
     uintptr_t os_thread = fpy_os_thread_self();
     if (os_thread == p->mon.cached_os_thread &&
         p->mon.cached_epoch == __atomic_load_n(&fpy_mon_os_threads_ended, __ATOMIC_RELAXED))
-        return p->mon.cached_thread;
-    return fpy_mon_thread_for_slow(p, os_thread);
+        return fpy_route(p, p->mon.cached_thread);
+    return fpy_route(p, fpy_mon_thread_for_slow(p, os_thread));
 }
 
 #endif

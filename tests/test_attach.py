@@ -433,7 +433,8 @@ def test_bootstrap_refuses_a_copy_of_fastprof_for_another_abi(tmp_path):
     script = directory / "inject.py"
     script.write_text(attach_agent.BOOTSTRAP % {
         "directory": str(directory), "fastprof_parent": os.path.dirname(FASTPROF_DIR.rstrip(os.sep)),
-        "abi": [[3, 99], "cpython-399", ".cpython-399-x86_64-linux-gnu.so"], "options": {}})
+        "abi": [[3, 99], "cpython-399", ".cpython-399-x86_64-linux-gnu.so"], "options": {},
+        "agent": "attach_agent"})
     check = "exec(open(%r).read()); import sys; print(%r in sys.path, 'fastprof' in sys.modules)" % (
         str(script), os.path.dirname(FASTPROF_DIR.rstrip(os.sep)))
     r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,

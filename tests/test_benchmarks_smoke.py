@@ -139,6 +139,18 @@ def test_line_event_choice_runs(tmp_path):
     assert all(v > 0 for v in result["template"].values())
 
 
+def test_middleware_load_in_process_runs():
+    """benchmarks/middleware_load.py --in-process (docs/performance.md's
+    per-request table) still runs: every mode, a row each."""
+    script = os.path.join(ROOT, "benchmarks", "middleware_load.py")
+    res = subprocess.run([sys.executable, script, "--in-process", "--rounds", "1", "--requests", "5"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for mode in ("no middleware", "trigger, not triggered", "every=100", "slow_ms, none slow",
+                 "every=1 (all kept, .prof)"):
+        assert mode in res.stdout, res.stdout
+
+
 # --------------------------------------------------------------------------- accuracy.py (issue 21)
 
 def _accuracy():

@@ -432,13 +432,17 @@ def test_unknown_sort_key_lists_the_valid_ones(project):
 
 
 def test_unwritable_output_directory(project, monkeypatch, capsys):
-    # root can write anywhere; ask main() itself with os.access saying no
+    # root can write anywhere; ask main() itself with the creation refused
     write(project / "marker.py", MARKER)
     monkeypatch.chdir(str(project))
-    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    import fastprof.atomic_file
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(fastprof.atomic_file, "create_beside", refused)
     assert run_cli.main(["-o", "x.prof", "marker.py"]) == 2
     err = capsys.readouterr().err
-    assert "is not writable" in err and len(err.strip().splitlines()) == 1
+    assert "cannot write x.prof: Permission denied" in err and len(err.strip().splitlines()) == 1
     assert not (project / "ran.marker").exists()
 
 

@@ -158,8 +158,13 @@ def test_qualified_names_in_views_but_not_in_keys(tmp_path):
         assert "Node.visit.<locals>.<listcomp>" in out or sys.version_info >= (3, 12)
         assert "Node.visit (" in folded
     else:
-        assert data.qualnames == {}
-        assert "Node.__init__" not in out and "visit  " in out
+        # 3.9/3.10 have no co_qualname: read from the module and the code
+        # around (func_patterns.code_qualnames); the classes exec made belong
+        # to no module, so their __init__ has none
+        assert "Node.__init__" in out and "Node.visit" in out
+        assert "Node.visit.<locals>.<listcomp>" in out
+        assert "A.__init__" not in data.qualnames.get(shared[0], "")
+        assert "Node.visit (" in folded
 
 
 def test_qualnames_survive_merge_and_old_files_still_load(tmp_path):

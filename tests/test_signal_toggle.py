@@ -21,6 +21,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -314,6 +315,11 @@ def test_each_write_is_complete_and_atomic_for_a_polling_reader(tmp_path, childr
             child.do("many%d" % (300 * n))  # a bigger profile each time
             child.signal()                  # off: written
             assert len(load_profile(str(out)).stats) >= 300 * n
+            # the reader has had its look at this write before the next one
+            # (a loaded machine may starve its thread; the check is on what it read)
+            deadline = time.monotonic() + 60
+            while len(seen) < n and time.monotonic() < deadline:
+                time.sleep(0.01)
         # signals in a burst, during writes: whatever they come to, nothing breaks
         for _ in range(5):
             os.kill(child.proc.pid, signal.SIGUSR1)

@@ -10,6 +10,7 @@ mypy is not a test dependency).
 """
 
 import sys
+from contextvars import ContextVar
 from types import CodeType, FrameType
 from typing import Any, Callable, Final, Literal, Optional, TypedDict, final
 
@@ -63,6 +64,12 @@ class _ClockInfo(TypedDict):
     clock: Literal["tsc", "monotonic", "cpu", "custom"]
     ticks_per_second: float
 
+class _Compensation(TypedDict):
+    compensate: bool
+    removed: float  # seconds taken out of the times, every thread (since clear())
+    delivery: tuple[int, int, int]  # per event, clock ticks: Python, C function, line
+    resume: int  # per generator resume or yield (3.12+; before, the Python one)
+
 @disjoint_base  # a C layout of its own: no class can inherit from it and another such base
 class Profiler:
     """The C profiler behind fastprof.Profile (its class name is fastprof.Profile)."""
@@ -81,6 +88,7 @@ class Profiler:
         max_depth: int = 128,
         gc: bool = False,
         fast: bool = False,
+        compensate: bool = True,  # False with a custom timer, whatever is given
     ) -> None: ...
     @property
     def enabled(self) -> bool: ...
@@ -90,6 +98,9 @@ class Profiler:
         self, callback: Callable[..., object], /, *args: object
     ) -> None: ...  # disable(), callback(error, was_enabled, *args), enable() if it returned true
     def clear(self, /) -> None: ...
+    # fastprof.middleware: one record per (thread, request id held by var), if the id is in open
+    def _route_by(self, var: ContextVar[int] | None, open: set[int] | None, /) -> None: ...
+    def _drop_route(self, request: int, /) -> None: ...
     def _set_scope(self, decide: Optional[Callable[[CodeType], bool]], /) -> None: ...
     def getstats(self, /, thread: int | None = None) -> list[profiler_entry]: ...
     # (index of the parent path or -1, code or C function name, calls, inlinetime, totaltime)
@@ -98,6 +109,13 @@ class Profiler:
     def threads(self, /) -> list[tuple[int, int, int]]: ...
     def memory(self, /) -> int: ...
     def clock_info(self, /) -> _ClockInfo: ...
+    # Private (calibration.py, tests): compensation on or off, on even with a
+    # custom timer (a fake clock in tests/test_compensation.py), and the
+    # delivery cost per event in clock ticks; only while disabled
+    def _set_compensation(
+        self, on: bool, py: int = 0, c: int = 0, line: int = 0, resume: int = -1, /
+    ) -> None: ...  # resume < 0: py's
+    def _compensation(self, /) -> _Compensation: ...  # private: what was removed
 
 @final
 class LineCounter:

@@ -4,10 +4,12 @@
     fastprof view out.prof --callers parse     # who calls parse, and how much
     fastprof view out.prof --tree              # the call paths
     fastprof diff before.prof after.prof       # what got slower / faster
+    fastprof check before.prof after.prof      # exit 1 if call counts changed (CI gate)
     fastprof merge a.prof b.prof -o all.prof   # sum of several runs
     fastprof convert out.prof -o out.html      # report, flame graph, callgrind...
     fastprof run [options] script.py [args]    # = python -m fastprof
     fastprof attach PID -o live.prof           # a running 3.14+ process, until Ctrl-C
+    fastprof top PID                           # a live view of a running 3.14+ process
 
 Every input may be a cProfile file or a fastprof file.  Errors about input
 and output files are one line on stderr and exit status 2.  Output formats,
@@ -98,6 +100,11 @@ def _diff_min_time(text: str) -> str:
 FORMATS_HELP = formats.formats_help()
 
 
+def _check_tolerance(text: str) -> float:
+    from .counts import parse_tolerance  # (deferred: fastprof run imports nothing before the program)
+    return parse_tolerance(text)
+
+
 def build_parser():
     argparse = _argparse()
     parser = argparse.ArgumentParser(
@@ -164,13 +171,47 @@ def build_parser():
     p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
                    help="a time that moved by at most TIME is noise too: 2ms, 150us, 0.003 "
                         "(seconds) or 1%% of the larger total (default 1%%)")
+    p.add_argument("--full-paths", action="store_true",
+                   help="show each function's file as recorded, not relative to its sys.path "
+                        "entry (functions pair by relative path and qualified name either way)")
+
+    p = sub.add_parser(
+        "check", help="performance gate: fail (exit 1) when call counts changed",
+        description="Compare the exact call counts of two profiles of the same program: "
+                    "every function's and every caller -> callee edge's (functions paired by "
+                    "file relative to its sys.path entry and qualified name, so two installs "
+                    "compare; garbage collections left out). Exit status 0 when they match "
+                    "within the tolerance, 1 when some changed (listed, biggest change first), "
+                    "2 for bad input. For test suites see pytest --fastprof-counts (docs/gate.md).")
+    p.add_argument("base", metavar="BASE", help="the profile before (a cProfile or fastprof file)")
+    p.add_argument("new", metavar="NEW", help="the profile after")
+    p.add_argument("--tolerance", type=_type(_check_tolerance), default=0.0, metavar="PERCENT",
+                   help="a Python function's or edge's count may move by PERCENT of its base "
+                        "value (default 0: exact)")
+    p.add_argument("--c-tolerance", type=_type(_check_tolerance), default=None, metavar="PERCENT",
+                   help="the same for C functions and edges into them (default: --tolerance's)")
+    p.add_argument("--time", action="store_true",
+                   help="also fail when a function's own time moved beyond fastprof diff's "
+                        "noise rule (--threshold and --min-time)")
+    p.add_argument("--threshold", type=_type(_diff_threshold), default=10.0, metavar="PERCENT",
+                   help="--time: a time that moved by at most PERCENT of its base value is "
+                        "noise (default 10)")
+    p.add_argument("--min-time", type=_type(_diff_min_time), default="1%", metavar="TIME",
+                   help="--time: a time that moved by at most TIME is noise too: 2ms, 150us, "
+                        "0.003 (seconds) or 1%% of the larger total (default 1%%)")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                   help="text (default), markdown (e.g. >> \"$GITHUB_STEP_SUMMARY\") or json")
+    p.add_argument("-n", "--limit", type=_positive_or_zero, default=30, metavar="N",
+                   help="list the first N changes of each kind (default 30; 0 = all; json: all)")
 
     p = sub.add_parser(
         "merge", help="add profiles together (counts, times, callers, call paths)",
         description="Add profiles together: calls, times and callers are summed; call paths "
                     "are merged path by path when every input has them.",
         epilog=FORMATS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="FILE", help="profiles to add")
+    p.add_argument("inputs", nargs="+", metavar="FILE",
+                   help="profiles to add; a directory adds its .prof files (the per-request "
+                        "profiles of fastprof.middleware, say)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="where to write the sum (pstats unless the name or --to says "
                         "otherwise; '-' for stdout, with --to)")
@@ -193,6 +234,8 @@ def build_parser():
 
     from .modes.attach import add_parser as add_attach_parser  # (deferred: fastprof run imports nothing before the program)
     add_attach_parser(sub, argparse.RawDescriptionHelpFormatter)
+    from .modes.top import add_parser as add_top_parser  # (deferred: fastprof run imports nothing before the program)
+    add_top_parser(sub, argparse.RawDescriptionHelpFormatter)
 
     sub.add_parser(
         "run", add_help=False,
@@ -210,7 +253,10 @@ def _version() -> str:
 
 def _load(path):
     from .profile_file import load_profile  # (deferred: fastprof run imports nothing before the program)
-    return load_profile(path)  # ProfileFileError: reported by main()
+    data = load_profile(path)  # ProfileFileError: reported by main()
+    if data.damaged:
+        print("%s: warning: %s: %s" % (PROG, path, data.damaged), file=sys.stderr)
+    return data
 
 
 def _say(lines):
@@ -283,10 +329,12 @@ def cmd_view(args) -> int:
         if not any(match(key) for key in shown):
             raise NothingMatched("no function matches /%s/ (in %s)" % (pattern, name))
         lines.extend(view.edge_tables(shown, pattern, direction, micro, args.limit,
-                                      qualnames=data.qualnames))
+                                      qualnames=data.qualnames,
+                                      concurrent=view.concurrency_recorded(data)))
     else:
         lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
-                                         qualnames=data.qualnames))
+                                         qualnames=data.qualnames,
+                                         concurrent=view.concurrency_recorded(data)))
     _say(lines)
     return 0
 
@@ -298,7 +346,7 @@ def _line_listings(data, shown, args, name, micro):
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
     match = view.matcher(args.lines, qualnames=data.qualnames)
-    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own)
+    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own, data.sources)
     if not out:
         raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
     return out
@@ -310,8 +358,19 @@ def cmd_diff(args) -> int:
     new = _load(args.new)
     _say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
                          micro=view.micro_sign(sys.stdout), threshold=args.threshold,
-                         min_time=args.min_time))
+                         min_time=args.min_time, full_paths=args.full_paths))
     return 0
+
+
+def cmd_check(args) -> int:
+    from . import check, view  # (deferred: fastprof run imports nothing before the program)
+    base = _load(args.base)
+    new = _load(args.new)
+    result = check.check(base, new, args.tolerance, args.c_tolerance, time=args.time,
+                         threshold=args.threshold, min_time=args.min_time)
+    sys.stdout.write(check.render(result, args.format, args.base, args.new, args.limit,
+                                  micro=view.micro_sign(sys.stdout)))
+    return 1 if result.failed else 0
 
 
 def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
@@ -342,14 +401,32 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def _profiles_in(inputs):
+    """The files named, a directory standing for its .prof files (in name
+    order: the middleware's names start with the time); usage error for a
+    directory without any."""
+    out = []
+    for path in inputs:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = sorted(os.path.join(path, n) for n in os.listdir(path)
+                       if n.endswith(".prof") and not n.startswith("."))
+        if not found:
+            raise UsageError("%s: a directory with no .prof file in it" % path)
+        out.extend(found)
+    return out
+
+
 def cmd_merge(args) -> int:
     from .merge import ProfileSum  # (deferred: fastprof run imports nothing before the program)
     fmt = cmdline.output_format(args.output, args.to)
-    cmdline.check_output_path(args.output, args.inputs)
+    inputs = _profiles_in(args.inputs)
+    cmdline.check_output_path(args.output, inputs)
     # one input read at a time and folded into the sum: 1,000 files need one
     # file handle and the memory of one input plus the sum, not of all inputs
     total = ProfileSum()
-    for path in args.inputs:
+    for path in inputs:
         total.add(_load(path))
     if total.clocks_differ():
         print("%s merge: warning: the inputs were timed with different clocks (%s); "
@@ -373,8 +450,13 @@ def cmd_attach(args) -> int:
     return attach.run(args)
 
 
-COMMANDS = {"view": cmd_view, "diff": cmd_diff, "merge": cmd_merge, "convert": cmd_convert,
-            "attach": cmd_attach}
+def cmd_top(args) -> int:
+    from .modes import top  # (deferred: fastprof run imports nothing before the program)
+    return top.run(args)
+
+
+COMMANDS = {"view": cmd_view, "diff": cmd_diff, "check": cmd_check, "merge": cmd_merge, "convert": cmd_convert,
+            "attach": cmd_attach, "top": cmd_top}
 
 
 def _run(argv) -> int:

@@ -57,14 +57,16 @@ RUN_OPTIONS = (
      "into their callers (default 0.01; 0 keeps all)"),
     (("--lines",), "lines", "append", None, [], "PATTERN",
      "line by line: each line's hits and time in the functions PATTERN names: "
-     "MODULE[:QUALNAME] with shell wildcards (myapp.db:Query.*; the script answers to its "
+     "MODULE[:QUALNAME] with shell wildcards (myapp: the package and all its submodules; "
+     "myapp.db:Query.*; the script answers to its "
      "file's stem: prog:hot) or a file path glob (src/app/*.py). Repeatable. Printed after "
      "the table; with -o, stored in the .prof (fastprof view FILE --lines)"),
     (("--lines-from",), "lines_from", "store", None, None, "OLD.prof[:N]",
      "line by line for the N functions (default 10) with the most own time in an earlier "
      "profile OLD.prof"),
     (("--only",), "only", "append", None, [], "PATTERN",
-     "record only the functions PATTERN names (the --lines syntax) and the C functions "
+     "record only the functions PATTERN names (the --lines syntax: myapp is the package "
+     "myapp and all its submodules) and the C functions "
      "they call; the time of calls into other Python code stays in the caller's own "
      "time. Repeatable"),
     (("--gc",), "gc", "store_true", None, True, None,
@@ -72,6 +74,9 @@ RUN_OPTIONS = (
      "started (default)"),
     (("--no-gc",), "gc", "store_false", None, True, None,
      "leave collection pauses in the allocating function's time, as cProfile does"),
+    (("--no-compensate",), "compensate", "store_false", None, True, None,
+     "raw times, as cProfile's: leave the profiler's own cost in them (by default it is "
+     "measured and taken out of every time, and the header says how much)"),
 )
 
 # the default of each run option, by dest
@@ -161,6 +166,7 @@ def profile_options(options, callpaths):
             "callpaths": callpaths, "max_depth": options.max_depth, "gc": options.gc,
             "lines": options.lines if options.lines or options.line_keys else None,
             "only": options.only or None, "fast": options.fast,
+            "compensate": getattr(options, "compensate", True),
             "line_keys": list(options.line_keys)}
 
 
@@ -247,8 +253,9 @@ def same_file(a, b):
 
 
 def check_output_path(path, inputs=()):
-    """UsageError unless *path* can be written (checked, not created) and is
-    none of *inputs* (the profile read, or the script being profiled)."""
+    """UsageError unless *path* can be written (a file created beside it and
+    removed: nothing is left, an existing *path* is untouched) and is none of
+    *inputs* (the profile read, or the script being profiled)."""
     if path == STDOUT:
         return
     for other in inputs:
@@ -264,8 +271,20 @@ def check_output_path(path, inputs=()):
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise UsageError("cannot write %s: permission denied" % path)
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError("cannot write %s: directory %s is not writable" % (path, parent))
+        if not os.path.isfile(path):
+            return  # a device or FIFO (/dev/stdout): written in place
+    # what the write will do (atomic_file.py): create a file beside it,
+    # tried now and removed (os.access says yes to root, and to /proc or /sys)
+    from fastprof.atomic_file import create_beside  # (deferred: nothing before the program)
+    try:
+        tmp, f = create_beside(path)
+    except OSError as exc:
+        raise UsageError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+    f.close()
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def write_output(data, path, fmt, title=None, min_percent=None):

@@ -1,11 +1,19 @@
 """``fastprof diff``: what changed between two profiles of the same program.
 
-Functions are matched by their pstats key ``(file, line, name)``; a function
-whose first line moved (the code around it was edited) is still matched by
-``(file, name)`` when that pair is unique on both sides.  C functions whose
-name carries an address (``<built-in method __new__ of type object at
-0x7f...>``, a new address every run) are matched, and shown, without it
-(``model.match_key``).
+Functions are matched by name, not by absolute path, so two profiles of
+one program against a library installed in two places (two venvs, two
+``--target`` directories, a wheel and an editable checkout) compare the
+same functions (``portable_names.pair_functions``): each file is named by
+its module's path (``jinja2/runtime.py``, as the profiled process imported
+it: the trailer's ``paths``; else relative to its ``sys.path`` entry), and functions pair
+by that path and qualified name (``Context.resolve``); several of one
+qualified name (the lambdas of one function) pair in order of first line;
+a function whose first line moved (the code around it was edited) still
+pairs.  Without qualified names (cProfile files, 3.9/3.10) a plain name
+unique in its file pairs.  C functions whose name carries an address
+(``<built-in method __new__ of type object at 0x7f...>``, a new address
+every run) are matched, and shown, without it (``model.match_key``).
+Rows show the relative path; ``full_paths`` shows the recorded one.
 
 Two runs of unchanged code never have the same times, so a change is only
 reported when it is beyond noise (``Noise``): call counts are exact, so any
@@ -24,9 +32,11 @@ import linecache
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from .model import FuncKey, by_match_key, merge_qualnames
+from .model import FuncKey, by_match_key, is_builtin, merge_qualnames
+from .names import readable_name
+from .portable_names import pair_functions, portable_parts
 from .profile_file import ProfileData
-from .view import format_count, format_time, function_text, render_table, totals
+from .view import format_count, format_time, render_table, totals
 
 METRICS = ("tottime", "cumtime", "calls")
 _ZERO = (0, 0, 0.0, 0.0)
@@ -98,10 +108,16 @@ class Change:
     new_key: Optional[FuncKey]    # None: only in the base profile
     base: Tuple[int, int, float, float]   # (cc, nc, tt, ct), zeros when absent
     new: Tuple[int, int, float, float]
+    path: str = ""   # the file relative to its sys.path entry (portable_parts)
 
     @property
     def key(self) -> FuncKey:
         return self.new_key if self.new_key is not None else self.base_key
+
+    @property
+    def moved(self) -> bool:
+        """In both profiles, at another first line."""
+        return self.base_key is not None and self.new_key is not None and self.base_key[1] != self.new_key[1]
 
     def value(self, metric: str, side: str) -> float:
         v = self.base if side == "base" else self.new
@@ -115,41 +131,49 @@ class Change:
         return self.base != self.new or self.base_key is None or self.new_key is None
 
 
-def _match(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Tuple[Optional[FuncKey], Optional[FuncKey]]]:
-    pairs: List[Tuple[Optional[FuncKey], Optional[FuncKey]]] = []
-    only_base = [k for k in base if k not in new]
-    only_new = [k for k in new if k not in base]
-    pairs.extend((k, k) for k in base if k in new)
-
-    def by_file_name(keys):
-        groups: Dict[tuple, List[FuncKey]] = {}
-        for k in keys:
-            groups.setdefault((k[0], k[2]), []).append(k)
-        return groups
-
-    gb, gn = by_file_name(only_base), by_file_name(only_new)
-    # a (file, name) pair unique in *each whole profile* moved lines
-    all_b, all_n = by_file_name(base), by_file_name(new)
-    moved = set()
-    for fn, ks in gb.items():
-        if len(ks) == 1 and len(gn.get(fn, ())) == 1 and len(all_b[fn]) == 1 and len(all_n[fn]) == 1:
-            pairs.append((ks[0], gn[fn][0]))
-            moved.add(ks[0])
-            moved.add(gn[fn][0])
-    pairs.extend((k, None) for k in only_base if k not in moved)
-    pairs.extend((None, k) for k in only_new if k not in moved)
-    return pairs
-
-
-def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple]) -> List[Change]:
-    """One Change per function of either profile (unchanged ones included)."""
+def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple],
+               base_qualnames: Optional[Dict[FuncKey, str]] = None,
+               new_qualnames: Optional[Dict[FuncKey, str]] = None,
+               base_paths: Optional[Dict[str, str]] = None,
+               new_paths: Optional[Dict[str, str]] = None) -> List[Change]:
+    """One Change per function of either profile (unchanged ones included),
+    paired by relative path and qualified name (the module doc); the
+    qualnames and paths are each profile's (``ProfileData``)."""
     base, new = by_match_key(base), by_match_key(new)  # keys without addresses
+    bp = portable_parts(base, base_qualnames, base_paths)
+    np_ = portable_parts(new, new_qualnames, new_paths)
+    pairs = pair_functions(bp, np_)
     out = []
-    for bk, nk in _match(base, new):
-        b = tuple(base[bk][:4]) if bk is not None else _ZERO
+    new_of = {bk: nk for nk, bk in pairs.items()}
+    for bk in base:
+        nk = new_of.get(bk)
         n = tuple(new[nk][:4]) if nk is not None else _ZERO
-        out.append(Change(bk, nk, b, n))
+        out.append(Change(bk, nk, tuple(base[bk][:4]), n, (np_[nk] if nk is not None else bp[bk])[0]))
+    for nk in new:
+        if nk not in pairs:
+            out.append(Change(None, nk, _ZERO, tuple(new[nk][:4]), np_[nk][0]))
     return out
+
+
+def other_files(changes: List[Change]) -> int:
+    """How many paired Python functions were recorded from two different
+    files (two installs, or a moved checkout)."""
+    return sum(1 for c in changes if c.base_key is not None and c.new_key is not None
+               and not is_builtin(c.new_key) and c.base_key[0] != c.new_key[0])
+
+
+def function_label(c: Change, qualnames: Dict[FuncKey, str], full_paths: bool = False) -> str:
+    """``name  path:line``: the path relative to its sys.path entry, or with
+    *full_paths* the file as recorded (and the base's too when it differs)."""
+    key = c.key
+    if is_builtin(key):
+        return readable_name(key)
+    if not full_paths:
+        return "%s  %s:%s" % (readable_name(key, qualnames), c.path or key[0], key[1])
+    text = "%s  %s:%s" % (readable_name(key, qualnames), key[0], key[1])
+    if c.base_key is not None and c.new_key is not None and c.base_key[0] != c.new_key[0]:
+        text += "  (base: %s:%s)" % (c.base_key[0], c.base_key[1])
+    return text
 
 
 def calls_changed(c: Change) -> bool:
@@ -168,14 +192,15 @@ def beyond_noise(c: Change, metric: str, noise: Noise) -> bool:
 def significance(c: Change, metric: str, noise: Noise) -> int:
     """0: counts changed and *metric* moved (a time: beyond the floor);
     1: the time moved beyond noise with the same counts; 2: counts changed
-    but the time barely moved, or only the first line moved; 3: noise (not
-    a change)."""
+    but the time barely moved; 3: noise (not a change).  A first line that
+    moved is no change by itself (an upgrade moves most of a library's);
+    a row shown says it moved."""
     counts = calls_changed(c)
     if counts and (metric == "calls" or abs(c.delta(metric)) > noise.floor):
         return 0
     if beyond_noise(c, metric, noise):
         return 1
-    return 2 if counts or c.base_key != c.new_key else 3
+    return 2 if counts else 3
 
 
 def check_metric(metric: str) -> str:
@@ -278,7 +303,8 @@ def line_changes(changes: List[Change], base_lines: Dict[FuncKey, LineTable],
 
 
 def line_section(changes: List[Change], base: ProfileData, new: ProfileData, noise: Noise,
-                 qualnames: Dict[FuncKey, str], limit: int, micro: str) -> List[str]:
+                 qualnames: Dict[FuncKey, str], limit: int, micro: str,
+                 full_paths: bool = False) -> List[str]:
     """The text of the line changes: nothing when no function has line
     stats in both profiles; at most *limit* functions of at most *limit*
     lines each (0: all)."""
@@ -294,7 +320,7 @@ def line_section(changes: List[Change], base: ProfileData, new: ProfileData, noi
     for c, rows in shown_funcs:
         shown = rows if limit <= 0 else rows[:limit]
         out.append("")
-        out.append(function_text(c.key, qualnames))
+        out.append(function_label(c, qualnames, full_paths))
         cells = []
         for lc in shown:
             text = linecache.getline(str(c.key[0]), lc.lineno).strip()
@@ -315,8 +341,9 @@ def line_section(changes: List[Change], base: ProfileData, new: ProfileData, noi
 
 def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new_name: str = "new",
                metric: str = "tottime", limit: int = 20, micro: str = "\u00b5",
-               threshold: float = DEFAULT_THRESHOLD, min_time: str = DEFAULT_MIN_TIME) -> List[str]:
-    changes = diff_stats(base.stats, new.stats)
+               threshold: float = DEFAULT_THRESHOLD, min_time: str = DEFAULT_MIN_TIME,
+               full_paths: bool = False) -> List[str]:
+    changes = diff_stats(base.stats, new.stats, base.qualnames, new.qualnames, base.paths, new.paths)
     qualnames = merge_qualnames([base.qualnames, new.qualnames])
     bt, bc, _ = totals(base.stats)
     nt, nc, _ = totals(new.stats)
@@ -328,8 +355,16 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
         "new   %s  total %s, %s calls, %s functions" % (new_name.ljust(width), format_time(nt, micro),
                                                         format_count(nc), format_count(len(new.stats))),
     ]
+    elsewhere = other_files(changes)
+    installs = []
+    if elsewhere:
+        installs.append("      %d function%s paired across installs (same module path and "
+                        "qualified name, other file%s)%s" % (
+                            elsewhere, "s" if elsewhere > 1 else "", "s" if elsewhere > 1 else "",
+                            "" if full_paths else "; --full-paths shows the files"))
     rows = ranked(changes, metric, noise)
     if not rows:
+        lines.extend(installs)
         lines.append("")
         if any(c.changed for c in changes):
             lines.append("No change beyond noise: the same %d functions with the same calls, "
@@ -338,9 +373,10 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
         else:
             lines.append("No change: both profiles have the same %d functions with the same calls and "
                          "times." % len(changes))
-        return lines + line_section(changes, base, new, noise, qualnames, limit, micro)
+        return lines + line_section(changes, base, new, noise, qualnames, limit, micro, full_paths)
     lines.append("      change: total %s (%s), calls %s (%s)" % (
         _signed_time(nt - bt, micro), relative(bt, nt), _signed_count(nc - bc), relative(bc, nc)))
+    lines.extend(installs)
     lines.append("")
     shown = rows if limit <= 0 else rows[:limit]
     cells = []
@@ -355,10 +391,10 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
             status = "  [new]"
         elif c.new_key is None:
             status = "  [gone]"
-        elif c.base_key != c.new_key:
+        elif c.moved:
             status = "  [moved from line %s]" % c.base_key[1]
         calls = "%s -> %s" % (format_count(c.base[1]), format_count(c.new[1]))
-        cells.append(main + [relative(b, n), calls, function_text(c.key, qualnames) + status])
+        cells.append(main + [relative(b, n), calls, function_label(c, qualnames, full_paths) + status])
     lines.extend(render_table(["base " + metric, "new " + metric, "change", "rel", "calls", "function"],
                               cells, "rrrrrl"))
     lines.append("")
@@ -368,4 +404,4 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
                  "beyond noise)%s; %d unchanged (same calls, %s %s)" % (
                      len(shown), len(rows), timed, " (-n 0 shows all)" if len(shown) < len(rows) else "",
                      unchanged, timed, noise.describe(micro)))
-    return lines + line_section(changes, base, new, noise, qualnames, limit, micro)
+    return lines + line_section(changes, base, new, noise, qualnames, limit, micro, full_paths)

@@ -2,9 +2,13 @@
 
 A pattern is ``MODULE[:QUALNAME]`` with shell wildcards (``fnmatch``, case
 sensitive) on the dotted module name and on the qualified function name
-(``myapp.*``, ``myapp.db:Query.*``, ``lines_prog:hot``), or a file path glob
+(``myapp``, ``myapp.db:Query.*``, ``lines_prog:hot``), or a file path glob
 (it contains ``/`` or ends in ``.py``), optionally ``:QUALNAME`` too.
 Without a qualified name every function of the module (or file) matches.
+A module pattern names a package with all its submodules (``myapp``:
+``myapp/__init__.py`` and ``myapp.sub.mod``; ``module_covered``), a path
+glob a directory with all the files below.  docs/patterns.md is the
+users' page.
 
 What runs inside a matched function matches with it: nested functions,
 lambdas, generator expressions and (before 3.12, when they are functions of
@@ -17,6 +21,7 @@ names ``hot`` in ``lines_prog.py`` however it is run.
 
 import os
 import sys
+import weakref
 from fnmatch import fnmatchcase
 from types import FunctionType, ModuleType
 
@@ -96,11 +101,11 @@ class FunctionPatterns:
     def _module_matches(self, module, where):
         if not isinstance(module, str):
             return False
-        if fnmatchcase(module, where):
+        if module_covered(module, where):
             return True
         # the script: __main__, or __mp_main__ in multiprocessing's spawned children
         return (module in ("__main__", "__mp_main__") and self.main_alias is not None
-                and fnmatchcase(self.main_alias, where))
+                and module_covered(self.main_alias, where))
 
     def unmatched(self):
         """The patterns that named no function that ran."""
@@ -172,16 +177,110 @@ def _functions_qualnames(module):
 
 _MAX_WRAPPED = 16
 
+# a code object's flag: a function's (lambdas and comprehensions included),
+# not a class body's or a module's
+_CO_NEWLOCALS = 0x2
+
+
+def code_qualnames(codes):
+    """``{pstats key: qualified name}`` for code objects without
+    ``co_qualname`` (3.9/3.10), as the compiler names their functions:
+    read from the modules that hold their files (``__qualname__`` of their
+    functions and classes' methods, as ``--lines`` patterns match them) and,
+    for what is nested in those or in a module body that ran, from the
+    enclosing code (``f.<locals>.<lambda>``, ``C.m``).  What no module
+    names (code made by ``exec``, a function defined inside a function that
+    no module holds) is left out, as are names equal to the plain name;
+    code objects sharing a key are listed together (``names.qualnames_of``)."""
+    codes = [c for c in codes if type(c) is _CODE]
+    # named before (each snapshot of a long run or of a test session asks again)
+    missing = [c for c in codes if c not in _NAMED]
+    known = {}  # code -> qualified name
+    files = set()
+    for name in {c.co_filename for c in missing}:
+        if name.startswith("<frozen ") and name.endswith(">"):
+            # importlib's bootstrap, frozen: its module is named in the file name
+            known.update(_functions_qualnames(sys.modules.get(name[8:-1])))
+        elif not name.startswith("<"):
+            files.add(name)   # (the import system gives code and module one file name)
+    if files:
+        for module in list(sys.modules.values()):
+            if type(module) is not ModuleType:
+                continue
+            filename = module.__dict__.get("__file__")
+            if type(filename) is str and filename in files:
+                known.update(_functions_qualnames(module))
+    todo = list(known.items())   # (code, its qualified name, or None for a module body)
+    todo.extend((c, None) for c in missing if c.co_name == "<module>")
+    while todo:
+        code, qual = todo.pop()
+        for const in code.co_consts:
+            if type(const) is not _CODE or const in known:
+                continue
+            if qual is None:
+                name = const.co_name
+            elif code.co_flags & _CO_NEWLOCALS:
+                name = qual + _LOCALS + const.co_name
+            else:
+                name = qual + "." + const.co_name   # a class body's methods
+            known[const] = name
+            todo.append((const, name))
+    found = {}
+    for code in codes:
+        qual = _NAMED.get(code)
+        if qual is None:
+            qual = known.get(code)
+            if qual is not None:
+                _NAMED[code] = qual
+        if qual is not None:
+            found.setdefault((code.co_filename, code.co_firstlineno, code.co_name), set()).add(qual)
+    out = {}
+    for key, quals in found.items():
+        text = " | ".join(sorted(quals))   # model.QUALNAME_SEPARATOR
+        if text != key[2]:
+            out[key] = text
+    return out
+
+
+_CODE = type(code_qualnames.__code__)
+# code object -> its qualified name, as code_qualnames found it
+_NAMED = weakref.WeakKeyDictionary()
+
 # a class's own namespace, read without its metaclass's attribute hooks
 _CLASS_DICT = type.__dict__["__dict__"]
 
 
-def _path_matches(filename, glob):
-    path = os.path.abspath(filename)
-    if fnmatchcase(path, os.path.abspath(glob)):
+def module_covered(module, glob):
+    """Whether *glob* names module *module* or a package holding it: a
+    package is its ``__init__`` and all its submodules, so ``myapp`` (and
+    ``myapp.*``) cover ``myapp`` and ``myapp.sub.mod``, ``myapp.d*`` covers
+    ``myapp.db`` and ``myapp.db.query``."""
+    if fnmatchcase(module, glob):
         return True
+    if glob.endswith(".*") and fnmatchcase(module, glob[:-2]):
+        return True  # "myapp.*": the package's own __init__ too
+    end = module.rfind(".")
+    while end > 0:
+        if fnmatchcase(module[:end], glob):
+            return True
+        end = module.rfind(".", 0, end)
+    return False
+
+
+def _path_matches(filename, glob):
+    """Whether the file path glob *glob* names *filename* or a directory
+    holding it (``src/myapp`` covers every file below)."""
+    path = os.path.abspath(filename)
+    full = os.path.abspath(glob)
     # a relative glob also matches at any depth: "app/*.py"
-    return not os.path.isabs(glob) and fnmatchcase(path, "*/" + glob.lstrip("./"))
+    anywhere = None if os.path.isabs(glob) else "*/" + glob.lstrip("./")
+    while True:
+        if fnmatchcase(path, full) or (anywhere is not None and fnmatchcase(path, anywhere)):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
 
 
 def _qualname_matches(qualname, glob):

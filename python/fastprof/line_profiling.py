@@ -33,6 +33,7 @@ object. The interpreter runs no profiler hook inside callbacks: they are
 never recorded.
 """
 
+import os
 import sys
 import threading
 
@@ -40,6 +41,9 @@ from .func_patterns import FunctionPatterns
 from .names import label
 
 MONITORING = sys.version_info >= (3, 12)
+
+# the directory of this package, as its code objects name it (and absolute)
+_OWN_DIRS = tuple({d + os.sep for d in (os.path.dirname(__file__), os.path.dirname(os.path.abspath(__file__)))})
 
 # sys.monitoring ids tried in turn: the optimizer's slot first, then the
 # two fastprof's profiler leaves to a second profiler, then the debugger's
@@ -71,7 +75,10 @@ class _LineRecorder:
 
     def _decide(self, code, frame):
         module = frame.f_globals.get("__name__") if frame is not None else None
-        table = {} if self.patterns.matches(code, module) else None
+        # fastprof's own code is never listed: python -m fastprof's runner
+        # runs as __main__ and is on the stack when the recorder starts
+        ours = code.co_filename.startswith(_OWN_DIRS)
+        table = {} if not ours and self.patterns.matches(code, module) else None
         self.seen[code] = table
         return table
 

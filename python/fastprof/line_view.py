@@ -3,9 +3,9 @@ own time (where known), time per hit and share of the function, the
 hottest lines marked
 (``fastprof view FILE --lines [NAME]``, ``python -m fastprof --lines``)."""
 
-import linecache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
+from . import line_sources
 from .names import func_label
 from .profile_file import FuncKey
 from .view import format_count, format_time
@@ -31,10 +31,13 @@ def hottest(table: LineTable) -> List[int]:
 
 def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = None,
                      qualname: Optional[str] = None, micro: str = "\u00b5",
-                     own: Optional[Dict[int, float]] = None) -> List[str]:
+                     own: Optional[Dict[int, float]] = None,
+                     sources: Optional[Mapping[str, Mapping[int, str]]] = None) -> List[str]:
     """The listing of one function.  The percentages are of *cumtime* (the
     function's cumtime from the pstats table) when known, else of the sum of
-    its line times.  *own*: each line's own time, a column when given."""
+    its line times.  *own*: each line's own time, a column when given.
+    *sources*: the lines' text as stored in the file (else read now)."""
+    getline, _known = line_sources.line_getter(sources or {})
     total = function_total(table, cumtime)
     hot = hottest(table)
     title = func_label(key, qualnames={key: qualname} if qualname else None)
@@ -43,11 +46,9 @@ def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = 
                                         format_count(sum(h for h, _t in table.values())))]
     headers = ("Line", "Hits", "Time", "Own", "Per hit", "% func", "", "Source")
     rows = []
-    first = key[1]
-    last = max(list(table) + [first])
     source_seen = False
-    for lineno in range(first, last + 1):
-        text = linecache.getline(key[0], lineno).rstrip("\n")
+    for lineno in line_sources.listed_lines(key, table):
+        text = getline(key[0], lineno)
         source_seen = source_seen or bool(text)
         if lineno not in table:
             rows.append((str(lineno), "", "", "", "", "", "", text))
@@ -72,13 +73,28 @@ def function_listing(key: FuncKey, table: LineTable, cumtime: Optional[float] = 
     out.extend(fmt(r) for r in rows)
     if not source_seen:
         out.append("(source of %s not found)" % key[0])
+    rest = call_share(table, cumtime)
+    if rest is not None:
+        out.append("the other %.1f%% of the function's time is its call: entering and "
+                   "leaving it, which no line is charged with" % rest)
     return out
+
+
+def call_share(table: LineTable, cumtime: Optional[float]) -> Optional[float]:
+    """For a function with one line (``def f(): return x``): the percent of
+    its cumtime not in that line, the call's own cost; None otherwise, or
+    when that is under half a percent."""
+    if not cumtime or len(table) != 1:
+        return None
+    (_hits, seconds), = table.values()
+    rest = 100.0 * (cumtime - seconds) / cumtime
+    return rest if rest >= 0.5 else None
 
 
 def listings(lines: Dict[FuncKey, LineTable], stats: Optional[dict] = None,
              qualnames: Optional[Dict[FuncKey, str]] = None, match=None,
-             micro: str = "\u00b5", own: Optional[Dict[FuncKey, Dict[int, float]]] = None
-             ) -> List[str]:
+             micro: str = "\u00b5", own: Optional[Dict[FuncKey, Dict[int, float]]] = None,
+             sources: Optional[Mapping[str, Mapping[int, str]]] = None) -> List[str]:
     """The listings of every function in *lines* that *match* accepts, the
     one with the most time first; an Own column for those in *own*."""
     own = own or {}
@@ -97,5 +113,6 @@ def listings(lines: Dict[FuncKey, LineTable], stats: Optional[dict] = None,
         if out:
             out.append("")
         cum = stats[key][3] if key in stats else None
-        out.extend(function_listing(key, lines[key], cum, qualnames.get(key), micro, own.get(key)))
+        out.extend(function_listing(key, lines[key], cum, qualnames.get(key), micro, own.get(key),
+                                    sources))
     return out

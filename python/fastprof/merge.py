@@ -21,6 +21,17 @@
   rows that differ only in the address are summed, under the key (address
   included) of the *first* input that has one, in table, callers and call
   paths alike.  Every other key is kept as is.
+- the same function from two installs (two venvs, two ``--target``
+  directories, a wheel and a checkout: other absolute paths) is one
+  function: keys are paired as ``fastprof diff`` pairs them (file relative
+  to its ``sys.path`` entry and qualified name, ``#N`` in order of first
+  line among repeats: ``portable_names.FunctionIndex``) and summed under the
+  key of the *first* input that has the function; the recorded relative
+  paths (``paths``) are kept; its line stats pair by their offset from
+  the function's first line.  Profiles of one run (a test session's
+  per-test files, a program's subprocesses) are summed with
+  ``pair_installs=False``: there two files at one relative path (two
+  ``conftest.py``, two scripts named ``main.py``) are two different files.
 - qualified names (``qualnames``): the union; differing names of one key are
   listed together.
 - line-level stats (``lines``): hits and times summed per function and line;
@@ -30,7 +41,10 @@
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from . import line_sources
+from . import cost_note
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
+from .portable_names import FunctionIndex
 from .profile_file import CallPaths, ProfileData
 from .thread_groups import thread_pattern
 
@@ -92,8 +106,11 @@ class ProfileSum:
         merged = total.result()
     """
 
-    def __init__(self):
+    def __init__(self, pair_installs: bool = True):
         self.keys = KeyChooser()
+        # the same function from another install (None: exact keys only)
+        self.functions: Optional[FunctionIndex] = FunctionIndex() if pair_installs else None
+        self._paths: Dict[str, str] = {}
         self.count = 0
         self.clocks: Set[Optional[str]] = set()
         self.any_callpaths = False
@@ -103,14 +120,23 @@ class ProfileSum:
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
         self._lines_own: Dict[FuncKey, Dict[int, float]] = {}
         self._own_missing: Set[FuncKey] = set()  # an input had its lines without own times
+        self._sources: Dict[str, Dict[int, str]] = {}  # the lines' text the inputs stored
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # the inputs' only= patterns (None: unscoped) and fast flags
         self._scopes: Set[Optional[Tuple[str, ...]]] = set()
         self._fast: Set[bool] = set()
+        self._coroutines: Optional[str] = None  # "wall" if an input timed coroutines so
+        self._compensation = None  # cost_note.combine of the inputs so far
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
     def add(self, p: ProfileData) -> None:
+        if self.functions is not None:
+            aliases = self.functions.add(list(p.stats) + list(p.lines), p.qualnames, p.paths)
+            if aliases:
+                p = rekeyed(p, aliases)
+        for filename, rel in p.paths.items():
+            self._paths.setdefault(filename, rel)
         self.count += 1
         add_stats(self._stats, p.stats, self.keys)
         if p.callpaths is not None:
@@ -122,6 +148,8 @@ class ProfileSum:
         add_qualnames(self._qualnames, p.qualnames)
         for key, table in p.lines.items():
             out = self._lines.setdefault(self.keys(key), {})
+            if key[0] in p.sources:  # under the file name of the key kept
+                line_sources.add(self._sources, {self.keys(key)[0]: p.sources[key[0]]})
             for lineno, (hits, seconds) in table.items():
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
@@ -134,6 +162,9 @@ class ProfileSum:
         self.clocks.add(p.clock)
         self._scopes.add(tuple(p.only) if p.only is not None else None)
         self._fast.add(p.fast)
+        self._coroutines = self._coroutines or p.coroutines
+        self._compensation = (p.compensation if self.count == 1 else
+                              cost_note.combine([self._compensation, p.compensation]))
         if self._thread_groups is None and self.count > MAX_INPUTS_THREADS_APART:
             self._thread_groups = {}
             for i, t in self._threads:
@@ -159,7 +190,10 @@ class ProfileSum:
         if self._tree is not None:
             data.callpaths = self._tree.result()
         data.qualnames = qualnames_result(self._qualnames)
+        files = {k[0] for k in data.stats}
+        data.paths = {f: rel for f, rel in self._paths.items() if f in files}
         data.lines = self._lines
+        data.sources = self._sources
         data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
@@ -169,6 +203,8 @@ class ProfileSum:
         elif None not in self._scopes:
             data.only = sorted({p for scope in self._scopes for p in scope})
         data.fast = self._fast == {True}
+        data.coroutines = self._coroutines
+        data.compensation = self._compensation
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id
@@ -187,9 +223,40 @@ class ProfileSum:
         return len({c for c in self.clocks if c is not None}) > 1
 
 
-def merge_profiles(profiles: Iterable[ProfileData]) -> ProfileData:
-    """The sum of *profiles* (at least one; any iterable, read once)."""
-    total = ProfileSum()
+def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
+    """A copy of *p* with keys renamed by *aliases* (stats, callers, call
+    paths, threads, line stats, qualified names); a renamed function's line
+    stats move with its first line."""
+    def key(k):
+        return aliases.get(tuple(k), k)
+
+    def table(stats):
+        return {key(k): (cc, nc, tt, ct, {key(c): e for c, e in callers.items()})
+                for k, (cc, nc, tt, ct, callers) in stats.items()}
+
+    out = ProfileData(table(p.stats), clock=p.clock,
+                      qualnames={key(k): q for k, q in p.qualnames.items()})
+    for name, value in vars(p).items():
+        if name not in ("stats", "clock", "qualnames"):
+            setattr(out, name, value)
+    if p.callpaths is not None:
+        out.callpaths = CallPaths([key(f) for f in p.callpaths.functions], p.callpaths.nodes)
+    out.threads = [dict(t, stats=table(t.get("stats") or {})) for t in p.threads]
+    def shifted(k, lines):
+        # the function moved down or up in the other install: its lines
+        # pair by their offset from its first line (as diff pairs them)
+        by = key(k)[1] - k[1]
+        return {ln + by: v for ln, v in lines.items()} if by else lines
+
+    out.lines = {key(k): shifted(k, v) for k, v in p.lines.items()}
+    out.lines_own = {key(k): shifted(k, v) for k, v in p.lines_own.items()}
+    return out
+
+
+def merge_profiles(profiles: Iterable[ProfileData], pair_installs: bool = True) -> ProfileData:
+    """The sum of *profiles* (at least one; any iterable, read once);
+    *pair_installs*: see ``ProfileSum``."""
+    total = ProfileSum(pair_installs)
     for p in profiles:
         total.add(p)
     return total.result()

@@ -11,7 +11,9 @@ reader matches on; this module never changes one.  It only says how a key is
 - Python 3.11+ knows each code object's qualified name (``co_qualname``:
   ``Node.__init__`` rather than ``__init__``).  fastprof stores those in the
   ``.prof`` trailer (``ProfileData.qualnames``); the views show them where
-  known and the plain name otherwise (older files, cProfile files, 3.9/3.10).
+  known and the plain name otherwise (cProfile files).  3.9/3.10 have no
+  ``co_qualname``: there the profiler reads them from the modules
+  (``profiler.qualnames_of_codes``, ``func_patterns.code_qualnames``).
   Several code objects may share one key (dataclass ``__init__``s all at
   ``<string>:2``): their qualified names are listed together,
   ``A.__init__ | B.__init__``.

@@ -25,7 +25,17 @@ Trailer (a plain dict; only marshal-able values)::
       "lines_own": {(file, line, name): {lineno: seconds}},      # optional
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
+      "sources": {file: {lineno: text}},                  # optional
+      "coroutines": "wall",                               # optional
+      "paths": {file: path relative to its sys.path entry},  # optional
+      "request": {"method": str, "path": str, "status": int,   # optional
+                  "duration": seconds, "time": unix time},
+      "compensation": {"on": bool, "removed": seconds, "events": int},  # optional
     }
+
+``request`` (fastprof.middleware, added without a version bump): the web
+request the profile is of: its method, path (without the query), response
+status (0: none sent), duration and start time.
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
@@ -33,11 +43,34 @@ function's exit, callees included).  ``lines_own`` (added without a
 version bump, like ``qualnames``): each line's own time, its time less
 the calls made from it, for the functions of ``lines`` where it is exact.
 
+``sources`` (with ``lines``, added without a version bump): the text of
+the lines a line listing shows (each function of ``lines`` from its first
+line to its last line with stats), read when the file is written, so the
+listing shows the code wherever the file is read (``line_sources.py``);
+a reader without it reads the source file then.
+
+A file cut short inside the trailer is still read: its pstats table, with
+``damaged`` saying what was lost (the command lines warn); it is never
+taken for a plain cProfile file.
+
+``coroutines`` (``--coroutines wall``, added without a version bump): a
+coroutine's cumtime runs from its start to its end, suspensions included,
+so concurrent ones overlap; with ``threads``, what lets a viewer explain a
+cumtime above the total.
+
 ``only`` (``--only``, ``Profile(only=...)``): the patterns the profile was
 scoped to; calls into other Python code are in their callers' own time.
 ``fast`` (``--fast``, ``Profile(fast=True)``): Python functions only; C
 functions' time is in their callers' own time.  Both are there so a viewer
-of the file can say what it leaves out.
+of the file can say what it leaves out.  ``compensation`` (added without a
+version bump): whether the profiler's own cost was taken out of the times,
+how much in all and over how many events (a call and a return per call;
+``on`` is None in a sum of profiles that differ): ``cost_note.py``.
+
+``paths`` (added without a version bump): each recorded file's path
+relative to the ``sys.path`` entry that held it in the profiled process
+(``jinja2/runtime.py``), so functions pair up across installs
+(``portable_names.py``).
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -58,7 +91,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import line_sources
 from .atomic_file import write_atomically
+from .cost_note import check as check_compensation
 from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
@@ -107,12 +142,23 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # the profiler's own cost taken out or not (cost_note.py); None: not said
+    compensation: Optional[Dict[str, Any]] = None
+    # the web request profiled (fastprof.middleware): method, path, status, duration, time
+    request: Optional[Dict[str, Any]] = None
+    # filename -> path relative to its sys.path entry where it was recorded
+    paths: Dict[str, str] = field(default_factory=dict)
+    # filename -> {lineno: text}: the source of the lines of ``lines``, as stored
+    sources: Dict[str, Dict[int, str]] = field(default_factory=dict)
+    # "wall" when coroutines were timed start to end (--coroutines wall)
+    coroutines: Optional[str] = None
+    # read from a damaged file: what was lost ("fastprof data cut short ..."); not written
+    damaged: Optional[str] = None
 
     def trailer(self) -> Optional[Dict[str, Any]]:
-        if self.callpaths is None and not self.threads and self.clock is None and not self.qualnames \
-                and not self.lines and self.only is None and not self.fast:
-            return None
-        out: Dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
+        """The trailer's dict, or None when there is nothing beside the stats."""
+        header = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
+        out: Dict[str, Any] = dict(header)
         if self.clock is not None:
             out["clock"] = self.clock
         if self.callpaths is not None:
@@ -124,14 +170,26 @@ class ProfileData:
         if self.lines:
             out["lines"] = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
                             for k, v in self.lines.items()}
+            # the listed lines' text: as stored, else read now
+            sources = line_sources.to_marshal(line_sources.capture(self.lines, self.sources))
+            if sources:
+                out["sources"] = sources
         if self.only is not None:
             out["only"] = [str(p) for p in self.only]
         if self.fast:
             out["fast"] = True
+        if self.coroutines is not None:
+            out["coroutines"] = str(self.coroutines)
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
-        return out
+        if self.compensation is not None:
+            out["compensation"] = dict(self.compensation)
+        if self.request is not None:
+            out["request"] = dict(self.request)
+        if self.paths:
+            out["paths"] = {str(f): str(r) for f, r in self.paths.items()}
+        return None if out == header else out
 
 
 def write_profile(path, data: ProfileData) -> None:
@@ -156,13 +214,24 @@ def load_profile(path) -> ProfileData:
         with open(path, "rb") as f:
             try:
                 stats = marshal.load(f)
-            except (EOFError, ValueError, TypeError) as exc:
+            except EOFError as exc:
+                if f.tell() == 0:
+                    raise ProfileFileError("%s: an empty file, not a profile" % (path,)) from None
+                raise ProfileFileError("%s: not a profile file, or one cut short (file truncated?): %s"
+                                       % (path, exc)) from None
+            except (ValueError, TypeError) as exc:
                 raise ProfileFileError("%s: not a profile file (%s)" % (path, exc)) from None
             _check_stats(path, stats)
             data = ProfileData(stats)
+            rest = f.read()
+            if not rest:  # the file ends with the pstats table: a cProfile file
+                return data
             try:
-                trailer = marshal.load(f)
-            except EOFError:
+                trailer = marshal.loads(rest)
+            except EOFError:  # the trailer (a dict) begun but cut short
+                if rest[0] & 0x7F != ord("{"):
+                    raise ProfileFileError("%s: unexpected data after the pstats table" % (path,)) from None
+                data.damaged = "fastprof data cut short (file truncated?); only the pstats table is read"
                 return data
             except (ValueError, TypeError) as exc:
                 raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
@@ -181,8 +250,14 @@ def load_profile(path) -> ProfileData:
         if "only" in trailer:
             data.only = [str(p) for p in trailer["only"]]
         data.fast = bool(trailer.get("fast", False))
+        data.coroutines = trailer.get("coroutines")
         data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
                           for k, v in trailer.get("lines_own", {}).items()}
+        data.sources = line_sources.from_marshal(trailer.get("sources", {}))
+        data.paths = {str(f): str(r) for f, r in trailer.get("paths", {}).items()}
+        if isinstance(trailer.get("request"), dict):
+            data.request = dict(trailer["request"])
+        data.compensation = check_compensation(trailer.get("compensation"))
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

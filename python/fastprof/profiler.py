@@ -104,7 +104,7 @@ def callpaths_to_file(nodes):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True, lines=None, only=None, fast=False)
+    max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -143,11 +143,17 @@ class Profile(_fastprof.Profiler):
       caller's own time.  ``builtins`` then defaults to False (True is a
       ValueError) and ``coroutines`` must be ``"call"``.  Refused while
       another frame evaluator is installed, or another fast profiler runs.
+    - ``compensate``: take the profiler's own cost out of every time
+      (default; each event's time inside the profiler, plus a per-event
+      delivery cost measured once per process, when the first such
+      profiler is made;
+      see docs/performance.md).  ``False`` gives raw times, as cProfile's;
+      a custom ``timer`` always gets raw times.
     """
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True, lines=None, only=None, fast=False):
+                 max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -168,6 +174,7 @@ class Profile(_fastprof.Profiler):
         threads = check_bool("threads", threads)
         callpaths = check_bool("callpaths", callpaths)
         gc = check_bool("gc", gc)
+        compensate = check_bool("compensate", compensate) and timer is None
         check_choice("clock", clock, CLOCKS)
         check_choice("coroutines", coroutines, COROUTINE_MODES)
         check_max_depth("max_depth", max_depth)
@@ -178,13 +185,19 @@ class Profile(_fastprof.Profiler):
                              % ("lines" if lines is not None else "only"))
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
-                         max_depth=max_depth, gc=gc, fast=fast)
+                         max_depth=max_depth, gc=gc, fast=fast, compensate=compensate)
         self._options = {
             "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
             "builtins": builtins, "threads": threads, "clock": clock,
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
-            "gc": gc, "fast": fast,
+            "gc": gc, "fast": fast, "compensate": compensate,
         }
+        if compensate:
+            # the per-event cost the clock cannot see: measured once per
+            # process (a few ms), here rather than in enable() so that it is
+            # never inside a timed region (calibration.py)
+            from .calibration import calibrate  # (deferred: import fastprof adds nothing to cProfile's imports)
+            calibrate(self, fast, clock, builtins)
         # line-level profiling (line_profiling.py): started before the C
         # enable() and stopped after its disable(), so none of it is recorded
         self._lines = None
@@ -373,11 +386,10 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats()
         self.stats = entries_to_stats(entries)
-        # read here, once, from the code objects the entries hold (3.11+)
-        self.qualnames = qualnames_of(e.code for e in entries)
+        # read here, once, from the code objects the entries hold
+        self.qualnames = qualnames_of_codes([e.code for e in entries])
 
     def print_stats(self, sort=-1, thread=None):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
@@ -490,11 +502,12 @@ class Profile(_fastprof.Profiler):
             return data
         self._disable()
         tid = self._thread_id(thread)
-        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         entries = self.getstats(tid)
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
-                           qualnames=qualnames_of(e.code for e in entries),
+                           qualnames=qualnames_of_codes([e.code for e in entries]),
                            only=self._options.get("only"), fast=self._options["fast"])
+        data.paths = _relative_paths(data.stats)
+        data.compensation = self.compensation(data.stats)
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data
@@ -507,6 +520,24 @@ class Profile(_fastprof.Profiler):
         data.lines_own = self.line_own_stats()
         data.only = self._options.get("only")
         data.fast = self._options["fast"]
+        if self._options["coroutines"] == "wall":
+            data.coroutines = "wall"
+        data.paths = _relative_paths(data.stats)
+        data.compensation = self.compensation(data.stats)
+
+    def compensation(self, stats=None):
+        """Whether this profiler took its own cost out of the times, how
+        much (seconds, every thread) and over how many events (a call and a
+        return per call of *stats*, a pstats dict; by default all its
+        calls so far): the ``.prof`` trailer's ``compensation``
+        (cost_note.py).  Does not stop profiling."""
+        from .cost_note import record  # (deferred: import fastprof adds nothing to cProfile's imports)
+        if stats is None:
+            calls = sum(e.callcount for e in self.getstats())
+        else:
+            calls = sum(int(v[1]) for v in stats.values())
+        info = self._compensation()
+        return record(info["compensate"], info["removed"], calls)
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
@@ -585,6 +616,26 @@ def _model():
     """model (pstats.Stats over a dict), imported when a table is printed."""
     from . import model  # (deferred: import fastprof adds nothing to cProfile's imports)
     return model
+
+
+def qualnames_of_codes(codes):
+    """``{pstats key: qualified name}`` of the code objects in *codes* (C
+    functions, as str, skipped): their ``co_qualname`` on 3.11+; on 3.9/3.10,
+    which have none, what the modules holding them say
+    (``func_patterns.code_qualnames``), so that the names there pair across
+    installs as 3.11's do."""
+    if sys.version_info >= (3, 11):
+        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
+        return qualnames_of(codes)
+    from .func_patterns import code_qualnames  # (deferred: import fastprof adds nothing to cProfile's imports)
+    return code_qualnames(codes)
+
+
+def _relative_paths(stats):
+    """The recorded files' paths relative to their sys.path entries (the
+    trailer's ``paths``), taken in the profiled process, whose sys.path says."""
+    from .portable_names import relative_paths  # (deferred: import fastprof adds nothing to cProfile's imports)
+    return relative_paths(key[0] for key in stats)
 
 
 def _live_thread_names():

@@ -424,6 +424,7 @@ def _write_merged(data, options, fmt):
     from .model import pstats_of, sort_args  # (deferred: nothing before the program)
     pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
+    _table_hint()
 
 
 def _report_unmatched(prof, follower=None, prog=PROG):
@@ -451,11 +452,32 @@ def _usable_stdout():
         pass
 
 
-def _print_output(prof, options):
+TABLE_HINT = ("%s: the same with qualified names (Class.method) and readable times: "
+              "-o out.prof, then fastprof view out.prof")
+
+
+def _table_hint(prog=PROG):
+    """After the cProfile-style table, on a terminal only: where the names
+    are qualified.  On stderr, so stdout stays cProfile's output; not when
+    stdout is a file or a pipe (a script reads it as it reads cProfile's)."""
+    try:
+        if sys.stdout is None or not sys.stdout.isatty():
+            return
+        sys.stdout.flush()
+        print(TABLE_HINT % prog, file=sys.stderr)
+    except (OSError, ValueError, AttributeError):  # streams the program replaced or closed
+        pass
+
+
+def _print_output(prof, options, prog=PROG):
     _usable_stdout()
+    from .cost_note import note  # (deferred: nothing before the program)
+    prof.create_stats()  # stops it, as print_stats() would
+    print(note(prof.compensation(prof.stats)))  # whether the profiler's cost is in the times
     if not options.per_thread:
         prof.print_stats(options.sort)
         _print_lines(prof)
+        _table_hint(prog)
         return
     prof.disable()
     # threads named alike (a server's request threads) share one table
@@ -468,6 +490,7 @@ def _print_output(prof, options):
         else:
             pstats_of(stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
+    _table_hint(prog)
 
 
 def main(argv=None):
@@ -568,6 +591,13 @@ def main(argv=None):
         follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []
+
+    def at_os_exit(status, error):  # the program left by os._exit(status)
+        if error is not None:
+            failures.append(error)
+        _finish(prof, options, fmt, failures, status, toggle, follower)
+    from fastprof import exit_hook  # (deferred: nothing before the program)
+    exit_hook.install(prof, at_os_exit)
     status = run_program(prof, code, globs, options.threads, failures, toggle)
     if os.getpid() != pid:
         # a fork child that ran on to the script's end: the profile is the
@@ -587,6 +617,8 @@ def main(argv=None):
 def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     """Stop profiling, report profiler failures, write or print the
     profile; return the exit status."""
+    from fastprof import exit_hook  # (deferred: nothing before the program)
+    exit_hook.remove()  # the profile is being written: an os._exit from now on leaves at once
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
     try:
@@ -619,7 +651,7 @@ def finish_profile(prof, options, fmt, failures, status, follower=None, prog=PRO
         elif options.outfile is not None:
             _write_output(prof, options, fmt)
         else:
-            _print_output(prof, options)
+            _print_output(prof, options, prog)
     except BrokenPipeError as exc:
         # as cProfile: no "Exception ignored" at interpreter shutdown
         sys.stdout = None

@@ -10,6 +10,7 @@ import re
 import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
+from . import cost_note
 from .arguments import check_percent
 from .calltree import build_tree
 from .model import is_builtin
@@ -185,13 +186,28 @@ def cumtime_cells(ct: float, total: float, micro: str) -> List[str]:
     return [format_time(ct, micro), format_percent(ct, total)]
 
 
-def overlap_note(stats: Dict[FuncKey, tuple], total: float) -> List[str]:
-    """The footnote that explains "*" cumtimes, if any row has one."""
+def concurrency_recorded(data) -> bool:
+    """Whether the file (a ProfileData) says activations could overlap in
+    time: threads recorded, or coroutines timed start to end."""
+    return bool(data.threads) or data.coroutines == "wall"
+
+
+def _ratio(x: float) -> str:
+    return "%.1f" % x if x < 10 else "%.0f" % x
+
+
+def overlap_note(stats: Dict[FuncKey, tuple], total: float, concurrent: bool = True) -> List[str]:
+    """The footnote that explains "*" cumtimes, if any row has one;
+    *concurrent*: the file says threads or wall-timed coroutines were
+    recorded (else the footnote does not guess why)."""
     worst = max((v[3] for v in stats.values()), default=0.0)
     if not overlapping(worst, total):
         return []
+    if not concurrent:
+        return ["* cumtime above the total time of the profile (as the file has them): "
+                "up to %s\u00d7 the total, so no percent is shown" % _ratio(worst / total)]
     return ["* cumtime summed over activations that overlapped in time (concurrent coroutines, "
-            "or threads): up to %.0f\u00d7 the total, so no percent is shown" % (worst / total)]
+            "or threads): up to %s\u00d7 the total, so no percent is shown" % _ratio(worst / total)]
 
 
 def totals(stats: Dict[FuncKey, tuple]) -> Tuple[float, int, int]:
@@ -218,7 +234,7 @@ def summary_line(name: str, stats: Dict[FuncKey, tuple], micro: str = "\u00b5",
 
 def function_table(stats: Dict[FuncKey, tuple], sort: str = "tottime", limit: int = 30,
                    pattern: Optional[str] = None, micro: str = "\u00b5",
-                   qualnames: Optional[Dict[FuncKey, str]] = None) -> List[str]:
+                   qualnames: Optional[Dict[FuncKey, str]] = None, concurrent: bool = True) -> List[str]:
     total = totals(stats)[0]
     match = matcher(pattern, qualnames)
     rows = [r for r in sorted_rows(stats, sort) if match(r[0])]
@@ -239,7 +255,7 @@ def function_table(stats: Dict[FuncKey, tuple], sort: str = "tottime", limit: in
     if pattern:
         what += ", matching /%s/" % pattern
     lines.append("")
-    lines.extend(overlap_note(dict((r[0], stats[r[0]]) for r in shown), total))
+    lines.extend(overlap_note(dict((r[0], stats[r[0]]) for r in shown), total, concurrent))
     if len(shown) < len(rows):
         lines.append("%d of %d functions shown (%s; -n 0 shows all)" % (len(shown), len(rows), what))
     else:
@@ -257,7 +273,7 @@ def _callees_of(stats: Dict[FuncKey, tuple]) -> Dict[FuncKey, Dict[FuncKey, tupl
 
 def edge_tables(stats: Dict[FuncKey, tuple], pattern: str, direction: str,
                 micro: str = "\u00b5", limit: int = 30,
-                qualnames: Optional[Dict[FuncKey, str]] = None) -> List[str]:
+                qualnames: Optional[Dict[FuncKey, str]] = None, concurrent: bool = True) -> List[str]:
     """For each function matching *pattern*: its callers or callees, with edge times.
 
     An edge's numbers are those of the callee when called from that caller
@@ -291,7 +307,7 @@ def edge_tables(stats: Dict[FuncKey, tuple], pattern: str, direction: str,
         label = "caller" if direction == "callers" else "callee"
         share = "% of cum"
         lines.extend(render_table([" ", "calls", "tottime", "cumtime", share, label], cells, "rrrrrl"))
-        lines.extend(("  " + n) for n in overlap_note({key: stats[key]}, total))
+        lines.extend(("  " + n) for n in overlap_note({key: stats[key]}, total, concurrent))
     if len(shown) < len(targets):
         lines.append("")
         lines.append("%d of %d matching functions shown (-n 0 shows all)" % (len(shown), len(targets)))
@@ -428,11 +444,25 @@ FAST_NOTE = ("Fast mode: Python functions only; the time of C functions "
 
 def mode_notes(data: ProfileData) -> List[str]:
     """One line for each way *data* was recorded that leaves something out
-    (``--only``, ``--fast``), so a reader of the file knows."""
+    (``--only``, ``--fast``), so a reader of the file knows, and whether the
+    profiler's own cost is in the times (cost_note.py)."""
     notes = [scope_note(data.only)] if data.only is not None else []
     if data.fast:
         notes.append(FAST_NOTE)
+    if data.request is not None:
+        notes.insert(0, request_line(data.request))
+    cost = cost_note.note(data.compensation)
+    if cost:
+        notes.append(cost)
     return notes
+
+
+def request_line(request) -> str:
+    """The web request a profile is of (fastprof.middleware), one line:
+    'Request: GET /items/3 -> 200 in 12.5 ms'."""
+    status = request.get("status") or "no response"
+    return "Request: %s %s -> %s in %s" % (request.get("method", "?"), request.get("path", "?"),
+                                           status, format_time(float(request.get("duration", 0.0))))
 
 
 def waiting_time(stats: Dict[FuncKey, tuple]) -> float:

@@ -12,7 +12,9 @@ with the profile as one JSON blob:
   root to reset); exact for fastprof files with call paths, estimated from
   the caller graph for plain cProfile files and for a single thread, and
   labelled so; paths below the export's ``min_percent`` are folded into
-  their callers (and the page says so);
+  their callers (and the page says so); each chain of the import system's
+  frames is one frame (``_fold_imports.py``), so nested imports do not make
+  it tall;
 - the source of the selected function, read when the report is written
   (when the file is readable then), at most ``MAX_SOURCE_LINES`` lines per
   function and ``MAX_SOURCE_BYTES`` in all, the most expensive functions
@@ -31,11 +33,14 @@ import pkgutil
 import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
+from .. import line_sources
+from .. import cost_note
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
 from ..line_view import function_total, hottest
 from ..model import is_builtin
 from ..names import readable_name, short_path
 from ..profile_file import FuncKey, ProfileData
+from ._fold_imports import fold_import_frames
 
 MAX_SOURCE_LINES = 300
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -90,19 +95,19 @@ def _source_block(key: FuncKey) -> Optional[Dict]:
 
 
 def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Optional[float],
-                own: Optional[Dict[int, float]] = None) -> Dict:
+                own: Optional[Dict[int, float]] = None,
+                sources: Optional[Dict[str, Dict[int, str]]] = None) -> Dict:
     """A function's line stats for the page: one row per line from its first
     to its last line with stats, ``[lineno, hits, seconds, text, own]``
     (hits None for a line without stats, text "" when the file is not
     readable now, own None when not known), the time the percents are of,
     and the hottest lines."""
-    first = key[1] if isinstance(key[1], int) else min(table)
-    last = max(list(table) + [first])
     filename = str(key[0])
-    readable = bool(linecache.getlines(filename))
+    getline, known = line_sources.line_getter(sources or {})
+    readable = known(filename)
     rows = []
-    for lineno in range(min([first] + list(table)), last + 1):
-        text = linecache.getline(filename, lineno).rstrip("\r\n") if readable else ""
+    for lineno in line_sources.listed_lines(key, table):
+        text = getline(filename, lineno) if readable else ""
         if lineno in table:
             hits, seconds = table[lineno]
             rows.append([lineno, _num(hits), _num(seconds), text,
@@ -220,7 +225,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     the paths below *min_fraction* of its total into their parents.
     """
     stats = data.stats
-    tree = build_tree(data, min_fraction)
+    tree = fold_import_frames(build_tree(data, min_fraction))
     groups = thread_groups(data.threads) if len(data.threads) > 1 else []
     group_stats = [_sum_stats([t.get("stats", {}) for t in ts]) for _label, ts in groups]
 
@@ -245,7 +250,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     for (label, ts), st in zip(groups, group_stats):
         t = tree_from_callers(st, max_nodes=MAX_THREAD_TREE_NODES,
                               min_fraction=max(min_fraction, MIN_ESTIMATED_FRACTION))
-        views.append(_view(st, t, index, label, len(ts)))
+        views.append(_view(st, fold_import_frames(t), index, label, len(ts)))
 
     sources: Dict[str, dict] = {}
     budget = MAX_SOURCE_BYTES
@@ -264,13 +269,15 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     return {
         "title": title or "profile",
         "lines": {str(index[k]): _line_block(k, table, stats[k][3] if k in stats else None,
-                                             data.lines_own.get(k))
+                                             data.lines_own.get(k), data.sources)
                   for k, table in data.lines.items() if k in index},
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
         "clock": data.clock,
         "only": data.only,
         "fast": data.fast,
+        "request": data.request,
+        "cost": cost_note.note(data.compensation),
         "functions": functions,
         "views": views,
         "sources": sources,

@@ -3,6 +3,8 @@ command lines, each in its own module.
 
 - ``attach``: ``fastprof attach PID`` (3.14+); ``attach_agent``: what runs
   inside the attached process; ``process_alive``: whether a process exists
+- ``top``: ``fastprof top PID`` (3.14+), a live view; ``top_agent``: what
+  it runs inside the process (attach_agent's session plus snapshots)
 - ``signal_toggle``: the dormant profiler a signal toggles (``--signal``)
 - ``subprocesses``: ``--subprocesses``, a profiler in each Python child
 - ``pytest_plugin``: ``pytest --fastprof`` (entry point ``pytest11``)

@@ -271,6 +271,38 @@ def _remove(directory):
     shutil.rmtree(directory, ignore_errors=True)
 
 
+def start_agent(directory, pid, agent_options, timeout, say, agent="attach_agent"):
+    """Run the bootstrap in process *pid* with *agent_options* and wait until
+    profiling runs there; the agent talks through *directory* (made with
+    tempfile.mkdtemp).  *agent*: the module of fastprof.modes whose start()
+    the bootstrap calls.  AttachError on failure; its ``keep`` attribute is
+    True when the directory must be left for the target (a request it still
+    holds: it removes the directory itself when its main thread wakes)."""
+    script = os.path.join(directory, "inject.py")
+    attach_agent.note(directory, "inject.py",
+                      attach_agent.bootstrap_text(directory, agent_options, agent))
+    try:
+        sys.remote_exec(pid, script)
+    except Exception as exc:
+        raise AttachError(_remote_exec_error(pid, exc)) from None
+    try:
+        _wait_started(directory, pid, timeout, say)
+    except KeyboardInterrupt:
+        if _withdraw(directory):
+            err = AttachError("interrupted before profiling started; the request is withdrawn")
+            err.keep = True  # the target reads inject.py when it wakes, then removes all
+            raise err from None
+        # the target took the request already: let it start, then stop at once
+        _wait_started(directory, pid, timeout, say)
+        _write_stop(directory)
+    except AttachError as err:
+        # withdrawn while the target still holds the request: it reads
+        # the script when its main thread wakes, then removes the directory
+        err.keep = _exists(directory, "claim") and not _exists(directory, "started") \
+            and _alive(pid) and not _problem(directory, pid)
+        raise
+
+
 def attach(pid, options, duration, timeout, say):
     """Profile process *pid*; return (ProfileData, summary dict).  AttachError
     on failure.  *options*: Profile's keyword arguments."""
@@ -279,28 +311,11 @@ def attach(pid, options, duration, timeout, say):
     directory = tempfile.mkdtemp(prefix="fastprof-attach-")  # 0700, unpredictable name
     keep = False
     try:
-        script = os.path.join(directory, "inject.py")
         agent_options = dict(options, duration=duration, attacher_pid=os.getpid())
-        attach_agent.note(directory, "inject.py", attach_agent.bootstrap_text(directory, agent_options))
         try:
-            sys.remote_exec(pid, script)
-        except Exception as exc:
-            raise AttachError(_remote_exec_error(pid, exc)) from None
-        try:
-            _wait_started(directory, pid, timeout, say)
-        except KeyboardInterrupt:
-            if _withdraw(directory):
-                keep = True  # the target reads inject.py when it wakes, then removes all
-                raise AttachError("interrupted before profiling started; the request is "
-                                  "withdrawn") from None
-            # the target took the request already: let it start, then stop at once
-            _wait_started(directory, pid, timeout, say)
-            _write_stop(directory)
-        except AttachError:
-            # withdrawn while the target still holds the request: it reads
-            # the script when its main thread wakes, then removes the directory
-            keep = _exists(directory, "claim") and not _exists(directory, "started") \
-                and _alive(pid) and not _problem(directory, pid)
+            start_agent(directory, pid, agent_options, timeout, say)
+        except AttachError as err:
+            keep = getattr(err, "keep", False)
             raise
         say("profiling process %d%s" % (pid, " for %gs" % duration if duration is not None
                                        else " until Ctrl-C"))

@@ -70,7 +70,7 @@ def _fastprof_attach(directory, fastprof_parent, abi, options):
                 return
             sys.path.append(fastprof_parent)
             added = fastprof_parent
-        from fastprof.modes import attach_agent
+        from fastprof.modes import %(agent)s as agent
     except BaseException as exc:
         note("error", "cannot import fastprof in process %%d: %%s: %%s" %% (
             os.getpid(), type(exc).__name__, exc))
@@ -81,7 +81,7 @@ def _fastprof_attach(directory, fastprof_parent, abi, options):
             if name == "fastprof" or name.startswith("fastprof."):
                 del sys.modules[name]
         return
-    attach_agent.start(directory, options, added, modules_before)
+    agent.start(directory, options, added, modules_before)
 
 
 _fastprof_attach(%(directory)r, %(fastprof_parent)r, %(abi)r, %(options)r)
@@ -97,9 +97,11 @@ def abi_tag():
             importlib.machinery.EXTENSION_SUFFIXES[0]]
 
 
-def bootstrap_text(directory, options):
-    """The bootstrap script for *directory* with profiler *options*."""
-    return BOOTSTRAP % {"directory": directory,
+def bootstrap_text(directory, options, agent="attach_agent"):
+    """The bootstrap script for *directory* with profiler *options*; it
+    calls start() of *agent*, a module of fastprof.modes (this one, or
+    top_agent for ``fastprof top``)."""
+    return BOOTSTRAP % {"directory": directory, "agent": agent,
                         "fastprof_parent": package_parent(),
                         "abi": abi_tag(), "options": options}
 
@@ -132,11 +134,15 @@ def profiler_in_use():
 # the modules the helper needs later, imported before profiling starts (and
 # before the sys.path entry the bootstrap may have added is removed)
 _NEEDED = ("fastprof.profiler", "fastprof.profile_file", "fastprof.names",
-           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline")
+           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline") + (
+    ("fastprof.func_patterns",) if sys.version_info < (3, 11) else ())  # (qualnames_of_codes)
 
 
-def start(directory, options, added_path=None, modules_before=()):
-    """Start profiling this process for the attaching command; return at once."""
+def start(directory, options, added_path=None, modules_before=(), session_class=None,
+          needed=()):
+    """Start profiling this process for the attaching command; return at once.
+    *session_class*: a _Session subclass (``fastprof top``'s), *needed*: the
+    modules it imports later, imported here with _NEEDED."""
     try:
         busy = profiler_in_use()
         if busy is not None:
@@ -144,9 +150,9 @@ def start(directory, options, added_path=None, modules_before=()):
             _forget(added_path, modules_before)
             return
         import importlib
-        for name in _NEEDED:
+        for name in _NEEDED + tuple(needed):
             importlib.import_module(name)
-        session = _Session(directory, options, added_path, modules_before)
+        session = (session_class or _Session)(directory, options, added_path, modules_before)
     except BaseException as exc:
         note(directory, "error", "cannot start fastprof in process %d: %s: %s"
              % (os.getpid(), type(exc).__name__, exc))
@@ -240,7 +246,12 @@ class _Session:
                 return self.finish("duration")
             if not _alive(self.attacher):
                 return self.finish("attacher gone")
+            self.tick()
             time.sleep(self.POLL)
+
+    def tick(self):
+        """Called by the helper between its looks at the stop marker, while
+        profiling runs (``fastprof top``'s session writes its snapshots here)."""
 
     def at_exit(self):
         self.finish("exit")
@@ -299,16 +310,15 @@ class _Session:
         """Profile.profile_data() without the helper thread's record."""
         from fastprof.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
         from fastprof.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.names import qualnames_of  # (deferred: imported by start(), see _NEEDED)
         from fastprof.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.profiler import callpaths_to_file  # (deferred: imported by start(), see _NEEDED)
+        from fastprof.profiler import callpaths_to_file, qualnames_of_codes  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
         prof.take_thread_names()
         kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]
         codes = [e.code for tid, _i, _n, _s in kept for e in prof.getstats(tid)]
         data = ProfileData(merge_stats([st for _t, _i, _n, st in kept]),
                            clock=prof.clock_info().get("clock"),
-                           qualnames=qualnames_of(codes))
+                           qualnames=qualnames_of_codes(codes))
         if self.options.get("threads"):
             data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
                             for tid, ident, name, st in kept]

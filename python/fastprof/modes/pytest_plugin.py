@@ -19,6 +19,10 @@ as ``python -m fastprof`` does.
 ``--fastprof-fast`` are python -m fastprof's ``--lines``... Under
 pytest-xdist (``-n N``) the workers profile their tests and hand their
 profiles to the controller, which sums them (XdistController).
+
+``--fastprof-counts DIR`` (the performance gate: exact call counts per
+test, compared with DIR's baselines) is modes/count_gate.py, imported only
+when that option is given; its options are declared here.
 """
 
 import os
@@ -31,7 +35,10 @@ DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
 # python -m fastprof's run options the plugin takes, as --fastprof-lines etc.
-RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast")
+RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast", "--no-compensate")
+# their dest and default in python -m fastprof's parser
+_RUN_ROWS = {flags[-1]: (dest, default)
+             for flags, dest, _a, _k, default, _m, _h in cmdline.RUN_OPTIONS}
 PREFIX = "--fastprof-"
 
 
@@ -61,7 +68,8 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
-    # python -m fastprof's --lines, --lines-from, --only and --fast, as it declares them
+    # python -m fastprof's --lines, --lines-from, --only, --fast and
+    # --no-compensate, as it declares them
     for flags, _d, action, kind, default, metavar, text in cmdline.RUN_OPTIONS:
         if flags[-1] not in RUN_OPTIONS:
             continue
@@ -72,16 +80,71 @@ def pytest_addoption(parser):
         if kind is not None:
             kwargs["type"] = kind
         group.addoption(_spelled(flags[-1]), **kwargs)
+    _add_count_options(group)
+
+
+def _add_count_options(group):
+    """The performance gate's options (modes/count_gate.py, imported only when given)."""
+    group.addoption(
+        "--fastprof-counts", metavar="DIR", default=None,
+        help="performance gate: record each test's exact call counts (per function and "
+             "per caller -> callee edge, its setup, call and teardown, all threads) into "
+             "DIR (one text file per test module and Python version) on the first run; on "
+             "later runs compare and fail the run when a test's counts changed, naming the "
+             "functions and edges (docs/gate.md)")
+    group.addoption(
+        "--fastprof-counts-update", action="store_true", default=False,
+        help="with --fastprof-counts: rewrite the baselines of the tests that ran "
+             "instead of comparing")
+    group.addoption(
+        "--fastprof-counts-tolerance", metavar="PERCENT", default="0",
+        help="with --fastprof-counts: a count of a Python function or edge may move by "
+             "PERCENT of its baseline value (default 0: exact)")
+    group.addoption(
+        "--fastprof-counts-c-tolerance", metavar="PERCENT", default=None,
+        help="with --fastprof-counts: the same for C functions and edges into them "
+             "(default: --fastprof-counts-tolerance's value)")
+    group.addoption(
+        "--fastprof-counts-report", metavar="FILE", default=None,
+        help="with --fastprof-counts: also write the comparison to FILE, as JSON if "
+             "its name ends in .json, else as markdown (e.g. \"$GITHUB_STEP_SUMMARY\")")
+    group.addoption(
+        "--fastprof-counts-keep-caches", action="store_true", default=False,
+        help="with --fastprof-counts: do not clear functools.lru_cache and re caches "
+             "before each test (counts then depend on the tests that ran before)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if config.getoption("fastprof_counts", None) is not None:
+        # before anything runs: the counts are of PYTHONHASHSEED=0 (docs/gate.md)
+        from .count_gate import reexec_with_hash_seed  # (deferred: nothing at pytest start-up)
+        reexec_with_hash_seed(config)
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "fastprof_counts_skip: pytest --fastprof-counts neither records nor "
+                   "compares this test's call counts (its work depends on what ran before it)")
     outfile = config.getoption("fastprof", None)
     per_test = config.getoption("fastprof_per_test", None)
+    counts_dir = config.getoption("fastprof_counts", None)
+    if counts_dir is not None:
+        if outfile is not None or per_test is not None:
+            raise pytest.UsageError("fastprof: --fastprof-counts cannot be combined with "
+                                    "--fastprof or --fastprof-per-test (one profiler at a time)")
+        _configure_counts(config, counts_dir)
+        return
+    for option in ("update", "report", "keep_caches"):
+        if config.getoption("fastprof_counts_" + option, None) not in (None, False):
+            raise pytest.UsageError("fastprof: --fastprof-counts-%s needs --fastprof-counts DIR"
+                                    % option.replace("_", "-"))
     if outfile is None and per_test is None:
         for option in RUN_OPTIONS:
-            if config.getoption(_dest(option), None) not in (None, False, []):
-                raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE] or "
-                                        "--fastprof-per-test DIR" % _spelled(option))
+            if config.getoption(_dest(option), None) not in (None, _RUN_ROWS[option][1]):
+                raise pytest.UsageError("fastprof: %s needs --fastprof[=FILE], "
+                                        "--fastprof-per-test DIR or --fastprof-counts DIR"
+                                        % _spelled(option))
         return
     if outfile == DEFAULT_FILE:
         outfile = os.path.join(str(config.rootpath), DEFAULT_FILE)
@@ -89,6 +152,19 @@ def pytest_configure(config):
     config.pluginmanager.register(session, "fastprof-session")
     if session.controller:
         config.pluginmanager.register(XdistController(session), "fastprof-xdist")
+
+
+def _configure_counts(config, directory):
+    """--fastprof-counts DIR: the performance gate (modes/count_gate.py)."""
+    from .count_gate import CountGate  # (deferred: nothing at pytest start-up)
+    try:
+        options = _run_options(config)
+        cmdline.check_scope_options(options, name=_spelled)
+        profile_options = cmdline.profile_options(options, True)
+    except cmdline.UsageError as exc:
+        raise pytest.UsageError("fastprof: %s" % exc) from None
+    config.pluginmanager.register(CountGate(config, directory, profile_options),
+                                  "fastprof-counts")
 
 
 def _xdist_role(config):
@@ -111,7 +187,7 @@ def _run_options(config):
     import types
     values = dict(cmdline.RUN_DEFAULTS)
     for option in RUN_OPTIONS:
-        values[option[2:].replace("-", "_")] = config.getoption(_dest(option))
+        values[_RUN_ROWS[option][0]] = config.getoption(_dest(option))
     return types.SimpleNamespace(**values)
 
 
@@ -162,7 +238,7 @@ class FastprofSession:
         self.controller = role == "controller"  # runs no test: sums the workers'
         self.unmatched = None      # --fastprof-lines/-only: patterns no profile matched
         self.profile = None        # the session's profile (one per test with per_test_dir)
-        self.data = None           # per_test_dir: the tests' profiles summed (ProfileData)
+        self.sum = None            # per_test_dir, the controller: the profiles summed (_RunningSum)
         self.times = {}            # node id -> profiled seconds (its three phases)
         self.per_test_files = {}   # file name -> node id
         self.problems = []         # one line each, shown in the summary
@@ -237,13 +313,18 @@ class FastprofSession:
             write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
         except OSError as exc:
             self.problems.append("cannot write %s's profile: %s" % (nodeid, exc))
-        self.data = data if self.data is None else _add(self.data, data)
+        self._add(data)
+
+    def _add(self, data):
+        if self.sum is None:
+            self.sum = _RunningSum()
+        self.sum.add(data)
 
     # -- the end -----------------------------------------------------------
 
     def session_data(self):
         if self.per_test_dir is not None or self.controller:
-            return self.data
+            return self.sum.result() if self.sum is not None else None
         if self.profile is None:
             return None
         data = _without_own_rows(self.profile.profile_data())
@@ -304,7 +385,7 @@ class FastprofSession:
             except ProfileFileError as exc:
                 self.problems.append("%s's profile is lost: %s" % (name, exc))
                 return
-            self.data = data if self.data is None else _add(self.data, data)
+            self._add(data)
 
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
@@ -353,11 +434,21 @@ class XdistController:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+_HERE = os.path.splitext(os.path.abspath(__file__))[0]
+_is_here = {}  # file name of a key -> whether it is this module (asked once per file)
+
+
+def _here(filename):
+    got = _is_here.get(filename)
+    if got is None:
+        got = _is_here[filename] = os.path.splitext(os.path.abspath(filename))[0] == _HERE
+    return got
+
+
 def _own_keys(stats):
     """The rows of this plugin's hook wrappers (resumed inside each profiled
     phase) and of the disable() they call."""
-    here = os.path.splitext(os.path.abspath(__file__))[0]
-    own = {k for k in stats if os.path.splitext(os.path.abspath(k[0]))[0] == here}
+    own = {k for k in stats if _here(k[0])}
     for key, row in stats.items():
         if key[0] == "~" and "disable" in key[2] and row[4] and set(row[4]) <= own:
             own.add(key)
@@ -391,18 +482,48 @@ def _without_own_rows(data):
     return data
 
 
-def _add(a, b):
-    """ProfileData *a* + *b* (the threads of one name are one thread)."""
-    from fastprof.merge import merge_profiles  # (deferred: nothing at pytest start-up)
-    from fastprof.model import merge_stats  # (deferred: nothing at pytest start-up)
-    out = merge_profiles([a, b])
-    threads = {}
-    for t in a.threads + b.threads:
-        prev = threads.get(t["name"])
-        threads[t["name"]] = dict(t) if prev is None else dict(
-            prev, stats=merge_stats([prev["stats"], t["stats"]]))
-    out.threads = [dict(t, id=i) for i, t in enumerate(threads.values())]
-    return out
+class _RunningSum:
+    """Profiles (each test's, each worker's) added one at a time, each folded
+    into the sum (merge.ProfileSum): a test costs its own profile's size, not
+    the sum's.  The threads of one name are one thread."""
+
+    def __init__(self):
+        from fastprof.merge import ProfileSum  # (deferred: nothing at pytest start-up)
+        self.total = ProfileSum(pair_installs=False)  # one session: one install
+        self.threads = {}  # name -> (the first thread record of that name, its stats summed as lists)
+        # while every input had one thread, the same, whose stats were the
+        # input's: its record (its sum is the total's); False once not
+        self.single = None
+
+    def add(self, data):
+        """Add ProfileData *data* (its threads are taken out of it)."""
+        from fastprof.model import add_stats  # (deferred: nothing at pytest start-up)
+        threads, data.threads = data.threads, []
+        if self.single is not False:
+            if len(threads) == 1 and threads[0]["stats"] == data.stats and (
+                    self.single is None or self.single["name"] == threads[0]["name"]):
+                self.single = self.single or threads[0]
+                self.total.add(data)
+                return
+            if self.single is not None:  # its sum so far is the total's
+                rows = {}
+                add_stats(rows, self.total.result().stats, self.total.keys)
+                self.threads[self.single["name"]] = (self.single, rows)
+            self.single = False
+        self.total.add(data)
+        for t in threads:
+            first, rows = self.threads.setdefault(t["name"], (t, {}))
+            add_stats(rows, t["stats"], self.total.keys)
+
+    def result(self):
+        from fastprof.model import stats_result  # (deferred: nothing at pytest start-up)
+        out = self.total.result()
+        if self.single:
+            out.threads = [dict(self.single, id=0, stats=out.stats)]
+            return out
+        out.threads = [dict(first, id=i, stats=stats_result(rows))
+                       for i, (first, rows) in enumerate(self.threads.values())]
+        return out
 
 
 def summary_lines(data, times):

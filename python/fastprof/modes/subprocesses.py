@@ -21,7 +21,8 @@ nothing of the parent is counted twice.
 Each child writes ``DIR/PID.prof`` (atomically: a temporary name, then
 ``os.replace``) when it ends: at exit (atexit), or, for multiprocessing
 workers, which end with ``os._exit`` after their ``Process._bootstrap``,
-when that returns.  A child killed before it writes (SIGKILL, SIGTERM from
+when that returns; a child that calls ``os._exit`` itself writes it then
+(``exit_hook``).  A child killed before it writes (SIGKILL, SIGTERM from
 ``Pool.terminate()``, so leaving ``with Pool()``) loses its own profile only:
 writing from a signal handler at an arbitrary point of a forked worker is
 not safe (it hung a CI run once), so a killed child dies as it would
@@ -42,6 +43,7 @@ import shutil
 import sys
 import tempfile
 
+from .. import exit_hook
 from . import package_parent
 
 ENV = "FASTPROF_SUBPROCESSES"
@@ -174,7 +176,7 @@ class Follower:
                 print("%s: cannot keep the per-process profiles in %s: %s"
                       % (prog, keep, exc.strerror or exc), file=sys.stderr)
                 keep = None
-        total = ProfileSum()
+        total = ProfileSum(pair_installs=False)  # one run: one install
         total.add(own)
         pids = [os.getpid()]
         for pid in sorted(_child_pids(self.dir)):
@@ -272,6 +274,7 @@ def start_child(cfg):
     atexit.register(_write_child_profile)
     if not _is_helper():
         _state.prof = _new_profiler(cfg)
+        exit_hook.install(_state.prof, _write_at_os_exit)
         _state.prof.enable()
 
 
@@ -296,7 +299,13 @@ def _after_fork():
     state.written = False
     _patch_multiprocessing()
     state.prof = _new_profiler(state.cfg)
+    exit_hook.install(state.prof, _write_at_os_exit)
     state.prof.enable()
+
+
+def _write_at_os_exit(_status, _error):
+    """The child left by os._exit (exit_hook): write its profile now."""
+    _write_child_profile()
 
 
 def _patch_multiprocessing():

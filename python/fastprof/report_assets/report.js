@@ -91,9 +91,12 @@
     add('functions', fmtInt(F.length));
     add('calls', fmtInt(VIEW.total_calls) + (VIEW.primitive_calls !== VIEW.total_calls ?
         ' (' + fmtInt(VIEW.primitive_calls) + ' primitive)' : ''));
+    if (D.request) add('request', D.request.method + ' ' + D.request.path + ' \u2192 ' +
+      (D.request.status || 'no response') + ' in ' + (D.request.duration * 1000).toFixed(1) + ' ms');
     if (D.clock) add('clock', D.clock);
     if (D.only) add('only', D.only.join(', '), "calls into other Python code are not recorded; their time is in the calling function's own time");
     if (D.fast) add('mode', 'fast', "Python functions only; the time of C functions is in their callers' own time");
+    if (D.cost) add('profiler cost', D.cost.replace(/^profiler cost removed: /, 'removed: '), "the profiler's own time, taken out of every time (or not: raw times)");
     if (VIEW.threads) add('threads', fmtInt(VIEW.threads));
     add('written', D.created);
   }

@@ -1,0 +1,449 @@
+"""The profiler's own cost taken out of every time (compensate=True).
+
+The oracle is a fake clock the profiled code itself advances (``T[0] +=
+n``: the program's "work", no call, so no event), and that every read by
+the profiler advances by one tick: an event reads it at its start and, to
+take its own time out, again at its end.  The private
+``_set_compensation(True, py, c, line)`` turns compensation on for such a
+custom timer (a user's ``timer=`` gets raw times) with a delivery cost of
+one tick per event: the tick of the first read, which falls before the
+value it returns.  So every tick the profiler spent is removed, and every
+time must come out as exactly the work the code did; raw times (a user
+timer, ``compensate=False``) keep one tick per event, as cProfile's.
+"""
+import sys
+import threading
+
+import pytest
+
+from fastprof import Profile, _fastprof
+
+T = [0]
+
+
+def fake_timer():
+    T[0] += 1
+    return T[0]
+
+
+def profiler(builtins=False, delivery=1, **kwargs):
+    T[0] = 0
+    prof = _fastprof.Profiler(fake_timer, 1.0, True, builtins, **kwargs)
+    prof._set_compensation(True, delivery, delivery, delivery)
+    return prof
+
+
+def table(prof):
+    """{name: (callcount, reccallcount, tottime, cumtime)}; names summed."""
+    out = {}
+    for e in prof.getstats():
+        name = e.code if isinstance(e.code, str) else e.code.co_name
+        nc, rc, tt, ct = out.get(name, (0, 0, 0.0, 0.0))
+        out[name] = (nc + e.callcount, rc + e.reccallcount, tt + e.inlinetime, ct + e.totaltime)
+    return out
+
+
+def edges(prof, callee):
+    """{caller name: (callcount, tottime, cumtime)} of the calls of *callee*."""
+    out = {}
+    for e in prof.getstats():
+        for sub in e.calls or ():
+            name = sub.code if isinstance(sub.code, str) else sub.code.co_name
+            if name == callee:
+                out[e.code.co_name] = (sub.callcount, sub.inlinetime, sub.totaltime)
+    return out
+
+
+def assert_nonnegative(prof):
+    for e in prof.getstats():
+        assert e.inlinetime >= 0 and e.totaltime >= 0, e
+        for sub in e.calls or ():
+            assert sub.inlinetime >= 0 and sub.totaltime >= 0, sub
+
+
+def leaf():
+    T[0] += 100
+
+
+def mid():
+    T[0] += 10
+    leaf()
+    T[0] += 10
+
+
+def top():
+    T[0] += 1
+    mid()
+    leaf()
+    T[0] += 2
+
+
+def run(prof, func, *args):
+    prof.enable()
+    try:
+        return func(*args)
+    finally:
+        prof.disable()
+
+
+def test_times_are_the_work_exactly():
+    prof = profiler()
+    run(prof, top)
+    st = table(prof)
+    assert st["leaf"] == (2, 0, 200, 200)
+    assert st["mid"] == (1, 0, 20, 120)
+    assert st["top"] == (1, 0, 3, 223)
+    assert edges(prof, "leaf") == {"mid": (1, 100, 100), "top": (1, 100, 100)}
+    # each event's 2 ticks (its two reads) removed
+    info = prof._compensation()
+    assert info["compensate"] is True
+    assert info["delivery"] == (1, 1, 1)
+
+
+def test_removed_time_is_what_the_callbacks_took():
+    prof = profiler()
+    run(prof, top)
+    # the program's ticks are its work; the rest is the profiler's reads
+    work = 223
+    removed = prof._compensation()["removed"]
+    # 8 events (4 calls, 4 returns), 2 ticks each; disable() reads once
+    # more (its flush), uncharged
+    assert removed == 16
+    assert T[0] == work + removed + 1
+
+
+def test_raw_times_without_compensation():
+    T[0] = 0
+    prof = _fastprof.Profiler(fake_timer, 1.0, True, False)  # a user timer: raw
+    run(prof, top)
+    st = table(prof)
+    # one read per event, its tick in the interval it closes
+    assert st["leaf"] == (2, 0, 202, 202)
+    assert st["mid"] == (1, 0, 22, 123)
+    assert st["top"] == (1, 0, 6, 230)
+    assert prof._compensation() == {"compensate": False, "removed": 0.0, "delivery": (0, 0, 0),
+                                    "resume": 0}
+
+
+def test_compensate_false_and_timer_are_raw_for_profile():
+    assert Profile(timer=fake_timer, timeunit=1.0)._compensation()["compensate"] is False
+    assert Profile(compensate=False)._compensation()["compensate"] is False
+    assert Profile()._compensation()["compensate"] is True
+    assert Profile(compensate=False).options["compensate"] is False
+    assert Profile(timer=fake_timer).options["compensate"] is False
+    with pytest.raises(TypeError):
+        Profile(compensate="yes")
+
+
+def fact(n):
+    T[0] += 3
+    if n > 1:
+        r = n * fact(n - 1)
+    else:
+        r = 1
+    T[0] += 4
+    return r
+
+
+def test_recursion():
+    prof = profiler()
+    run(prof, fact, 5)
+    assert table(prof)["fact"] == (5, 4, 35, 35)
+    assert edges(prof, "fact") == {"fact": (4, 28, 28)}
+    assert_nonnegative(prof)
+
+
+def gen(n):
+    for i in range(n):
+        T[0] += 5
+        yield i
+        T[0] += 1
+
+
+def consume():
+    total = 0
+    for x in gen(3):
+        T[0] += 20
+        total += x
+    return total
+
+
+def test_generators():
+    prof = profiler()
+    assert run(prof, consume) == 3
+    st = table(prof)
+    # 4 resumes (the last one ends the loop): 5+5+1+5+1+1 ticks of work
+    assert st["gen"] == (4, 0, 18, 18)
+    assert st["consume"] == (1, 0, 60, 78)
+
+
+def test_generators_wall_mode():
+    prof = profiler(coroutines="wall")
+    assert run(prof, consume) == 3
+    st = table(prof)
+    # one call from start to finish; its time suspended is not its own
+    assert st["gen"][:3] == (1, 0, 18)
+    assert st["consume"][2] == 60
+    assert_nonnegative(prof)
+
+
+def raiser():
+    T[0] += 7
+    raise ValueError
+
+
+def catcher():
+    T[0] += 2
+    try:
+        raiser()
+    except ValueError:
+        T[0] += 3
+
+
+def test_exceptions():
+    prof = profiler()
+    run(prof, catcher)
+    st = table(prof)
+    assert st["raiser"] == (1, 0, 7, 7)
+    assert st["catcher"] == (1, 0, 5, 12)
+
+
+def worker():
+    T[0] += 50
+    leaf()
+
+
+def test_threads_have_their_own_account():
+    prof = profiler(threads=True)
+
+    def main():
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+
+    run(prof, main)
+    st = table(prof)
+    assert st["worker"] == (1, 0, 50, 150)
+    assert st["leaf"] == (1, 0, 100, 100)
+    assert_nonnegative(prof)
+
+
+def test_builtins():
+    prof = profiler(builtins=True)
+
+    def calls_len():
+        T[0] += 9
+        len(())
+        T[0] += 1
+
+    run(prof, calls_len)
+    st = table(prof)
+    assert st["calls_len"] == (1, 0, 10, 10)
+    assert st["<built-in method builtins.len>"] == (1, 0, 0, 0)
+
+
+def test_started_mid_stack():
+    prof = profiler()
+
+    def starts_here():
+        T[0] += 1
+        prof.enable()
+        T[0] += 8  # before profiling, for the stack: no frame of it is open
+        # (its return below is ignored)
+
+    def after():
+        starts_here()
+        mid()
+
+    T[0] = 0
+    after()
+    prof.disable()
+    st = table(prof)
+    assert st["mid"] == (1, 0, 20, 120)
+    assert st["leaf"] == (1, 0, 100, 100)
+    assert_nonnegative(prof)
+
+
+def test_overestimated_delivery_never_goes_negative():
+    prof = profiler(delivery=40)  # far more than an event really costs
+    run(prof, top)
+    run(prof, fact, 6)
+    run(prof, consume)
+    assert_nonnegative(prof)
+    # each interval is the work less what is owed, never below zero
+    st = table(prof)
+    assert st["top"][3] <= 223
+
+
+def test_signal_toggle_mid_call():
+    prof = profiler()
+    decisions = []
+
+    def toggle(error, was_enabled):
+        decisions.append(was_enabled)
+        return not was_enabled
+
+    def toggled():
+        T[0] += 6
+        prof._toggle_with(toggle)  # off: the open frames close here
+        T[0] += 1000  # not profiled
+        prof._toggle_with(toggle)  # on again
+        mid()
+
+    run(prof, toggled)
+    assert decisions == [True, False]
+    st = table(prof)
+    assert st["toggled"] == (1, 0, 6, 6)
+    assert st["mid"] == (1, 0, 20, 120)
+    assert_nonnegative(prof)
+
+
+def test_clear_resets_the_account():
+    prof = profiler()
+    run(prof, top)
+    assert prof._compensation()["removed"] > 0
+    prof.clear()
+    assert prof._compensation()["removed"] == 0
+
+
+def test_set_compensation_refused_while_enabled():
+    prof = profiler()
+    prof.enable()
+    try:
+        with pytest.raises(RuntimeError):
+            prof._set_compensation(False)
+    finally:
+        prof.disable()
+    with pytest.raises(ValueError):
+        prof._set_compensation(True, -1)
+
+
+@pytest.mark.skipif(sys.version_info[:2] == (3, 13), reason="no frame evaluator on 3.13")
+def test_fast_mode():
+    prof = profiler(fast=True)
+    run(prof, top)
+    st = table(prof)
+    assert st["leaf"] == (2, 0, 200, 200)
+    assert st["mid"] == (1, 0, 20, 120)
+    assert st["top"] == (1, 0, 3, 223)
+
+
+def test_calibrated_profile_keeps_counts_and_sane_times():
+    prof = Profile()
+    prof.enable()
+    fact(30)
+    prof.disable()
+    info = prof._compensation()
+    assert info["compensate"] is True
+    assert all(d >= 0 for d in info["delivery"])
+    prof.create_stats()
+    row = [v for k, v in prof.stats.items() if k[2] == "fact"][0]
+    assert row[:2] == (1, 30)
+    assert 0 <= row[2] <= row[3]
+
+
+def lined():
+    T[0] += 5
+    leaf()
+    T[0] += 7
+
+
+def test_line_times_and_own_times():
+    T[0] = 0
+    prof = Profile(fake_timer, 1.0, builtins=False, lines=[__name__ + ":lined"])
+    prof._set_compensation(True, 1, 1, 1)
+    prof.runcall(lined)
+    prof.create_stats()
+    key = [k for k in prof.stats if k[2] == "lined"][0]
+    assert prof.stats[key][2:4] == (12, 112)
+    first = lined.__code__.co_firstlineno
+    lines = prof.line_stats()[key]
+    assert lines == {first + 1: (1, 5), first + 2: (1, 100), first + 3: (1, 7)}
+    assert prof.line_own_stats()[key] == {first + 1: 5, first + 2: 0, first + 3: 7}
+
+
+def test_fast_path_charges_its_constant():
+    # the TSC clock: calls and returns take the fast path, which charges the
+    # calibrated constant (here set by hand) instead of reading its cost
+    prof = _fastprof.Profiler(builtins=False)
+    tps = prof.clock_info()["ticks_per_second"]
+    prof._set_compensation(True, 1000, 1000, 0)
+    for _ in range(3):  # the first rounds make the entries and edges
+        run(prof, fact, 20)
+    events = 2 * sum(e.callcount for e in prof.getstats())
+    removed = prof._compensation()["removed"] * tps
+    # every event is charged 1000 ticks, the general path's own reads on top
+    assert removed >= events * 1000 - 1
+    assert_nonnegative(prof)
+    raw = _fastprof.Profiler(builtins=False, compensate=False)
+    run(raw, fact, 20)
+    assert raw._compensation()["removed"] == 0.0
+
+
+# -- what the file, the views and merge say ------------------------------------
+
+def _written(path, **options):
+    prof = Profile(**options)
+    prof.runcall(fact, 20)
+    prof.dump_stats(str(path))
+    return str(path)
+
+
+def test_the_file_says_what_was_removed(tmp_path):
+    from fastprof.profile_file import load_profile
+    on = load_profile(_written(tmp_path / "on.prof"))
+    off = load_profile(_written(tmp_path / "off.prof", compensate=False))
+    # 20 calls of fact and the C disable() call, each a call and a return
+    assert on.compensation["on"] is True
+    assert on.compensation["events"] == 2 * sum(v[1] for v in on.stats.values())
+    assert on.compensation["removed"] > 0
+    assert off.compensation == {"on": False, "removed": 0.0, "events": off.compensation["events"]}
+    timed = load_profile(_written(tmp_path / "timer.prof", timer=fake_timer))
+    assert timed.compensation["on"] is False
+
+
+def test_notes_and_merge():
+    from fastprof import cost_note
+    on = {"on": True, "removed": 0.5043, "events": 12_300_000}
+    assert cost_note.note(on) == "profiler cost removed: 41 ns/event, 12.3 M events"
+    assert cost_note.note({"on": False, "removed": 0.0, "events": 10}) == cost_note.RAW_NOTE
+    assert cost_note.note(None) is None
+    assert cost_note.combine([on, on]) == {"on": True, "removed": 1.0086, "events": 24_600_000}
+    mixed = cost_note.combine([on, {"on": False, "removed": 0.0, "events": 100}])
+    assert mixed["on"] is None and mixed["events"] == 12_300_100
+    assert "some of the summed profiles only" in cost_note.note(mixed)
+    assert cost_note.combine([None, None]) is None
+
+
+def test_view_html_merge_and_cli_header(tmp_path):
+    from fastprof.exports.html import report_data
+    from fastprof.merge import merge_profiles
+    from fastprof.profile_file import load_profile
+    from helpers import cli_env, run_python
+    on, off = _written(tmp_path / "on.prof"), _written(tmp_path / "off.prof", compensate=False)
+    out = run_python(["-m", "fastprof.cli", "view", on], env=cli_env()).stdout
+    assert any(ln.startswith("profiler cost removed: ") and ln.endswith(" events")
+               for ln in out.splitlines()), out
+    out = run_python(["-m", "fastprof.cli", "view", off], env=cli_env()).stdout
+    assert "raw times: the profiler's own cost is included" in out
+    assert report_data(load_profile(on))["cost"].startswith("profiler cost removed: ")
+    summed = merge_profiles([load_profile(on), load_profile(on)])
+    assert summed.compensation["on"] is True
+    assert summed.compensation["events"] == 2 * load_profile(on).compensation["events"]
+    script = tmp_path / "prog.py"
+    script.write_text("def f():\n    return 1\nfor _ in range(100):\n    f()\n")
+    out = run_python(["-m", "fastprof", str(script)], env=cli_env()).stdout
+    assert out.splitlines()[0].startswith("profiler cost removed: "), out
+    out = run_python(["-m", "fastprof", "--no-compensate", str(script)], env=cli_env()).stdout
+    assert out.splitlines()[0].startswith("raw times"), out
+
+
+def test_compensation_does_not_stop_profiling():
+    prof = Profile(builtins=False)
+    prof.enable()
+    fact(3)
+    info = prof.compensation()
+    assert prof.enabled
+    prof.disable()
+    # fact x3, each a call and a return, and what ran before compensation() read them
+    assert info["on"] is True and info["events"] >= 6

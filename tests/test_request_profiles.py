@@ -1,0 +1,414 @@
+"""Per-request profiles without a web framework (every Python version):
+the C routing (Profiler._route_by / _drop_route, csrc/fpy_route.c) checked
+against cProfile, asyncio tasks and worker threads, concurrent requests;
+fastprof.middleware's choices (trigger, every, slow_ms), its files (names,
+trailer, max_files, formats), `fastprof view` and `fastprof merge DIR`.
+Real servers: tests/test_middleware.py."""
+
+import asyncio
+import concurrent.futures
+import contextvars
+import cProfile
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import fastprof
+from fastprof.middleware import ASGIMiddleware, WSGIMiddleware
+from fastprof.profile_file import load_profile
+from fastprof.profiler import entries_to_stats
+
+HERE = __file__.rstrip("c")
+CLI = "import sys; from fastprof.cli import main; sys.exit(main())"
+
+
+def leaf(n):
+    return n * 2
+
+
+def work_a(n):
+    return sum(leaf(i) for i in range(n))
+
+
+def work_b(n):
+    return [leaf(i) for i in range(n)][-1]
+
+
+def handler(kind, n, barrier=None):
+    if barrier is not None:
+        barrier.wait()  # every request in flight at once
+    for _ in range(3):
+        (work_a if kind == "a" else work_b)(n)
+        time.sleep(0.001)  # let the other threads run in between
+    return kind
+
+
+def ours(stats):
+    """{name: calls} of this file's functions in a pstats dict."""
+    return {k[2]: v[1] for k, v in stats.items() if k[0] == HERE}
+
+
+def route_records(prof, rid):
+    return [t for t, _i, _n in prof.threads() if t >> 63 and (t >> 32) & 0x7FFFFFFF == rid]
+
+
+def request_stats(prof, rid):
+    from fastprof.model import merge_stats
+    return merge_stats(entries_to_stats(prof.getstats(t)) for t in route_records(prof, rid))
+
+
+def cprofile_of(func, *args):
+    pr = cProfile.Profile()
+    pr.runcall(func, *args)
+    pr.create_stats()
+    return ours(pr.stats)
+
+
+def test_threads_concurrent_requests_match_cprofile():
+    var = contextvars.ContextVar("rid")
+    opened = set()
+    prof = fastprof.Profile(threads=True)
+    prof._route_by(var, opened)
+    barrier = threading.Barrier(8)
+
+    def request(rid, kind):
+        opened.add(rid)
+        token = var.set(rid)
+        try:
+            return handler(kind, 200 + rid, barrier)
+        finally:
+            var.reset(token)
+            opened.discard(rid)
+
+    prof.enable()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(request, range(1, 9), "abababab"))
+    finally:
+        prof.disable()
+    for rid, kind in zip(range(1, 9), "abababab"):
+        got = ours(request_stats(prof, rid))
+        want = cprofile_of(handler, kind, 200 + rid)
+        assert got == want, (rid, got, want)
+    # nothing was recorded outside the requests
+    assert all(t >> 63 or not prof.getstats(t) for t, _i, _n in prof.threads())
+    for rid in range(1, 9):
+        prof._drop_route(rid)
+        assert route_records(prof, rid) == []
+
+
+def test_asyncio_tasks_and_worker_threads_follow_the_request():
+    var = contextvars.ContextVar("rid")
+    opened = set()
+    prof = fastprof.Profile(threads=True)
+    prof._route_by(var, opened)
+
+    async def subtask(kind):
+        await asyncio.sleep(0.001)
+        return (work_a if kind == "a" else work_b)(50)
+
+    async def request(rid, kind):
+        opened.add(rid)
+        token = var.set(rid)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0.001)
+                (work_a if kind == "a" else work_b)(100)
+            await asyncio.create_task(subtask(kind))
+            loop = asyncio.get_running_loop()
+            ctx = contextvars.copy_context()  # as asyncio.to_thread / anyio / asgiref do
+            await loop.run_in_executor(None, ctx.run, work_a if kind == "a" else work_b, 70)
+        finally:
+            var.reset(token)
+            opened.discard(rid)
+
+    async def main():
+        await asyncio.gather(*[request(rid, "ab"[rid % 2]) for rid in range(1, 11)])
+
+    prof.enable()
+    try:
+        asyncio.run(main())
+    finally:
+        prof.disable()
+    for rid in range(1, 11):
+        kind = "ab"[rid % 2]
+        got = ours(request_stats(prof, rid))
+        mine, other = ("work_a", "work_b") if kind == "a" else ("work_b", "work_a")
+        assert got[mine] == 5 and other not in got, (rid, got)
+        assert got["leaf"] == 3 * 100 + 50 + 70
+        assert got["subtask"] >= 1
+        # the worker thread's record is apart from the event loop's
+        assert len(route_records(prof, rid)) == 2
+
+
+def test_closed_request_is_not_recorded_and_routing_needs_disabled():
+    var = contextvars.ContextVar("rid")
+    prof = fastprof.Profile(threads=True)
+    prof._route_by(var, set())  # id 5 never opened
+    token = var.set(5)
+    prof.enable()
+    try:
+        work_a(10)
+        with pytest.raises(RuntimeError):
+            prof._route_by(None, None)
+    finally:
+        prof.disable()
+        var.reset(token)
+    assert route_records(prof, 5) == []
+    with pytest.raises(TypeError):
+        prof._route_by(var, [])
+    with pytest.raises(ValueError):
+        prof._drop_route(0)
+    prof._route_by(None, None)
+    prof.enable()
+    work_a(10)
+    prof.disable()
+    assert ours(entries_to_stats(prof.getstats())).get("work_a") == 1
+
+
+def test_only_and_fast_combine_with_routing():
+    for kwargs in ({"only": [__name__ + ":work_*"]},
+                   {"fast": True} if sys.version_info[:2] != (3, 13) else None):
+        if kwargs is None:
+            continue
+        var = contextvars.ContextVar("rid")
+        opened = {1}
+        prof = fastprof.Profile(threads=True, **kwargs)
+        prof._route_by(var, opened)
+        prof.enable()
+        token = var.set(1)
+        try:
+            work_a(30)
+            work_b(30)
+        finally:
+            var.reset(token)
+            prof.disable()
+        got = ours(request_stats(prof, 1))
+        if "only" in kwargs:
+            assert got["work_a"] == 1 and got["work_b"] == 1 and "leaf" not in got
+        else:
+            assert got["work_a"] == 1 and got["leaf"] == 60
+
+
+# -- the middleware without a server ------------------------------------------
+
+def wsgi_app(environ, start_response):
+    kind = environ["PATH_INFO"].strip("/") or "a"
+    if kind == "boom":
+        raise RuntimeError("boom")
+    handler(kind, 100)
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [kind.encode()]
+
+
+def call_wsgi(app, path, query="", headers=None):
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query}
+    for k, v in (headers or {}).items():
+        environ["HTTP_" + k.upper().replace("-", "_")] = v
+    status = []
+    body = app(environ, lambda s, h, e=None: status.append(s))
+    try:
+        out = b"".join(body)
+    finally:
+        getattr(body, "close", lambda: None)()
+    return status[0], out
+
+
+def written(mw, count=None):
+    assert mw.profiler.flush(10)
+    d = mw.profiler.directory
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def test_trigger_header_and_query(tmp_path):
+    mw = WSGIMiddleware(wsgi_app, tmp_path, trigger="X-Profile")
+    assert call_wsgi(mw, "/a") == ("200 OK", b"a")
+    assert call_wsgi(mw, "/b", headers={"X-Profile": "0"}) == ("200 OK", b"b")
+    assert written(mw) == []
+    call_wsgi(mw, "/a", headers={"X-Profile": "1"})
+    call_wsgi(mw, "/b", query="x=1&X-Profile=1")
+    call_wsgi(mw, "/b", query="X-Profile")
+    call_wsgi(mw, "/b", query="X-Profile=0")
+    names = written(mw)
+    assert len(names) == 3
+    data = [load_profile(tmp_path / n) for n in names]
+    assert [d.request["path"] for d in data] == ["/a", "/b", "/b"]
+    assert all(d.request["status"] == 200 and d.request["method"] == "GET" for d in data)
+    assert ours(data[0].stats)["work_a"] == 3 and "work_b" not in ours(data[0].stats)
+
+
+def test_every_n(tmp_path):
+    mw = WSGIMiddleware(wsgi_app, tmp_path, every=3)
+    for _ in range(9):
+        call_wsgi(mw, "/a")
+        assert not mw.profiler._profile.enabled  # enabled only while a request is recorded
+    assert len(written(mw)) == 3
+
+
+def test_slow_ms_keeps_only_slow(tmp_path):
+    def app(environ, start_response):
+        time.sleep(float(environ["QUERY_STRING"]) / 1000)
+        start_response("204 No Content", [])
+        return []
+    mw = WSGIMiddleware(app, tmp_path, slow_ms=50)
+    for ms in (1, 80, 2, 120, 0):
+        call_wsgi(mw, "/s", query=str(ms))
+    data = [load_profile(tmp_path / n) for n in written(mw)]
+    assert sorted(round(d.request["duration"], 1) for d in data) == [0.1, 0.1]
+    assert all(d.request["status"] == 204 for d in data)
+    assert [t for t in mw.profiler._profile.threads() if t[0] >> 63] == []  # all dropped
+    # slow_ms records every request: enabled between them, until close()
+    assert mw.profiler._profile.enabled
+    mw.profiler.close()
+    assert not mw.profiler._profile.enabled
+
+
+def test_max_files_and_file_names(tmp_path):
+    mw = WSGIMiddleware(wsgi_app, tmp_path, every=1, max_files=4)
+    for i in range(7):
+        call_wsgi(mw, "/a" if i % 2 else "/b")
+        time.sleep(0.002)  # names sort by time to the millisecond
+    names = written(mw)
+    assert len(names) == 4
+    for name in names:
+        assert name.endswith(".prof") and "-GET-" in name and "-200-" in name
+    # the newest kept: the last request was /b (i=6)
+    assert "-GET-b-200-" in names[-1]
+
+
+def test_exception_still_finishes(tmp_path):
+    mw = WSGIMiddleware(wsgi_app, tmp_path, every=1)
+    with pytest.raises(RuntimeError):
+        call_wsgi(mw, "/boom")
+    data = [load_profile(tmp_path / n) for n in written(mw)]
+    assert [d.request["status"] for d in data] == [500]
+    assert not mw.profiler._profile.enabled
+
+
+def test_html_format(tmp_path):
+    mw = WSGIMiddleware(wsgi_app, tmp_path, every=1, format="html")
+    call_wsgi(mw, "/a")
+    (name,) = written(mw)
+    assert name.endswith(".html")
+    text = (tmp_path / name).read_text()
+    assert '"request":{"method":"GET","path":"/a","status":200' in text
+    assert "work_a" in text
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="say which requests"):
+        WSGIMiddleware(wsgi_app, tmp_path)
+    with pytest.raises(ValueError, match="slow_ms"):
+        WSGIMiddleware(wsgi_app, tmp_path, slow_ms=-1)
+    with pytest.raises(ValueError, match="every"):
+        WSGIMiddleware(wsgi_app, tmp_path, every=0)
+    with pytest.raises(ValueError, match="unknown format"):
+        WSGIMiddleware(wsgi_app, tmp_path, every=1, format="xml")
+    with pytest.raises(ValueError, match="lines="):
+        WSGIMiddleware(wsgi_app, tmp_path, every=1, lines=["x"])
+
+
+def test_unwritable_directory_logs_once(tmp_path, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    mw = WSGIMiddleware(wsgi_app, blocker / "sub", every=1)
+    with caplog.at_level(logging.WARNING, logger="fastprof.middleware"):
+        for _ in range(3):
+            assert call_wsgi(mw, "/a") == ("200 OK", b"a")
+        mw.profiler.flush(10)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "fastprof.middleware"]
+    assert len(msgs) == 1 and "cannot write request profiles" in msgs[0]
+    assert mw.profiler.failed == 3
+
+
+def test_asgi_middleware_concurrent(tmp_path):
+    async def app(scope, receive, send):
+        kind = scope["path"].strip("/")
+        for _ in range(3):
+            await asyncio.sleep(0.002)
+            (work_a if kind == "a" else work_b)(50)
+        await asyncio.to_thread(work_a if kind == "a" else work_b, 20)
+        await send({"type": "http.response.start", "status": 201, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    mw = ASGIMiddleware(app, tmp_path, every=1)
+
+    async def one(path):
+        async def receive():
+            return {"type": "http.request"}
+        async def send(message):
+            pass
+        await mw({"type": "http", "method": "POST", "path": path, "headers": [],
+                  "query_string": b""}, receive, send)
+
+    async def main():
+        await asyncio.gather(*[one("/a" if i % 2 else "/b") for i in range(20)])
+
+    asyncio.run(main())
+    names = written(mw)
+    assert len(names) == 20
+    for n in names:
+        d = load_profile(tmp_path / n)
+        mine = "work_a" if d.request["path"] == "/a" else "work_b"
+        other = "work_b" if mine == "work_a" else "work_a"
+        got = ours(d.stats)
+        assert got[mine] == 4 and other not in got, (n, got)
+        assert d.request["status"] == 201 and d.request["method"] == "POST"
+        assert {t["name"] for t in d.threads} >= {"MainThread"} and len(d.threads) == 2
+
+
+def test_view_and_merge_directory(tmp_path):
+    mw = WSGIMiddleware(wsgi_app, tmp_path / "p", every=1)
+    for path in ("/a", "/a", "/b"):
+        call_wsgi(mw, path)
+    names = written(mw)
+    assert len(names) == 3
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    view = subprocess.run([sys.executable, "-c", CLI, "view",
+                           str(tmp_path / "p" / names[0])], capture_output=True, text=True, env=env)
+    assert view.returncode == 0, view.stderr
+    assert "Request: GET /a -> 200 in " in view.stdout
+    merged = tmp_path / "all.prof"
+    res = subprocess.run([sys.executable, "-c", CLI, "merge",
+                          str(tmp_path / "p"), "-o", str(merged)], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    got = ours(load_profile(merged).stats)
+    assert got["work_a"] == 6 and got["work_b"] == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = subprocess.run([sys.executable, "-c", CLI, "merge",
+                          str(empty), "-o", str(merged)], capture_output=True, text=True, env=env)
+    assert res.returncode == 2 and "no .prof file" in res.stderr
+
+
+def test_asgi_trigger_header_and_query(tmp_path):
+    async def app(scope, receive, send):
+        work_a(10)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    mw = ASGIMiddleware(app, tmp_path, trigger="X-Profile")
+
+    async def one(path, headers=(), query=b""):
+        async def receive():
+            return {"type": "http.request"}
+
+        async def send(message):
+            pass
+        await mw({"type": "http", "method": "GET", "path": path, "headers": list(headers),
+                  "query_string": query}, receive, send)
+
+    async def main():
+        await one("/none")
+        await one("/zero", [(b"x-profile", b"0")])
+        await one("/header", [(b"x-profile", b"yes")])
+        await one("/query", query=b"a=1&X-Profile=1")
+
+    asyncio.run(main())
+    paths = sorted(load_profile(tmp_path / n).request["path"] for n in written(mw))
+    assert paths == ["/header", "/query"]
