@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make one scratch venv per CPython (3.9-3.13 from pyenv, 3.14+ from the
 # per-machine cache of scripts/install-python.sh, which installs them if needed) holding the optional
-# profilers of requirements.txt, plus matplotlib in the venv of `python3`'s
+# profilers of requirements.txt (and py-spy), the real programs of
+# requirements-programs.txt (accuracy.py), plus matplotlib in the venv of `python3`'s
 # version (the one that runs run.py and draws the plot).
 #
 #   bash benchmarks/make_venvs.sh [DIR]        # default DIR: /tmp/fastprof-bench-venvs
@@ -24,6 +25,9 @@ for minor in ${BENCH_PYTHONS:-3.9 3.10 3.11 3.12 3.13 3.14 3.15}; do
     [ -x "$venv/bin/python" ] || "$base" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$HERE/requirements.txt" \
         || echo "warning: optional profilers not installed for $minor" >&2
+    # the real programs of accuracy.py (black, jinja2, sympy): apart, so a failure leaves the rest
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$HERE/requirements-programs.txt" \
+        || echo "warning: accuracy.py's real programs not installed for $minor" >&2
     if [ "$minor" = "$DRIVER" ]; then
         "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$HERE/requirements-plot.txt"
     fi

@@ -149,3 +149,138 @@ def test_middleware_load_in_process_runs():
     for mode in ("no middleware", "trigger, not triggered", "every=100", "slow_ms, none slow",
                  "every=1 (all kept, .prof)"):
         assert mode in res.stdout, res.stdout
+
+
+# --------------------------------------------------------------------------- accuracy.py (issue 21)
+
+def _accuracy():
+    """benchmarks/accuracy.py as a module (its arithmetic; nothing runs on import)."""
+    import importlib.util
+    bench = os.path.join(ROOT, "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    spec = importlib.util.spec_from_file_location("fastprof_bench_accuracy", os.path.join(bench, "accuracy.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_accuracy_tvd_exact():
+    acc = _accuracy()
+    assert acc.tvd({"a": 0.5, "b": 0.5}, {"a": 0.5, "b": 0.5}) == 0.0
+    assert acc.tvd({"a": 1.0}, {"b": 1.0}) == 100.0
+    # |0.6-0.4| + |0.4-0.4| + |0-0.2| = 0.4 -> 20 points
+    assert abs(acc.tvd({"a": 0.6, "b": 0.4}, {"a": 0.4, "b": 0.4, "c": 0.2}) - 20.0) < 1e-12
+    assert acc.shares({"a": 3.0, "b": 1.0, "c": -2.0, "d": 0.0}) == {"a": 0.75, "b": 0.25}
+    assert acc.shares({}) == {}
+
+
+def test_accuracy_c_time_goes_to_callers():
+    acc = _accuracy()
+    f, g, h = "/w/m.py:1(f)", "/w/m.py:5(g)", "/w/m.py:9(h)"
+    ln, srt, gc_ = "~:0(<built-in method builtins.len>)", "~:0(<built-in method builtins.sorted>)", "~:0(<gc>)"
+    self_times = {f: 1.0, g: 2.0, h: 0.5, ln: 0.8, srt: 0.4, gc_: 0.3}
+    edges = [
+        (f, ln, 0.6), (g, ln, 0.2),       # len: 0.8 s split 3:1 -> f +0.6, g +0.2
+        (g, srt, 0.1), (h, srt, 0.3),     # sorted: 0.4 s split 1:3 -> g +0.1, h +0.3
+        (srt, gc_, 0.2), (f, gc_, 0.2),   # <gc>: 0.3 s, half under sorted (a C caller) -> passed on 1:3
+    ]
+    out = acc.attribute_c_time(self_times, edges)
+    want = {f: 1.0 + 0.6 + 0.15, g: 2.0 + 0.2 + 0.1 + 0.0375, h: 0.5 + 0.3 + 0.1125}
+    assert set(out) == set(want)
+    for k in want:
+        assert abs(out[k] - want[k]) < 1e-12, (k, out[k], want[k])
+    assert abs(sum(out.values()) - sum(self_times.values())) < 1e-12
+    # a C function without a recorded caller keeps its own key (a sampler never matches it)
+    orphan = "~:0(<method 'disable' of 'x' objects>)"
+    assert acc.attribute_c_time({f: 1.0, orphan: 0.5}, []) == {f: 1.0, orphan: 0.5}
+    # a cycle of C functions cannot loop forever: what is left stays, nothing is lost
+    a, b = "~:0(a)", "~:0(b)"
+    out = acc.attribute_c_time({a: 1.0, b: 0.0}, [(a, b, 1.0), (b, a, 1.0)], max_passes=3)
+    assert abs(sum(out.values()) - 1.0) < 1e-12
+
+
+_TOP = "<module> (/w/_accuracy_worker.py:1);main (/w/_accuracy_worker.py:140);"
+_REGION = _TOP + "_accuracy_region (/w/_accuracy_worker.py:52);"
+FAKE_PYSPY = "".join(line + "\n" for line in (
+    _REGION + "run (/w/m.py:20);f (/w/m.py:1) 30",
+    _REGION + "run (/w/m.py:20);A.f (/w/m.py:11) 10",
+    _REGION + "run (/w/m.py:20) 50",
+    _REGION + "run (/w/m.py:20);g.<locals>.<genexpr> (/w/m.py:7) 10",
+    _REGION.rstrip(";") + " 7",
+    _TOP + "measure (/w/_accuracy_worker.py:100);run (/w/m.py:20) 99",
+))
+
+
+def test_accuracy_sampler_parsing_and_distance():
+    acc = _accuracy()
+    counts = acc.sampler_self_counts(acc.parse_pyspy_raw(FAKE_PYSPY))
+    # below the region frame only (warm-up's 99 and the region's own 7 left out);
+    # same-named functions kept apart by their first line; qualified names cut to co_name
+    assert counts == {"/w/m.py:1(f)": 30, "/w/m.py:11(f)": 10, "/w/m.py:20(run)": 50,
+                      "/w/m.py:7(<genexpr>)": 10}
+    # a profile where run's 0.5 s are 0.3 s of its own + 0.2 s in len(): after the
+    # C time goes to run, the shares equal the sampler's exactly
+    ln = "~:0(<built-in method builtins.len>)"
+    prof = {"/w/m.py:1(f)": 0.3, "/w/m.py:11(f)": 0.1, "/w/m.py:20(run)": 0.3, ln: 0.2,
+            "/w/m.py:7(<genexpr>)": 0.1}
+    assert abs(acc.compare(prof, [("/w/m.py:20(run)", ln, 0.2)], counts)) < 1e-9
+    # the same profile with f's first line numbered 2 (a decorator line elsewhere): still matched
+    prof2 = dict(prof)
+    prof2["/w/m.py:2(f)"] = prof2.pop("/w/m.py:1(f)")
+    assert acc.compare(prof2, [("/w/m.py:20(run)", ln, 0.2)], counts) < 1e-9
+    # a profile that inflates f (0.3 -> 0.5 s of 1.2 s): exact distance
+    prof3 = dict(prof, **{"/w/m.py:1(f)": 0.5})
+    got = acc.compare(prof3, [("/w/m.py:20(run)", ln, 0.2)], counts)
+    want = 50 * (abs(0.5 / 1.2 - 0.3) + abs(0.1 / 1.2 - 0.1) + abs(0.5 / 1.2 - 0.5) + abs(0.1 / 1.2 - 0.1))
+    assert abs(got - want) < 1e-9, (got, want)
+
+
+def test_accuracy_stdlib_sampler_format():
+    acc = _accuracy()
+    text = ("tid:1;<frozen runpy>:_run_module_as_main:201;_accuracy_worker.py:_accuracy_region:58;"
+            "m.py:run:23;m.py:A.f:13 4\n"
+            "tid:1;_accuracy_worker.py:_accuracy_region:58;m.py:run:21 6\n")
+    counts = acc.sampler_self_counts(acc.parse_stdlib_collapsed(text))
+    assert counts == {"m.py:13(f)": 4, "m.py:21(run)": 6}
+    # compared by (base name, function name): lines differ, full paths in the profile
+    prof = {"/w/m.py:11(f)": 0.2, "/w/m.py:1(f)": 0.2, "/w/m.py:20(run)": 0.6}
+    assert abs(acc.compare(prof, [], counts, coarse_names=True)) < 1e-9
+
+
+def test_accuracy_smoke(tmp_path):
+    # the whole mode on one workload, for seconds; needs py-spy (benchmarks/requirements.txt)
+    # or, on 3.15+, the standard library's sampler
+    import shutil
+    acc = _accuracy()
+    stdlib = sys.version_info >= (3, 15)
+    if not (shutil.which("py-spy") or os.path.exists(os.path.join(os.path.dirname(sys.executable), "py-spy"))
+            or stdlib):
+        import pytest
+        pytest.skip("py-spy is not installed (benchmarks/requirements.txt)")
+    out = tmp_path / "acc.json"
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([here] + rest)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--smoke",
+                           "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, env=env, timeout=300)
+    if "ptrace" in proc.stdout.lower() or "permission denied" in proc.stdout.lower():
+        import pytest
+        pytest.skip("the sampler may not trace here: " + proc.stdout[-300:])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["problems"] == []
+    w = run["workloads"][acc.SMOKE_WORKLOAD]
+    s = w["summary"]
+    assert s["checksums_agree"]
+    assert s["none_seconds"] > 0
+    kind = run["samplers"][0]
+    assert s[kind]["samples"] > 0 and 0 <= s[kind]["noise"] <= 100
+    for mode in run["modes"]:
+        assert 0 <= s[kind]["tvd"][mode] <= 100
+        assert s["profiles"][mode]["total_over_wall"] > 0
+    assert "fastprof" in run["modes"]
+    assert ("fastprof-raw" in run["modes"]) == run["probe"]["compensate"]
+    assert "| %s |" % acc.SMOKE_WORKLOAD in proc.stdout
