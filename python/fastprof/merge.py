@@ -41,8 +41,7 @@
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from . import line_sources
-from . import cost_note
+from . import cost_note, line_sources
 from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from .portable_names import FunctionIndex
 from .profile_file import CallPaths, ProfileData

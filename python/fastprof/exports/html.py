@@ -33,8 +33,7 @@ import pkgutil
 import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
-from .. import line_sources
-from .. import cost_note
+from .. import cost_note, line_sources
 from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
 from ..line_view import function_total, hottest
 from ..model import is_builtin
