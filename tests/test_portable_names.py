@@ -10,8 +10,11 @@ from fastprof.profile_file import ProfileData, load_profile, write_profile
 
 
 def test_relative_to_the_longest_sys_path_entry():
-    roots = path_roots(["/opt/lib/python3.12", "/opt/lib/python3.12/site-packages", "", "rel"])
+    roots = path_roots(["/opt/lib/python3.12", "/opt/lib/python3.12/site-packages", ""])
     assert roots == ["/opt/lib/python3.12/site-packages/", "/opt/lib/python3.12/"]
+    # a relative entry (cProfile's and python -m fastprof's sys.path[0] for a
+    # script run by a relative path) is where this process stands
+    assert path_roots(["rel"]) == [os.path.join(os.path.abspath("rel"), "")]
     assert relative_path("/opt/lib/python3.12/site-packages/jinja2/runtime.py", roots) == "jinja2/runtime.py"
     assert relative_path("/opt/lib/python3.12/json/decoder.py", roots) == "json/decoder.py"
 
@@ -106,3 +109,16 @@ def test_a_package_no_sys_path_entry_holds_is_named_by_its_module(tmp_path):
     assert paths[str(lib / "toylib" / "core.py")] == os.path.join("toylib", "core.py")
     # the given sys.path alone: no module is asked
     assert relative_paths([str(lib / "toylib" / "core.py")], ["/elsewhere"]) == {}
+
+
+def test_a_script_run_by_a_relative_path_pairs_with_its_full_path(tmp_path, monkeypatch):
+    """python -m fastprof examples/demo.py from the checkout, and the same
+    script by its full path from elsewhere: one name (seen with fastprof check)."""
+    scripts = tmp_path / "examples"
+    scripts.mkdir()
+    full = str(scripts / "demo.py")
+    monkeypatch.chdir(tmp_path)
+    by_relative = relative_paths([os.path.join("examples", "demo.py")], [str(scripts)])
+    by_full = relative_paths([full], [str(scripts)])
+    assert by_relative == {os.path.join("examples", "demo.py"): "demo.py"}
+    assert by_full == {full: "demo.py"}

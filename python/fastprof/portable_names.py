@@ -37,13 +37,13 @@ _PACKAGE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + o
 
 
 def path_roots(sys_path: Optional[Sequence[str]] = None) -> List[str]:
-    """The absolute directories of *sys_path* (default ``sys.path``), each
+    """The directories of *sys_path* (default ``sys.path``), made absolute, each
     ending in a separator, longest first (site-packages before the lib
     directory that holds it)."""
     roots = set()
     for p in sys.path if sys_path is None else sys_path:
-        if p and os.path.isabs(p):
-            roots.add(os.path.join(os.path.normpath(p), ""))
+        if p:  # a relative entry is relative to this process's directory, as for imports
+            roots.add(os.path.join(os.path.normpath(os.path.abspath(p)), ""))
     return sorted(roots, key=len, reverse=True)
 
 
@@ -61,6 +61,11 @@ def relative_path(filename: str, roots: Sequence[str]) -> str:
         if at >= 0:
             return filename[at + len(marker):]
     return filename
+
+
+def _is_relative_file(filename: str) -> bool:
+    return not (not filename or filename.startswith("<") or filename == "~"
+                or os.path.isabs(filename))
 
 
 def relative_paths(filenames: Iterable[str],
@@ -86,7 +91,11 @@ def relative_paths(filenames: Iterable[str],
     for filename in wanted:
         rel = by_file.get(filename)
         if rel is None:
-            rel = relative_path(filename, roots)
+            # a script run by a relative path (python -m fastprof examples/x.py)
+            # is named from where this process stands, as it would be when run
+            # by its full path
+            rel = relative_path(os.path.abspath(filename) if _is_relative_file(filename)
+                                else filename, roots)
         if rel != filename:
             out[filename] = rel
     return out
