@@ -172,7 +172,9 @@ def test_stop_at_first_failure_still_writes(tmp_path):
 ])
 def test_format_follows_the_name(tmp_path, name, check):
     make_tests(tmp_path)
-    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % name)
+    # raw times: a collapsed line of 0 µs is dropped, and under ASan the
+    # calibrated cost per event can exceed what fib's tiny calls cost
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof-no-compensate", "--fastprof=%s" % name)
     path = tmp_path / name
     assert path.is_file(), r.stdout + r.stderr
     assert check(path.read_text()), path.read_text()[:500]
