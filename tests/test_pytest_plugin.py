@@ -129,7 +129,9 @@ def test_profiles_setup_call_teardown_and_threads(tmp_path):
 def test_terminal_summary(tmp_path):
     make_tests(tmp_path)
     out = tmp_path / "out.prof"
-    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % out)
+    # raw times: fib's calls are tiny, and with the cost taken out a noisy
+    # calibration can leave them below the lock waits in the top list
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof-no-compensate", "--fastprof=%s" % out)
     text = r.stdout
     summary = text[text.index("= fastprof ="):]
     assert "profiled time" in summary and "in 6 tests" in summary
