@@ -38,7 +38,10 @@ run_stage() {
     if [ "$show" = show ]; then
         echo
         echo "################ make $st ################"
-        "$MAKE" --no-print-directory -k "$st" < /dev/null 2>&1 | tee "build/logs/$st.log"
+        # the serial stages (venvs, builds: one per version) take both cores,
+        # each version's output kept together
+        "$MAKE" --no-print-directory -k -j"$workers" --output-sync=target "$st" < /dev/null 2>&1 \
+            | tee "build/logs/$st.log"
         rc=${PIPESTATUS[0]}
     else
         "$MAKE" --no-print-directory -k "$st" < /dev/null > "build/logs/$st.log" 2>&1

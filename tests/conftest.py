@@ -9,6 +9,9 @@
   (os.environ without the sanitizer preload, for starting programs that are
   not Python, e.g. a browser or ``dot``, from an ASan run).
 
+- Under the sanitizers, on versions outside tests/sanitizer_sample.py's
+  sample, deselects the files of Python-level code (that module says why).
+
 Environment seen by tests: FASTPROF_SANITIZED=1 under the ASan+UBSan build
 (skip timing-sensitive checks there), PYTHONPATH = the build's lib dir (so a
 ``python -m fastprof`` subprocess imports the same build).
@@ -24,6 +27,8 @@ TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
+
+import sanitizer_sample  # noqa: E402  (lives in tests/)
 
 
 def _fastprof_location():
@@ -46,11 +51,27 @@ def pytest_configure(config):
             "(check PYTHONPATH and sys.path)" % (where, want))
 
 
+def pytest_collection_modifyitems(config, items):
+    if sanitizer_sample.runs_everything():
+        return
+    missing = [name for name in sanitizer_sample.PYTHON_LEVEL_FILES if not (TESTS_DIR / name).exists()]
+    if missing:
+        raise pytest.UsageError("tests/sanitizer_sample.py names test files that do not exist: %s"
+                                % ", ".join(sorted(missing)))
+    left = [item for item in items if sanitizer_sample.left_to_the_sample(item)]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if not sanitizer_sample.left_to_the_sample(item)]
+
+
 def pytest_report_header(config):
     where = _fastprof_location()
     lines = ["fastprof under test: %s" % (where or "NOT FOUND")]
     if os.environ.get("FASTPROF_SANITIZED") == "1":
         lines.append("fastprof build: ASan+UBSan (FASTPROF_SANITIZED=1)")
+        if not sanitizer_sample.runs_everything():
+            lines.append("Python-level test files left to the sanitized runs on %s (tests/sanitizer_sample.py)"
+                         % " and ".join(sanitizer_sample.SAMPLE_VERSIONS))
     return lines
 
 
