@@ -28,8 +28,23 @@ typedef struct frame_line {
     uint64_t t0;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
     int own_ok;   /* own_mark's answer at t0 */
+    /* routing by request (fpy_route.h): the request the open line counts
+     * for (its table looked up when the line ends: a request dropped
+     * meanwhile gets nothing); 0: not routed (`lines`), FPY_LINES_NOWHERE:
+     * no open request, not counted */
+    uint64_t request;
     UT_hash_handle hh;
 } frame_line_t;
+
+#define FPY_LINES_NOWHERE UINT64_MAX
+
+/* The line counts of one request while the bound profiler routes by
+ * request (fastprof.middleware): code objects as in `codes`. */
+typedef struct request_lines {
+    uint64_t request;
+    code_lines_t *codes;
+    UT_hash_handle hh;
+} request_lines_t;
 
 /* A code object the trace function was told not to count (held). */
 typedef struct code_skipped {
@@ -51,6 +66,10 @@ typedef struct {
      * and the event's first clock reading. */
     fp_thread_t *ev_thread;
     fp_time_t ev_raw;
+    /* its request when routing (frame_line_t.request's values) */
+    uint64_t ev_request;
+    request_lines_t *requests; /* routed counts, by request id */
+    request_lines_t *last_req; /* the last one looked up, or NULL */
     /* the trace function (fpy_lines_legacy.c) */
     PyObject *decide;        /* decide(code, frame): None if not counted */
     code_skipped_t *skipped; /* code objects decided not counted */

@@ -82,21 +82,26 @@ class _LineRecorder:
         self.seen[code] = table
         return table
 
-    def line_stats(self):
+    def line_stats(self, request=0):
         """``{(file, firstlineno, name): {lineno: (hits, seconds)}}``, code
-        objects sharing a key summed."""
+        objects sharing a key summed; *request*: a routed request's
+        (fastprof.middleware; C ``Profiler._route_by``)."""
         out = {}
-        for code, table in self.counter.stats().items():
+        for code, table in self.counter.stats(request).items():
             lines = out.setdefault(label(code), {})
             for lineno, (hits, seconds) in table.items():
                 prev = lines.get(lineno, (0, 0.0))
                 lines[lineno] = (prev[0] + hits, prev[1] + seconds)
         return out
 
-    def own_stats(self):
+    def own_stats(self, request=0):
         """``{(file, firstlineno, name): {lineno: own seconds}}`` of the
         functions whose every line's own time is exact."""
-        return _own_by_key(self.counter.own_stats(), self.counter.stats())
+        return _own_by_key(self.counter.own_stats(request), self.counter.stats(request))
+
+    def drop(self, request):
+        """Free a routed request's counts."""
+        self.counter.drop(request)
 
     def clear(self):
         self.counter.clear()
