@@ -98,6 +98,7 @@ void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code);
  * thread_trace methods, its call (tp_call), and freeing what they keep. */
 PyObject *fpy_lines_trace_start(line_counter_t *lc, PyObject *decide);
 PyObject *fpy_lines_trace_stop(line_counter_t *lc, PyObject *ignored);
+PyObject *fpy_lines_trace_threads(line_counter_t *lc, PyObject *ignored);
 PyObject *fpy_lines_thread_trace(line_counter_t *lc, PyObject *args);
 PyObject *fpy_lines_trace_call(line_counter_t *lc, PyObject *args, PyObject *kwargs);
 void fpy_lines_trace_free(line_counter_t *lc);
@@ -105,6 +106,9 @@ void fpy_lines_trace_free(line_counter_t *lc);
     {"trace_start", (PyCFunction)fpy_lines_trace_start, METH_O,                                         \
      "trace_start($self, decide, /)\n--\n\nCount lines through a C trace function in this thread; "     \
      "decide(code, frame) is None for code not counted."},                                              \
+        {"trace_threads", (PyCFunction)fpy_lines_trace_threads, METH_NOARGS,                            \
+         "trace_threads($self, /)\n--\n\nThe C trace function in the other running threads too, "      \
+         "where none is set."},                                                                         \
         {"trace_stop", (PyCFunction)fpy_lines_trace_stop, METH_NOARGS,                                  \
          "trace_stop($self, /)\n--\n\nStop counting; removes the trace function of this thread."},      \
         {"thread_trace", (PyCFunction)fpy_lines_thread_trace, METH_VARARGS,                             \
