@@ -107,7 +107,7 @@ void fpy_lines_trace_free(line_counter_t *lc);
      "trace_start($self, decide, /)\n--\n\nCount lines through a C trace function in this thread; "     \
      "decide(code, frame) is None for code not counted."},                                              \
         {"trace_threads", (PyCFunction)fpy_lines_trace_threads, METH_NOARGS,                            \
-         "trace_threads($self, /)\n--\n\nThe C trace function in the other running threads too, "      \
+         "trace_threads($self, /)\n--\n\nThe C trace function in the other running threads too, "       \
          "where none is set."},                                                                         \
         {"trace_stop", (PyCFunction)fpy_lines_trace_stop, METH_NOARGS,                                  \
          "trace_stop($self, /)\n--\n\nStop counting; removes the trace function of this thread."},      \

@@ -1,6 +1,7 @@
 """Per-request profiles of a web service (docs/web-services.md).
 
     app = WSGIMiddleware(app, "/tmp/profiles", slow_ms=200)       # Flask: app.wsgi_app = ...
+    app = WSGIMiddleware(app, "/tmp/profiles", every=50, lines=["myapp.views"])  # + line by line
     app = ASGIMiddleware(app, "/tmp/profiles", every=100)         # FastAPI, Starlette
     MIDDLEWARE = ["fastprof.middleware.DjangoMiddleware", ...]    # FASTPROF = {...} in settings
 
@@ -8,7 +9,8 @@ A request's profile holds the work done for it wherever it ran: its
 thread or asyncio task, the tasks it started, the worker threads that ran
 its sync code (Starlette's run_in_threadpool, anyio and asgiref worker
 threads, run_in_executor with the context copied), and nothing of the
-requests running at the same time. How: one profiler per middleware,
+requests running at the same time; with ``lines=``, the line hits and
+times of the functions it names, the same way. How: one profiler per middleware,
 ``threads=True``, routing its events (C ``Profiler._route_by``,
 csrc/fpy_route.c) by a context variable that holds the request's id while
 the app runs; contextvars follow the request into its tasks and into the
