@@ -581,3 +581,17 @@ def test_lines_file_views_like_a_lines_profile(tmp_path):
     assert "out.append(i)" in text and "total += i" not in text
     lineno = lines_b.__code__.co_firstlineno + 4  # out.append(i): 16 of range(25)'s i
     assert re.search(r"\[%d,16,[^\]]*out\.append\(i\)" % lineno, text), text[:2000]
+
+
+def test_line_counter_request_arguments():
+    from fastprof import _fastprof
+    lc = _fastprof.LineCounter(None)
+    assert lc.stats() == {} and lc.stats(5) == {} and lc.own_stats(5) == {}
+    lc.drop(5)  # nothing recorded for it: nothing to free
+    for bad in (0, 1 << 31):
+        with pytest.raises(ValueError, match="request id out of range"):
+            lc.drop(bad)
+    with pytest.raises(ValueError, match="request id out of range"):
+        lc.stats(1 << 31)
+    with pytest.raises(TypeError):
+        lc.stats("x")
