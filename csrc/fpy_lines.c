@@ -55,21 +55,27 @@ enum { OWN_LOST = 0, OWN_EXACT = 1, OWN_BEFORE_START = 2 };
  * higher tool id: sys.monitoring calls the highest first), so that at
  * PY_RETURN the frame is still on p's stack: else the caller, maybe of the
  * same code, would be read. */
-static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t now, fp_time_t *mark)
+static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
-    (void)tool_id;
+    fpy_profiler_t *p = lc->prof;
     if (!p || !p->enabled || p->failed)
         return OWN_LOST;
 #if FPY_USE_MONITORING
-    if (p->mon.tool_id < 0 || p->mon.tool_id >= tool_id)
+    if (p->mon.tool_id < 0 || p->mon.tool_id >= lc->tool_id)
         return OWN_LOST;
-    /* a tool id: p's source is the monitoring one, whose thread cache is
-     * read inline (a line event is as hot as a call event); routed, the
-     * record of the thread's request, whose stack holds the frame */
-    fp_thread_t *t = fpy_route(p, fpy_mon_thread_for(p));
-#else
-    fp_thread_t *t = fpy_route(p, p->source->running_thread(p));
 #endif
+    /* routing by request: the record of the thread's request, whose stack
+     * holds the frame (read once per event, by lc_now) */
+    fp_thread_t *t = lc->ev_rec;
+    if (__builtin_expect(p->route.var == NULL, 1)) {
+#if FPY_USE_MONITORING
+        /* a tool id: p's source is the monitoring one, whose thread cache
+         * is read inline (a line event is as hot as a call event) */
+        t = fpy_mon_thread_for(p);
+#else
+        t = p->source->running_thread(p);
+#endif
+    }
     if (!t || t->stopped || t->lost)
         return OWN_LOST;
     if (t->depth == 0)
@@ -98,6 +104,7 @@ static fp_thread_t *running_thread(fpy_profiler_t *p)
 static uint64_t lc_now_routed(line_counter_t *lc, fpy_profiler_t *p, fp_time_t raw)
 {
     fp_thread_t *t = p->enabled && !p->failed ? running_thread(p) : NULL;
+    lc->ev_rec = t;
     if (!t) {
         lc->ev_request = FPY_LINES_NOWHERE; /* no open request here */
         return (uint64_t)raw;
@@ -229,6 +236,8 @@ static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject
 {
     if (request == FPY_LINES_NOWHERE)
         return NULL;
+    if (lc->last_cl && lc->last_cl_request == request && lc->last_cl->code == code)
+        return lc->last_cl;
     request_lines_t *rl = find_request(lc, request);
     if (!rl) {
         if (!make)
@@ -253,6 +262,10 @@ static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject
         if (!cl)
             lc->nomem = 1;
     }
+    if (cl) {
+        lc->last_cl = cl;
+        lc->last_cl_request = request;
+    }
     return cl;
 }
 
@@ -275,8 +288,7 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
     if (!own_end)
         return;
     fp_time_t m = 0;
-    int end =
-        fl->own_ok == OWN_LOST ? OWN_LOST : own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m);
+    int end = fl->own_ok == OWN_LOST ? OWN_LOST : own_mark(lc, cl->code, (fp_time_t)t, &m);
     if (fl->own_ok == OWN_EXACT && end == OWN_EXACT)
         cl->own[i] += (int64_t)(m - fl->m0);
     else if (fl->own_ok == OWN_LOST || end == OWN_LOST)
@@ -287,7 +299,7 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
 /* `fl`'s line starts at `t`: the own-time mark then. */
 static void start_own(line_counter_t *lc, frame_line_t *fl, uint64_t t)
 {
-    fl->own_ok = own_mark(lc->prof, lc->tool_id, fl->lines->code, (fp_time_t)t, &fl->m0);
+    fl->own_ok = own_mark(lc, fl->lines->code, (fp_time_t)t, &fl->m0);
 }
 
 static code_lines_t *find_code(line_counter_t *lc, PyObject *code)
@@ -516,6 +528,7 @@ static void drop_request(line_counter_t *lc, request_lines_t *rl)
     free_code_lines(&rl->codes);
     PyMem_Free(rl);
     lc->last_req = NULL;
+    lc->last_cl = NULL;
 }
 
 static void drop_requests(line_counter_t *lc)

@@ -70,6 +70,9 @@ typedef struct {
     uint64_t ev_request;
     request_lines_t *requests; /* routed counts, by request id */
     request_lines_t *last_req; /* the last one looked up, or NULL */
+    code_lines_t *last_cl;     /* the last table looked up in them, or NULL, */
+    uint64_t last_cl_request;  /* and its request */
+    fp_thread_t *ev_rec;       /* routing: the event's record (lc_now), for own_mark */
     /* the trace function (fpy_lines_legacy.c) */
     PyObject *decide;        /* decide(code, frame): None if not counted */
     code_skipped_t *skipped; /* code objects decided not counted */
