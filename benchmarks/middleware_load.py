@@ -80,6 +80,9 @@ MODES = [
     ("slow_ms, none slow", {"slow_ms": 10000}),
     ("every=1 (all kept, .prof)", {"every": 1}),
     ("slow_ms + fast=True", {"slow_ms": 10000, "fast": True}),
+    # line by line, the route's work (build: ~20 line events per request)
+    ("slow_ms + lines=", {"slow_ms": 10000, "lines": ["app:build"]}),
+    ("every=1 + lines=", {"every": 1, "lines": ["app:build"]}),
 ]
 
 
@@ -131,12 +134,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+_SELECTED = []
+
+
+def selected(name):
+    """Whether mode *name* is measured (--mode; the baseline always is)."""
+    return not _SELECTED or name == "no middleware" or any(m in name for m in _SELECTED)
+
+
 def in_process(rounds, n):
     """The middleware's own cost per request, without a server: a WSGI app
     running build() called n times per mode, best of `rounds` (the modes
     interleaved, so a busy machine slows them alike)."""
     from fastprof.middleware import WSGIMiddleware
-    ns = {}
+    ns = {"__name__": "app"}  # the module lines= names
     exec(ROUTE_WORK, ns)
     build = ns["build"]
 
@@ -164,6 +175,8 @@ def in_process(rounds, n):
     workdir = tempfile.mkdtemp(prefix="fastprof-mwmicro-")
     apps = [("no middleware", app)]
     for name, options in MODES[1:]:
+        if not selected(name):
+            continue
         if options.get("fast") and sys.version_info[:2] == (3, 13):
             continue
         apps.append((name, WSGIMiddleware(app, workdir, **options)))
@@ -171,6 +184,10 @@ def in_process(rounds, n):
     for _ in range(rounds):
         for name, wsgi in apps:
             best[name] = min(best[name], one_round(wsgi))
+            if name != "no middleware":
+                # slow_ms stays enabled: off before the next mode runs (one
+                # profiler at a time; its enable is in the round's first request)
+                wsgi.profiler.close()
     print("Python %s, in process (WSGI, no server), CPU time, best of %d x %d requests" % (
         sys.version.split()[0], rounds, n))
     print("  %-28s %12s %12s" % ("mode", "us/request", "cost (us)"))
@@ -195,7 +212,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=7, help="--in-process: rounds (default 7)")
     ap.add_argument("--requests", type=int, default=300,
                     help="--in-process: requests per mode and round (default 300)")
+    ap.add_argument("--mode", action="append", default=[],
+                    help="only the modes whose name contains this (repeatable; e.g. 'lines=')")
     args = ap.parse_args()
+    _SELECTED.extend(args.mode)
     if args.in_process:
         in_process(rounds=args.rounds, n=args.requests)
         return
@@ -213,6 +233,8 @@ def main():
             print("  %-28s %8s %14s %16s %8s" % ("mode", "req/s", "CPU us/request",
                                                    "cost (CPU us)", "files"))
             for name, options in MODES:
+                if not selected(name):
+                    continue
                 if options and options.get("fast") and sys.version_info[:2] == (3, 13):
                     continue
                 rps, per, kept = run_mode(server, route, options, args.seconds, args.connections,

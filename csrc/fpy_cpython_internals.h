@@ -41,8 +41,10 @@
  *     .f_lineno, .f_back           fpy_frame_back (fpy_lines_legacy.c): cpython/frameobject.h
  *                                  3.9-3.10; 3.11 internal/pycore_frame.h
  *                                  (its head copied: fpy_frameobject311_head)
- *   PyThreadState.c_tracefunc,     fpy_trace_obj, 3.9-3.11 (cpython/pystate.h)
- *     .c_traceobj
+ *   PyThreadState.c_tracefunc,     fpy_trace_obj, fpy_has_trace, 3.9-3.11
+ *     .c_traceobj                  (cpython/pystate.h)
+ *   _PyEval_SetTrace               fpy_set_trace; used on 3.9-3.11;
+ *                                  cpython/ceval.h 3.9-3.12
  *   PyThreadState.native_thread_id fpy_native_thread_id, 3.11-3.15
  *   _PyInterpreterState_GetEvalFrameFunc, fpy_get_evaluator / fpy_set_evaluator /
  *     _PyInterpreterState_SetEvalFrameFunc, fpy_eval_default: the PEP 523 evaluator
@@ -200,6 +202,19 @@ static inline int fpy_frame_event_line(PyFrameObject *frame)
 static inline PyObject *fpy_trace_obj(PyThreadState *ts, Py_tracefunc func)
 {
     return ts->c_tracefunc == func ? ts->c_traceobj : NULL;
+}
+
+/* Whether thread state `ts` has a C trace function (sys.settrace's too) */
+static inline int fpy_has_trace(PyThreadState *ts)
+{
+    return ts->c_tracefunc != NULL;
+}
+
+/* Sets the C trace function of any thread state (PyEval_SetTrace: the
+ * calling thread's only). 0, or -1 with an exception set. */
+static inline int fpy_set_trace(PyThreadState *ts, Py_tracefunc func, PyObject *obj)
+{
+    return _PyEval_SetTrace(ts, func, obj);
 }
 #endif
 

@@ -14,8 +14,18 @@
  * profiler's clock and its stack: when the top frame is this code's, its
  * `subt` (callee time so far) is the calls' time, so own = the change of
  * (now - subt). A code object gets own times only if every one of its
- * lines could be measured so (`own_lost` otherwise: see own_mark). */
+ * lines could be measured so (`own_lost` otherwise: see own_mark).
+ *
+ * Routing by request (fastprof.middleware, fpy_route.h): while the bound
+ * profiler routes its events by a context variable, a line is counted for
+ * the request its context holds when it starts (its hit then; its time
+ * when it ends, into the same request's table), or not at all outside
+ * open requests; its own time is read from the request's record of the
+ * thread, where the profiler put the frame. Each request has its own
+ * tables (`requests`), read by stats(request) and freed by drop(request).
+ * Routing off, an event pays one branch for it (lc_now). */
 #include "fpy_lines.h"
+#include "fpy_route.h"
 #include "fpy_thread_cache.h"
 
 #include <time.h>
@@ -45,20 +55,27 @@ enum { OWN_LOST = 0, OWN_EXACT = 1, OWN_BEFORE_START = 2 };
  * higher tool id: sys.monitoring calls the highest first), so that at
  * PY_RETURN the frame is still on p's stack: else the caller, maybe of the
  * same code, would be read. */
-static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t now, fp_time_t *mark)
+static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
-    (void)tool_id;
+    fpy_profiler_t *p = lc->prof;
     if (!p || !p->enabled || p->failed)
         return OWN_LOST;
 #if FPY_USE_MONITORING
-    if (p->mon.tool_id < 0 || p->mon.tool_id >= tool_id)
+    if (p->mon.tool_id < 0 || p->mon.tool_id >= lc->tool_id)
         return OWN_LOST;
-    /* a tool id: p's source is the monitoring one, whose thread cache is
-     * read inline (a line event is as hot as a call event) */
-    fp_thread_t *t = fpy_mon_thread_for(p);
-#else
-    fp_thread_t *t = p->source->running_thread(p);
 #endif
+    /* routing by request: the record of the thread's request, whose stack
+     * holds the frame (read once per event, by lc_now) */
+    fp_thread_t *t = lc->ev_rec;
+    if (__builtin_expect(p->route.var == NULL, 1)) {
+#if FPY_USE_MONITORING
+        /* a tool id: p's source is the monitoring one, whose thread cache
+         * is read inline (a line event is as hot as a call event) */
+        t = fpy_mon_thread_for(p);
+#else
+        t = p->source->running_thread(p);
+#endif
+    }
     if (!t || t->stopped || t->lost)
         return OWN_LOST;
     if (t->depth == 0)
@@ -70,16 +87,34 @@ static int own_mark(fpy_profiler_t *p, int tool_id, PyObject *code, fp_time_t no
     return OWN_EXACT;
 }
 
-/* The recorded thread of the running OS thread in `p`, or NULL. */
+/* The recorded thread of the running OS thread in `p` (routed: its
+ * request's record), or NULL. */
 static fp_thread_t *running_thread(fpy_profiler_t *p)
 {
 #if FPY_USE_MONITORING
     if (p->mon.tool_id < 0)
         return NULL;
-    return fpy_mon_thread_for(p);
+    return fpy_route(p, fpy_mon_thread_for(p));
 #else
-    return p->source->running_thread(p);
+    return fpy_route(p, p->source->running_thread(p));
 #endif
+}
+
+/* lc_now of a profiler routing by request: the event's request too. */
+static uint64_t lc_now_routed(line_counter_t *lc, fpy_profiler_t *p, fp_time_t raw)
+{
+    fp_thread_t *t = p->enabled && !p->failed ? running_thread(p) : NULL;
+    lc->ev_rec = t;
+    if (!t) {
+        lc->ev_request = FPY_LINES_NOWHERE; /* no open request here */
+        return (uint64_t)raw;
+    }
+    lc->ev_request = (t->id >> 32) & FPY_ROUTE_MAX_REQUEST;
+    if (!p->compensate)
+        return (uint64_t)raw;
+    lc->ev_thread = t;
+    lc->ev_raw = raw;
+    return (uint64_t)fp_program_time(t, raw);
 }
 
 /* The clock at a line event's start: the bound profiler's program time on
@@ -89,10 +124,13 @@ static fp_thread_t *running_thread(fpy_profiler_t *p)
 static uint64_t lc_now(line_counter_t *lc)
 {
     fpy_profiler_t *p = lc->prof;
+    lc->ev_request = 0;
     if (!p)
         return now_ns();
     fp_time_t raw = fpy_now(p);
     lc->ev_thread = NULL;
+    if (__builtin_expect(p->route.var != NULL, 0))
+        return lc_now_routed(lc, p, raw);
     if (!p->compensate || !p->enabled || p->failed)
         return (uint64_t)raw;
     fp_thread_t *t = running_thread(p);
@@ -150,6 +188,87 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, int line)
     return line - lo;
 }
 
+/* A new table of `code`'s lines in `*head`; NULL when out of memory. */
+static code_lines_t *new_code_lines(code_lines_t **head, PyObject *code)
+{
+    code_lines_t *cl = PyMem_Calloc(1, sizeof *cl);
+    if (!cl)
+        return NULL;
+    cl->key = code;
+    cl->code = Py_NewRef(code);
+    if (!FP_HASH_ADD(*head, key, sizeof cl->key, cl)) {
+        Py_DECREF(code);
+        PyMem_Free(cl);
+        return NULL;
+    }
+    return cl;
+}
+
+static void free_code_lines(code_lines_t **head)
+{
+    code_lines_t *cl, *tmp;
+    HASH_ITER(hh, *head, cl, tmp)
+    {
+        HASH_DEL(*head, cl);
+        Py_DECREF(cl->code);
+        PyMem_Free(cl->hits);
+        PyMem_Free(cl->ns);
+        PyMem_Free(cl->own);
+        PyMem_Free(cl);
+    }
+}
+
+static request_lines_t *find_request(line_counter_t *lc, uint64_t request)
+{
+    request_lines_t *rl = lc->last_req;
+    if (rl && rl->request == request)
+        return rl;
+    HASH_FIND(hh, lc->requests, &request, sizeof request, rl);
+    if (rl)
+        lc->last_req = rl;
+    return rl;
+}
+
+/* The table of `code`'s lines for `request` (routed), made if `make` (a
+ * line starts in an open request); NULL for FPY_LINES_NOWHERE, a request
+ * dropped (not `make`), or out of memory (`nomem`). */
+static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject *code, int make)
+{
+    if (request == FPY_LINES_NOWHERE)
+        return NULL;
+    if (lc->last_cl && lc->last_cl_request == request && lc->last_cl->code == code)
+        return lc->last_cl;
+    request_lines_t *rl = find_request(lc, request);
+    if (!rl) {
+        if (!make)
+            return NULL;
+        rl = PyMem_Calloc(1, sizeof *rl);
+        if (!rl) {
+            lc->nomem = 1;
+            return NULL;
+        }
+        rl->request = request;
+        if (!FP_HASH_ADD(lc->requests, request, sizeof rl->request, rl)) {
+            PyMem_Free(rl);
+            lc->nomem = 1;
+            return NULL;
+        }
+        lc->last_req = rl;
+    }
+    code_lines_t *cl;
+    HASH_FIND_PTR(rl->codes, &code, cl);
+    if (!cl && make) {
+        cl = new_code_lines(&rl->codes, code);
+        if (!cl)
+            lc->nomem = 1;
+    }
+    if (cl) {
+        lc->last_cl = cl;
+        lc->last_cl_request = request;
+    }
+    return cl;
+}
+
 /* The open line of `fl` ends at `t`; `own_end`: whether its own time can
  * be read now (0 when stopping: the profiler's stack is gone, so the
  * unfinished run of a line open at the stop is in its time, not its own
@@ -158,7 +277,9 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
 {
     if (fl->line <= 0)
         return;
-    code_lines_t *cl = fl->lines;
+    code_lines_t *cl = fl->request ? routed_lines(lc, fl->request, fl->lines->code, 0) : fl->lines;
+    if (!cl)
+        return; /* not counted, or its request dropped since the line began */
     int i = slot_of(lc, cl, fl->line);
     if (i < 0)
         return;
@@ -167,8 +288,7 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
     if (!own_end)
         return;
     fp_time_t m = 0;
-    int end =
-        fl->own_ok == OWN_LOST ? OWN_LOST : own_mark(lc->prof, lc->tool_id, cl->code, (fp_time_t)t, &m);
+    int end = fl->own_ok == OWN_LOST ? OWN_LOST : own_mark(lc, cl->code, (fp_time_t)t, &m);
     if (fl->own_ok == OWN_EXACT && end == OWN_EXACT)
         cl->own[i] += (int64_t)(m - fl->m0);
     else if (fl->own_ok == OWN_LOST || end == OWN_LOST)
@@ -179,7 +299,7 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
 /* `fl`'s line starts at `t`: the own-time mark then. */
 static void start_own(line_counter_t *lc, frame_line_t *fl, uint64_t t)
 {
-    fl->own_ok = own_mark(lc->prof, lc->tool_id, fl->lines->code, (fp_time_t)t, &fl->m0);
+    fl->own_ok = own_mark(lc, fl->lines->code, (fp_time_t)t, &fl->m0);
 }
 
 static code_lines_t *find_code(line_counter_t *lc, PyObject *code)
@@ -240,9 +360,11 @@ int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int li
         return 0;
     }
     charge(lc, fl, t, 1);
-    int i = slot_of(lc, fl->lines, line);
+    fl->request = lc->ev_request;
+    code_lines_t *cl = fl->request ? routed_lines(lc, fl->request, code, 1) : fl->lines;
+    int i = cl ? slot_of(lc, cl, line) : -1;
     if (i >= 0)
-        fl->lines->hits[i]++;
+        cl->hits[i]++;
     fl->line = line;
     fl->t0 = t;
     start_own(lc, fl, t);
@@ -322,6 +444,9 @@ static void resume_line(line_counter_t *lc, frame_line_t *fl, PyObject *const *a
     PyErr_Clear();
     fl->line = line > 0 ? line : 0;
     fl->t0 = t;
+    fl->request = lc->ev_request;
+    if (fl->request) /* its table, for the time charged at the line's end */
+        (void)routed_lines(lc, fl->request, args[0], 1);
     fl->m0 = (fp_time_t)t;
     fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]) ? OWN_EXACT : OWN_LOST;
 }
@@ -362,16 +487,7 @@ int fpy_lines_add(line_counter_t *lc, PyObject *code)
     }
     if (find_code(lc, code))
         return 0;
-    code_lines_t *cl = PyMem_Calloc(1, sizeof *cl);
-    if (!cl) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    cl->key = code;
-    cl->code = Py_NewRef(code);
-    if (!FP_HASH_ADD(lc->codes, key, sizeof cl->key, cl)) {
-        Py_DECREF(code);
-        PyMem_Free(cl);
+    if (!new_code_lines(&lc->codes, code)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -406,9 +522,45 @@ static PyObject *lc_close(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+static void drop_request(line_counter_t *lc, request_lines_t *rl)
+{
+    HASH_DEL(lc->requests, rl);
+    free_code_lines(&rl->codes);
+    PyMem_Free(rl);
+    lc->last_req = NULL;
+    lc->last_cl = NULL;
+}
+
+static void drop_requests(line_counter_t *lc)
+{
+    request_lines_t *rl, *tmp;
+    HASH_ITER(hh, lc->requests, rl, tmp)
+    {
+        drop_request(lc, rl);
+    }
+}
+
+/* drop(request): a routed request's counts are freed (its lines still
+ * open count nowhere) */
+static PyObject *lc_drop(line_counter_t *lc, PyObject *arg)
+{
+    unsigned long long r = PyLong_AsUnsignedLongLong(arg);
+    if (r == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (r == 0 || r > FPY_ROUTE_MAX_REQUEST) {
+        PyErr_SetString(PyExc_ValueError, "request id out of range");
+        return NULL;
+    }
+    request_lines_t *rl = find_request(lc, (uint64_t)r);
+    if (rl)
+        drop_request(lc, rl);
+    Py_RETURN_NONE;
+}
+
 static PyObject *lc_clear(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
 {
     drop_frames(lc, 0);
+    drop_requests(lc);
     code_lines_t *cl, *tmp;
     HASH_ITER(hh, lc->codes, cl, tmp)
     {
@@ -429,18 +581,31 @@ static double ticks_per_second(line_counter_t *lc)
 
 /* stats(): {code: {lineno: (hits, seconds)}} of the lines that ran;
  * own_stats(): {code: {lineno: own seconds}} of those, for the code objects
- * bound to a profiler whose every line's own time was measured */
-static PyObject *lines_dict(line_counter_t *lc, int own)
+ * bound to a profiler whose every line's own time was measured;
+ * stats(request), own_stats(request): those of a routed request */
+static PyObject *lines_dict(line_counter_t *lc, int own, PyObject *args)
 {
+    unsigned long long request = 0;
+    if (!PyArg_ParseTuple(args, own ? "|K:own_stats" : "|K:stats", &request))
+        return NULL;
+    if (request > FPY_ROUTE_MAX_REQUEST) {
+        PyErr_SetString(PyExc_ValueError, "request id out of range");
+        return NULL;
+    }
     if (lc->nomem) {
         lc->nomem = 0;
         PyErr_SetString(PyExc_MemoryError, "fastprof: line stats lost for lack of memory");
         return NULL;
     }
+    code_lines_t *codes = lc->codes;
+    if (request) {
+        request_lines_t *rl = find_request(lc, (uint64_t)request);
+        codes = rl ? rl->codes : NULL;
+    }
     double hz = ticks_per_second(lc);
     PyObject *out = PyDict_New();
     code_lines_t *cl, *tmp;
-    HASH_ITER(hh, lc->codes, cl, tmp)
+    HASH_ITER(hh, codes, cl, tmp)
     {
         if (own && (!lc->prof || cl->own_lost))
             continue;
@@ -468,14 +633,14 @@ static PyObject *lines_dict(line_counter_t *lc, int own)
     return out;
 }
 
-static PyObject *lc_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+static PyObject *lc_stats(line_counter_t *lc, PyObject *args)
 {
-    return lines_dict(lc, 0);
+    return lines_dict(lc, 0, args);
 }
 
-static PyObject *lc_own_stats(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+static PyObject *lc_own_stats(line_counter_t *lc, PyObject *args)
 {
-    return lines_dict(lc, 1);
+    return lines_dict(lc, 1, args);
 }
 
 /* bind(profiler, tool_id): time lines with the profiler's clock and measure
@@ -499,6 +664,10 @@ static PyObject *lc_bind(line_counter_t *lc, PyObject *args)
                 PyErr_SetString(PyExc_RuntimeError, "bind() after lines were counted");
                 return NULL;
             }
+        }
+        if (lc->requests) {
+            PyErr_SetString(PyExc_RuntimeError, "bind() after lines were counted");
+            return NULL;
         }
         drop_frames(lc, 0);
         Py_XSETREF(lc->prof, (fpy_profiler_t *)Py_NewRef(prof));
@@ -542,16 +711,8 @@ static void lc_dealloc(line_counter_t *lc)
     PyObject_GC_UnTrack(lc);
     drop_frames(lc, 0);
     Py_CLEAR(lc->prof);
-    code_lines_t *cl, *tmp;
-    HASH_ITER(hh, lc->codes, cl, tmp)
-    {
-        HASH_DEL(lc->codes, cl);
-        Py_DECREF(cl->code);
-        PyMem_Free(cl->hits);
-        PyMem_Free(cl->ns);
-        PyMem_Free(cl->own);
-        PyMem_Free(cl);
-    }
+    free_code_lines(&lc->codes);
+    drop_requests(lc);
     Py_CLEAR(lc->disable);
 #if !FPY_USE_MONITORING
     fpy_lines_trace_free(lc);
@@ -574,11 +735,14 @@ static PyMethodDef lc_methods[] = {
     {"close", (PyCFunction)lc_close, METH_NOARGS,
      "close($self, /)\n--\n\nEnd the lines still open, now."},
     {"clear", (PyCFunction)lc_clear, METH_NOARGS, "clear($self, /)\n--\n\nZero every count."},
-    {"stats", (PyCFunction)lc_stats, METH_NOARGS,
-     "stats($self, /)\n--\n\n{code: {lineno: (hits, seconds)}}."},
-    {"own_stats", (PyCFunction)lc_own_stats, METH_NOARGS,
-     "own_stats($self, /)\n--\n\n{code: {lineno: own seconds}} of the code objects whose own "
-     "times are exact."},
+    {"stats", (PyCFunction)lc_stats, METH_VARARGS,
+     "stats($self, request=0, /)\n--\n\n{code: {lineno: (hits, seconds)}}; of a routed request "
+     "if given."},
+    {"own_stats", (PyCFunction)lc_own_stats, METH_VARARGS,
+     "own_stats($self, request=0, /)\n--\n\n{code: {lineno: own seconds}} of the code objects "
+     "whose own times are exact; of a routed request if given."},
+    {"drop", (PyCFunction)lc_drop, METH_O,
+     "drop($self, request, /)\n--\n\nFree a routed request's counts."},
     {"bind", (PyCFunction)lc_bind, METH_VARARGS,
      "bind($self, profiler, tool_id, /)\n--\n\nTime lines with the profiler's clock and measure "
      "their own time against its stack; tool_id: these callbacks' sys.monitoring tool id."},

@@ -28,8 +28,23 @@ typedef struct frame_line {
     uint64_t t0;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
     int own_ok;   /* own_mark's answer at t0 */
+    /* routing by request (fpy_route.h): the request the open line counts
+     * for (its table looked up when the line ends: a request dropped
+     * meanwhile gets nothing); 0: not routed (`lines`), FPY_LINES_NOWHERE:
+     * no open request, not counted */
+    uint64_t request;
     UT_hash_handle hh;
 } frame_line_t;
+
+#define FPY_LINES_NOWHERE UINT64_MAX
+
+/* The line counts of one request while the bound profiler routes by
+ * request (fastprof.middleware): code objects as in `codes`. */
+typedef struct request_lines {
+    uint64_t request;
+    code_lines_t *codes;
+    UT_hash_handle hh;
+} request_lines_t;
 
 /* A code object the trace function was told not to count (held). */
 typedef struct code_skipped {
@@ -51,6 +66,13 @@ typedef struct {
      * and the event's first clock reading. */
     fp_thread_t *ev_thread;
     fp_time_t ev_raw;
+    /* its request when routing (frame_line_t.request's values) */
+    uint64_t ev_request;
+    request_lines_t *requests; /* routed counts, by request id */
+    request_lines_t *last_req; /* the last one looked up, or NULL */
+    code_lines_t *last_cl;     /* the last table looked up in them, or NULL, */
+    uint64_t last_cl_request;  /* and its request */
+    fp_thread_t *ev_rec;       /* routing: the event's record (lc_now), for own_mark */
     /* the trace function (fpy_lines_legacy.c) */
     PyObject *decide;        /* decide(code, frame): None if not counted */
     code_skipped_t *skipped; /* code objects decided not counted */
@@ -79,6 +101,7 @@ void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code);
  * thread_trace methods, its call (tp_call), and freeing what they keep. */
 PyObject *fpy_lines_trace_start(line_counter_t *lc, PyObject *decide);
 PyObject *fpy_lines_trace_stop(line_counter_t *lc, PyObject *ignored);
+PyObject *fpy_lines_trace_threads(line_counter_t *lc, PyObject *ignored);
 PyObject *fpy_lines_thread_trace(line_counter_t *lc, PyObject *args);
 PyObject *fpy_lines_trace_call(line_counter_t *lc, PyObject *args, PyObject *kwargs);
 void fpy_lines_trace_free(line_counter_t *lc);
@@ -86,6 +109,9 @@ void fpy_lines_trace_free(line_counter_t *lc);
     {"trace_start", (PyCFunction)fpy_lines_trace_start, METH_O,                                         \
      "trace_start($self, decide, /)\n--\n\nCount lines through a C trace function in this thread; "     \
      "decide(code, frame) is None for code not counted."},                                              \
+        {"trace_threads", (PyCFunction)fpy_lines_trace_threads, METH_NOARGS,                            \
+         "trace_threads($self, /)\n--\n\nThe C trace function in the other running threads too, "       \
+         "where none is set."},                                                                         \
         {"trace_stop", (PyCFunction)fpy_lines_trace_stop, METH_NOARGS,                                  \
          "trace_stop($self, /)\n--\n\nStop counting; removes the trace function of this thread."},      \
         {"thread_trace", (PyCFunction)fpy_lines_thread_trace, METH_VARARGS,                             \

@@ -98,6 +98,53 @@ PyObject *fpy_lines_trace_start(line_counter_t *lc, PyObject *decide_fn)
     Py_RETURN_NONE;
 }
 
+/* trace_threads(): the trace function in the other running threads of
+ * the interpreter too (threads=True: the worker threads a service made
+ * before profiling began, as the profiler hooks them), where no trace
+ * function (a debugger's, coverage's) is set. Their frames running since
+ * before are not counted (no call event seen: fpy_lines_line). Ids are
+ * walked first: setting one runs audit hooks, which may let threads end. */
+PyObject *fpy_lines_trace_threads(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+{
+    if (!lc->trace_on) {
+        PyErr_SetString(PyExc_RuntimeError, "trace_threads() after trace_start() only");
+        return NULL;
+    }
+    PyThreadState *me = PyThreadState_Get();
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    size_t n = 0, cap = 0;
+    uint64_t *ids = NULL;
+    PyThreadState *ts;
+    for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts == me || fpy_has_trace(ts))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *grown = PyMem_Realloc(ids, cap * sizeof *ids);
+            if (!grown) {
+                PyMem_Free(ids);
+                return PyErr_NoMemory();
+            }
+            ids = grown;
+        }
+        ids[n++] = PyThreadState_GetID(ts);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
+            if (PyThreadState_GetID(ts) == ids[i]) {
+                if (!fpy_has_trace(ts))
+                    rc = fpy_set_trace(ts, lc_trace, (PyObject *)lc);
+                break;
+            }
+        }
+    }
+    PyMem_Free(ids);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 PyObject *fpy_lines_trace_stop(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
 {
     lc->trace_on = 0;

@@ -465,3 +465,51 @@ def test_a_function_running_at_the_start_counts_lines_from_then():
         assert prof.unmatched_line_patterns() == []
     else:
         assert got == {}
+
+
+def test_threads_running_before_the_start_count_lines_with_threads():
+    # a service's worker threads, made before profiling (3.9-3.11: the
+    # trace function is set in them at enable, as the profile hook; one with
+    # a tracer of its own keeps it, and its lines are not counted)
+    import queue
+    import threading
+    expected = settrace_hits(lambda: lines_corpus.loop_branches(9), "lines_corpus")
+    key = label(lines_corpus.loop_branches.__code__)
+    jobs, done = queue.Queue(), queue.Queue()
+
+    def own_tracer(frame, event, arg):
+        return None
+
+    def worker(traced):
+        if traced:
+            sys.settrace(own_tracer)
+        while True:
+            job = jobs.get()
+            if job is None:
+                break
+            done.put((job(), sys.gettrace() if traced else None))
+
+    plain = threading.Thread(target=worker, args=(False,))
+    plain.start()
+    prof = Profile(lines=["lines_corpus:loop_branches"], threads=True)
+    try:
+        with prof:
+            jobs.put(lambda: lines_corpus.loop_branches(9))
+            done.get(timeout=10)
+    finally:
+        jobs.put(None)
+        plain.join()
+    assert line_hits(prof.line_stats())[key] == expected[key]
+    if sys.version_info < (3, 12):
+        traced = threading.Thread(target=worker, args=(True,))
+        traced.start()
+        prof = Profile(lines=["lines_corpus:loop_branches"], threads=True)
+        try:
+            with prof:
+                jobs.put(lambda: lines_corpus.loop_branches(9))
+                _result, tracer = done.get(timeout=10)
+        finally:
+            jobs.put(None)
+            traced.join()
+        assert tracer is own_tracer
+        assert line_hits(prof.line_stats()).get(key, {}) == {}

@@ -14,10 +14,12 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import pytest
 
 from fastprof.profile_file import load_profile
+from helpers import line_hits, settrace_hits
 
 httpx = pytest.importorskip("httpx")
 
@@ -270,6 +272,40 @@ def test_concurrent_requests_hold_only_their_own_work(kind, tmp_path):
         key = next(k for k in data.stats if k[2] == work)
         assert data.stats[key][1] == 1
     assert seen == {"/a": 10, "/b": 10}
+
+
+def work_line_hits(funcs):
+    """sys.settrace's line hits of WORK's *funcs* (names) run in turn, in
+    this process: {(name, firstlineno): {lineno: hits}} (WORK heads every
+    app, so the line numbers are the server's)."""
+    mod = types.ModuleType("app")
+    exec(compile(WORK, "app.py", "exec"), mod.__dict__)
+    hits = settrace_hits(lambda: [getattr(mod, f)() for f in funcs], "app")
+    return {(k[2], k[1]): v for k, v in hits.items()}
+
+
+@pytest.mark.parametrize("kind", sorted(SERVERS))
+def test_lines_per_request(kind, tmp_path):
+    directory = tmp_path / "profiles"
+    lines = ["app:kind_a_work", "app:kind_b_work", "app:kind_a_task_work"]
+    server = Server(kind, tmp_path, directory, {"every": 1, "lines": lines})
+    try:
+        responses = server.get_many(["/a", "/b"] * 6, concurrency=12)
+        found = profiles(directory, 12)
+    finally:
+        err = server.stop()
+    assert [r.status_code for r in responses] == [200] * 12, err
+    assert len(found) == 12, (os.listdir(directory), err)
+    a_funcs = ["kind_a_work"]
+    if kind == "uvicorn-fastapi":  # the task it started and the thread it sent work to
+        a_funcs += ["kind_a_task_work", "kind_a_task_work"]
+    want = {"/a": work_line_hits(a_funcs), "/b": work_line_hits(["kind_b_work"])}
+    assert any(k[0] == "<genexpr>" for k in want["/b"])  # what runs inside a named function
+    for name, data in found:
+        got = {(k[2], k[1]): v for k, v in line_hits(data.lines).items() if v}
+        # its own kind's lines only (the /b route runs on a worker thread
+        # under FastAPI and Django's ASGI), with sys.settrace's hits
+        assert got == want[data.request["path"]], (name, got, err)
 
 
 @pytest.mark.parametrize("kind", ["uvicorn-fastapi", "waitress-flask"])

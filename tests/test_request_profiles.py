@@ -11,6 +11,7 @@ import contextvars
 import cProfile
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ import fastprof
 from fastprof.middleware import ASGIMiddleware, WSGIMiddleware
 from fastprof.profile_file import load_profile
 from fastprof.profiler import entries_to_stats
+from helpers import line_hits, settrace_hits
 
 HERE = __file__.rstrip("c")
 CLI = "import sys; from fastprof.cli import main; sys.exit(main())"
@@ -309,8 +311,12 @@ def test_bad_arguments(tmp_path):
         WSGIMiddleware(wsgi_app, tmp_path, every=0)
     with pytest.raises(ValueError, match="unknown format"):
         WSGIMiddleware(wsgi_app, tmp_path, every=1, format="xml")
-    with pytest.raises(ValueError, match="lines="):
-        WSGIMiddleware(wsgi_app, tmp_path, every=1, lines=["x"])
+    # lines= is taken (per request: the tests of lines= below); its own errors stay
+    WSGIMiddleware(wsgi_app, tmp_path, every=1, lines=["x"])
+    with pytest.raises(TypeError, match="list of patterns"):
+        WSGIMiddleware(wsgi_app, tmp_path, every=1, lines="x")
+    with pytest.raises(ValueError, match="fast=True cannot be combined with lines="):
+        WSGIMiddleware(wsgi_app, tmp_path, every=1, lines=["x"], fast=True)
 
 
 def test_unwritable_directory_logs_once(tmp_path, caplog):
@@ -412,3 +418,180 @@ def test_asgi_trigger_header_and_query(tmp_path):
     asyncio.run(main())
     paths = sorted(load_profile(tmp_path / n).request["path"] for n in written(mw))
     assert paths == ["/header", "/query"]
+
+
+# -- lines= per request ---------------------------------------------------------
+
+def lines_a(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def lines_b(n):
+    out = []
+    for i in range(n):
+        if i % 3:
+            out.append(i)
+    return len(out)
+
+
+LINES = [__name__ + ":lines_a", __name__ + ":lines_b"]
+
+
+def lines_kind(path):
+    """'/a/57' -> (lines_a, 57)"""
+    _, kind, n = path.split("/")
+    return (lines_a if kind == "a" else lines_b), int(n)
+
+
+def lines_oracle(fn, n, times):
+    """sys.settrace's line hits of *fn(n)* run *times* times, by function name."""
+    hits = settrace_hits(lambda: [fn(n) for _ in range(times)], __name__)
+    return {k[2]: v for k, v in hits.items() if k[2] in ("lines_a", "lines_b")}
+
+
+def by_name(lines):
+    return {k[2]: v for k, v in line_hits(lines).items() if v}
+
+
+# a service's worker threads, made before any request (sync routes run there)
+_POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="lines-pool")
+
+
+def test_wsgi_lines_per_request_concurrent(tmp_path):
+    barrier = threading.Barrier(8)
+
+    def app(environ, start_response):
+        fn, n = lines_kind(environ["PATH_INFO"])
+        barrier.wait()  # every request in flight at once
+        for _ in range(3):
+            fn(n)
+            time.sleep(0.001)
+        # a sync route's thread pool: a worker in a copy of the request's context
+        ctx = contextvars.copy_context()
+        _POOL.submit(ctx.run, fn, n).result()
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    _POOL.submit(lines_a, 1).result()  # the pool's thread runs before profiling
+    mw = WSGIMiddleware(app, tmp_path, every=1, lines=LINES)
+    paths = ["/%s/%d" % ("ab"[i % 2], 40 + 7 * i) for i in range(8)]
+    threads = [threading.Thread(target=call_wsgi, args=(mw, p)) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines_b(11)  # outside any request: nowhere
+    names = written(mw)
+    assert len(names) == 8
+    for name in names:
+        data = load_profile(tmp_path / name)
+        fn, n = lines_kind(data.request["path"])
+        # its own kind's lines only, with sys.settrace's hits: 3 runs + the worker's
+        assert by_name(data.lines) == lines_oracle(fn, n, 4), name
+        assert set(data.lines_own) <= set(data.lines)
+        assert ours(data.stats)[fn.__name__] == 4
+    prof = mw.profiler._profile
+    assert prof.line_stats() == {k: {} for k in prof.line_stats()}  # nothing outside them
+    assert all(prof.request_lines(rid) == ({}, {}) for rid in range(1, 10))  # all dropped
+
+
+def test_lines_with_slow_ms_keeps_only_the_slow(tmp_path):
+    def app(environ, start_response):
+        fn, n = lines_kind(environ["PATH_INFO"])
+        fn(n)
+        time.sleep(float(environ["QUERY_STRING"]) / 1000)
+        start_response("200 OK", [])
+        return []
+
+    mw = WSGIMiddleware(app, tmp_path, slow_ms=50, lines=LINES)
+    for path, ms in (("/a/10", 1), ("/b/20", 80), ("/a/30", 0), ("/a/40", 120), ("/b/50", 2)):
+        call_wsgi(mw, path, query=str(ms))
+    data = sorted((load_profile(tmp_path / n) for n in written(mw)), key=lambda d: d.request["path"])
+    assert [d.request["path"] for d in data] == ["/a/40", "/b/20"]
+    for d in data:
+        fn, n = lines_kind(d.request["path"])
+        assert by_name(d.lines) == lines_oracle(fn, n, 1)
+    prof = mw.profiler._profile
+    assert all(prof.request_lines(rid) == ({}, {}) for rid in range(1, 7))  # the fast ones too
+    mw.profiler.close()
+
+
+def test_asgi_lines_per_request_tasks_and_threads(tmp_path):
+    async def app(scope, receive, send):
+        fn, n = lines_kind(scope["path"])
+        for _ in range(2):
+            await asyncio.sleep(0.002)
+            fn(n)
+        # a task it starts and a worker thread (asyncio.to_thread copies the context)
+        await asyncio.create_task(asyncio.to_thread(fn, n))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    mw = ASGIMiddleware(app, tmp_path, every=1, lines=LINES)
+
+    async def one(path):
+        async def receive():
+            return {"type": "http.request"}
+
+        async def send(message):
+            pass
+        await mw({"type": "http", "method": "GET", "path": path, "headers": [],
+                  "query_string": b""}, receive, send)
+
+    async def main():
+        await asyncio.gather(*[one("/%s/%d" % ("ab"[i % 2], 20 + 3 * i)) for i in range(12)])
+
+    asyncio.run(main())
+    names = written(mw)
+    assert len(names) == 12
+    for name in names:
+        d = load_profile(tmp_path / name)
+        fn, n = lines_kind(d.request["path"])
+        assert by_name(d.lines) == lines_oracle(fn, n, 3), name
+
+
+def test_lines_file_views_like_a_lines_profile(tmp_path):
+    mw = WSGIMiddleware(lambda e, s: (lines_a(25), s("200 OK", []), [b""])[2], tmp_path,
+                        every=1, lines=LINES)
+    call_wsgi(mw, "/x")
+    (name,) = written(mw)
+    path = str(tmp_path / name)
+    data = load_profile(path)
+    # the same trailer fields as a Profile(lines=...) file: hits, times, own times, sources
+    assert by_name(data.lines) == lines_oracle(lines_a, 25, 1)
+    key = next(iter(data.lines))
+    assert key[2] == "lines_a" and all(t >= 0 for _h, t in data.lines[key].values())
+    assert set(data.lines_own) == {key}
+    assert any("total += i" in text for text in data.sources[key[0]].values())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    view = subprocess.run([sys.executable, "-c", CLI, "view", path, "--lines"],
+                          capture_output=True, text=True, env=env)
+    assert view.returncode == 0, view.stderr
+    row = next(line for line in view.stdout.splitlines() if "total += i" in line)
+    assert row.split()[1] == "25", view.stdout  # the line's hits
+    # the HTML report of a request, with its lines listed
+    mw = WSGIMiddleware(lambda e, s: (lines_b(25), s("200 OK", []), [b""])[2], tmp_path / "h",
+                        every=1, lines=LINES, format="html")
+    call_wsgi(mw, "/y")
+    (name,) = written(mw)
+    text = (tmp_path / "h" / name).read_text()
+    assert "out.append(i)" in text and "total += i" not in text
+    lineno = lines_b.__code__.co_firstlineno + 4  # out.append(i): 16 of range(25)'s i
+    assert re.search(r"\[%d,16,[^\]]*out\.append\(i\)" % lineno, text), text[:2000]
+
+
+def test_line_counter_request_arguments():
+    from fastprof import _fastprof
+    lc = _fastprof.LineCounter(None)
+    assert lc.stats() == {} and lc.stats(5) == {} and lc.own_stats(5) == {}
+    lc.drop(5)  # nothing recorded for it: nothing to free
+    for bad in (0, 1 << 31):
+        with pytest.raises(ValueError, match="request id out of range"):
+            lc.drop(bad)
+    with pytest.raises(ValueError, match="request id out of range"):
+        lc.stats(1 << 31)
+    with pytest.raises(TypeError):
+        lc.stats("x")

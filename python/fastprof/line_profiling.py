@@ -15,7 +15,8 @@ global; their callbacks compare one pointer for other code.  A
 callbacks decide again from their caches and stay correct.
 
 3.9-3.11: a C trace function (``PyEval_SetTrace``, csrc/fpy_lines_legacy.c;
-``threading.settrace`` installs it in new threads with threads=True). It
+``threading.settrace`` installs it in new threads with threads=True, and
+``trace_threads`` in the threads already running, where no tracer is set). It
 decides each code object at its first call event and switches the line
 events of frames of other functions off, so they get only the call and
 return events.
@@ -82,21 +83,26 @@ class _LineRecorder:
         self.seen[code] = table
         return table
 
-    def line_stats(self):
+    def line_stats(self, request=0):
         """``{(file, firstlineno, name): {lineno: (hits, seconds)}}``, code
-        objects sharing a key summed."""
+        objects sharing a key summed; *request*: a routed request's
+        (fastprof.middleware; C ``Profiler._route_by``)."""
         out = {}
-        for code, table in self.counter.stats().items():
+        for code, table in self.counter.stats(request).items():
             lines = out.setdefault(label(code), {})
             for lineno, (hits, seconds) in table.items():
                 prev = lines.get(lineno, (0, 0.0))
                 lines[lineno] = (prev[0] + hits, prev[1] + seconds)
         return out
 
-    def own_stats(self):
+    def own_stats(self, request=0):
         """``{(file, firstlineno, name): {lineno: own seconds}}`` of the
         functions whose every line's own time is exact."""
-        return _own_by_key(self.counter.own_stats(), self.counter.stats())
+        return _own_by_key(self.counter.own_stats(request), self.counter.stats(request))
+
+    def drop(self, request):
+        """Free a routed request's counts."""
+        self.counter.drop(request)
 
     def clear(self):
         self.counter.clear()
@@ -201,9 +207,16 @@ class SettraceRecorder(_LineRecorder):
         if self.profiler is not None:
             self.counter.bind(self.profiler, 0)  # a tool id only on 3.12+
         self.counter.trace_start(self._decide)
+        self.running = True
         if self.threads:
             threading.settrace(self.counter.thread_trace)
-        self.running = True
+            # the threads running already (a service's worker threads), as
+            # the profiler hooks them; those with a tracer of their own keep it
+            try:
+                self.counter.trace_threads()
+            except BaseException:
+                self.stop()
+                raise
 
     def stop(self):
         if not self.running:

@@ -1,6 +1,7 @@
 """Per-request profiles of a web service (docs/web-services.md).
 
     app = WSGIMiddleware(app, "/tmp/profiles", slow_ms=200)       # Flask: app.wsgi_app = ...
+    app = WSGIMiddleware(app, "/tmp/profiles", every=50, lines=["myapp.views"])  # + line by line
     app = ASGIMiddleware(app, "/tmp/profiles", every=100)         # FastAPI, Starlette
     MIDDLEWARE = ["fastprof.middleware.DjangoMiddleware", ...]    # FASTPROF = {...} in settings
 
@@ -8,7 +9,8 @@ A request's profile holds the work done for it wherever it ran: its
 thread or asyncio task, the tasks it started, the worker threads that ran
 its sync code (Starlette's run_in_threadpool, anyio and asgiref worker
 threads, run_in_executor with the context copied), and nothing of the
-requests running at the same time. How: one profiler per middleware,
+requests running at the same time; with ``lines=``, the line hits and
+times of the functions it names, the same way. How: one profiler per middleware,
 ``threads=True``, routing its events (C ``Profiler._route_by``,
 csrc/fpy_route.c) by a context variable that holds the request's id while
 the app runs; contextvars follow the request into its tasks and into the
@@ -79,16 +81,15 @@ class RequestProfiler:
 
     The arguments are the middlewares' (``slow_ms``, ``every``, ``trigger``,
     ``format``) and: ``max_files`` (files kept in the directory, default
-    200), ``only`` (function patterns, as ``Profile(only=...)``), ``fast``
+    200), ``only`` (function patterns, as ``Profile(only=...)``), ``lines``
+    (function patterns, as ``Profile(lines=...)``: those functions' lines
+    too, each request's own hits and times), ``fast``
     (``Profile(fast=True)``: Python functions only, cheaper), ``clock``
     ("wall" or "cpu").
     """
 
     def __init__(self, directory, *, slow_ms=None, every=None, trigger=None, format="prof",
                  max_files=200, only=None, fast=False, clock="wall", lines=None):
-        if lines is not None:
-            raise ValueError("lines= is not supported per request (line counts are not "
-                             "routed by request yet); use only= to narrow the profile")
         self.directory = os.fspath(directory)
         self.slow_ms = _positive("slow_ms", slow_ms, (int, float))
         self.every = _positive("every", every, int)
@@ -103,7 +104,7 @@ class RequestProfiler:
         self.suffix = row.suffixes[0] if row.suffixes else "." + row.name
         self.max_files = _positive("max_files", max_files, int)
         self._profile = Profile(threads=True, only=only, fast=fast, clock=clock,
-                                callpaths=row.tree)
+                                callpaths=row.tree, lines=lines)
         self._var = contextvars.ContextVar("fastprof.middleware.request")
         self._open = set()
         self._profile._route_by(self._var, self._open)
@@ -177,7 +178,7 @@ class RequestProfiler:
         except Exception as exc:
             self._log_once("collect", "cannot read a request's profile: %s", exc)
         finally:
-            self._profile._drop_route(req.rid)
+            self._profile.drop_request(req.rid)
         with self._lock:
             self._active -= 1
             # slow_ms records every request: it stays enabled (an enable
@@ -235,6 +236,8 @@ class RequestProfiler:
         data.clock = prof.clock_info()["clock"]
         data.only = prof.options.get("only")
         data.fast = prof.options["fast"]
+        # lines= (line counts are routed by request too, csrc/fpy_lines.c)
+        data.lines, data.lines_own = prof.request_lines(rid)
         return data
 
     # -- the files ----------------------------------------------------------
@@ -335,7 +338,7 @@ def _query_has(query, name):
 
 class WSGIMiddleware:
     """``WSGIMiddleware(app, directory, *, slow_ms=None, every=None,
-    trigger=None, format="prof", max_files=200, only=None, fast=False)``:
+    trigger=None, format="prof", max_files=200, only=None, lines=None, fast=False)``:
     a WSGI app that profiles the requests of *app* (see the module doc).
     Flask: ``app.wsgi_app = WSGIMiddleware(app.wsgi_app, DIR, ...)``."""
 
@@ -421,7 +424,7 @@ class _Body:
 
 class ASGIMiddleware:
     """``ASGIMiddleware(app, directory, *, slow_ms=None, every=None,
-    trigger=None, format="prof", max_files=200, only=None, fast=False)``:
+    trigger=None, format="prof", max_files=200, only=None, lines=None, fast=False)``:
     an ASGI app that profiles the HTTP requests of *app* (see the module
     doc). FastAPI / Starlette: ``app.add_middleware(ASGIMiddleware,
     directory=DIR, ...)`` or ``app = ASGIMiddleware(app, DIR, ...)``."""
@@ -477,7 +480,7 @@ class DjangoMiddleware:
     """``MIDDLEWARE = ["fastprof.middleware.DjangoMiddleware", ...]`` (first,
     so that it sees the others' work), configured by ``settings.FASTPROF``:
     a dict of ``directory`` and the keys of WSGIMiddleware (``slow_ms``,
-    ``every``, ``trigger``, ``format``, ``max_files``, ``only``, ``fast``).
+    ``every``, ``trigger``, ``format``, ``max_files``, ``only``, ``lines``, ``fast``).
     Sync and async (ASGI) both; the sync views Django runs in worker
     threads (asgiref's sync_to_async) are in the request's profile."""
 

@@ -271,6 +271,23 @@ class Profile(_fastprof.Profiler):
         seconds}}`` (see docs/lines.md)."""
         return self._lines.own_stats() if self._lines is not None else {}
 
+    def request_lines(self, request):
+        """``(line_stats, line_own_stats)`` of one request while this
+        profiler routes by request (fastprof.middleware): the lines run in
+        its context only."""
+        if self._lines is None:
+            return {}, {}
+        return self._lines.line_stats(request), self._lines.own_stats(request)
+
+    def drop_request(self, request):
+        """Free what was recorded for a routed request: its thread records
+        (C ``_drop_route``) and its line counts."""
+        try:
+            self._drop_route(request)
+        finally:
+            if self._lines is not None:
+                self._lines.drop(request)
+
     def unmatched_only_patterns(self):
         """The ``only=`` patterns that named no function that ran."""
         return self._only.unmatched() if self._only is not None else []
