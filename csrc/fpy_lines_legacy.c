@@ -13,7 +13,8 @@
  * Threads: trace_start() installs it in the calling thread; the recorder
  * gives thread_trace to threading.settrace, which installs it in each new
  * thread on that thread's first call event (as the profiler's
- * thread_starter does with threading.setprofile). */
+ * thread_starter does with threading.setprofile), and trace_threads()
+ * in the threads already running; trace_stop() takes it out of all. */
 #include "fpy_lines.h"
 
 #if !FPY_USE_MONITORING
@@ -67,7 +68,7 @@ static int lc_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
             fpy_lines_exit(lc, frame, (PyObject *)fpy_frame_code(frame));
         return 0;
     }
-    if (!lc->trace_on) { /* stopped: a thread it stays installed in */
+    if (!lc->trace_on) { /* stopped: a thread it could not be taken out of */
         if (what == PyTrace_CALL || what == PyTrace_LINE)
             fpy_frame_trace_lines(frame, 0);
         return 0;
@@ -98,32 +99,38 @@ PyObject *fpy_lines_trace_start(line_counter_t *lc, PyObject *decide_fn)
     Py_RETURN_NONE;
 }
 
-/* trace_threads(): the trace function in the other running threads of
- * the interpreter too (threads=True: the worker threads a service made
- * before profiling began, as the profiler hooks them), where no trace
- * function (a debugger's, coverage's) is set. Their frames running since
- * before are not counted (no call event seen: fpy_lines_line). Ids are
- * walked first: setting one runs audit hooks, which may let threads end. */
-PyObject *fpy_lines_trace_threads(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+/* Line events back on in the running frames of thread `ts` (a later
+ * debugger's tracer sees them), as trace_stop() does in its own thread. */
+static void trace_lines_on(PyThreadState *ts)
 {
-    if (!lc->trace_on) {
-        PyErr_SetString(PyExc_RuntimeError, "trace_threads() after trace_start() only");
-        return NULL;
-    }
+    PyFrameObject *top = PyThreadState_GetFrame(ts); /* a new reference */
+    for (PyFrameObject *f = top; f; f = fpy_frame_back(f))
+        fpy_frame_trace_lines(f, 1);
+    Py_XDECREF(top);
+}
+
+/* In each other thread of the interpreter: where no trace function is set,
+ * lc_trace with `lc` (install); where lc_trace with `lc` is, none (!install). Ids are walked first: setting one runs audit hooks, which
+ * may let threads end. 0, or -1 with an exception set. */
+static int retrace_other_threads(line_counter_t *lc, int install)
+{
     PyThreadState *me = PyThreadState_Get();
     PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
     size_t n = 0, cap = 0;
     uint64_t *ids = NULL;
     PyThreadState *ts;
+#define FPY_RETRACE_WANTED(ts) \
+    (install ? !fpy_has_trace(ts) : fpy_trace_obj((ts), lc_trace) == (PyObject *)lc)
     for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
-        if (ts == me || fpy_has_trace(ts))
+        if (ts == me || !FPY_RETRACE_WANTED(ts))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             uint64_t *grown = PyMem_Realloc(ids, cap * sizeof *ids);
             if (!grown) {
                 PyMem_Free(ids);
-                return PyErr_NoMemory();
+                PyErr_NoMemory();
+                return -1;
             }
             ids = grown;
         }
@@ -133,14 +140,32 @@ PyObject *fpy_lines_trace_threads(line_counter_t *lc, PyObject *Py_UNUSED(ignore
     for (size_t i = 0; i < n && rc == 0; i++) {
         for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
             if (PyThreadState_GetID(ts) == ids[i]) {
-                if (!fpy_has_trace(ts))
-                    rc = fpy_set_trace(ts, lc_trace, (PyObject *)lc);
+                if (FPY_RETRACE_WANTED(ts)) {
+                    rc = install ? fpy_set_trace(ts, lc_trace, (PyObject *)lc) : fpy_set_trace(ts, NULL, NULL);
+                    if (rc == 0 && !install)
+                        trace_lines_on(ts);
+                }
                 break;
             }
         }
     }
+#undef FPY_RETRACE_WANTED
     PyMem_Free(ids);
-    if (rc < 0)
+    return rc;
+}
+
+/* trace_threads(): the trace function in the other running threads of
+ * the interpreter too (threads=True: the worker threads a service made
+ * before profiling began, as the profiler hooks them), where no trace
+ * function (a debugger's, coverage's) is set. Their frames running since
+ * before are not counted (no call event seen: fpy_lines_line). */
+PyObject *fpy_lines_trace_threads(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
+{
+    if (!lc->trace_on) {
+        PyErr_SetString(PyExc_RuntimeError, "trace_threads() after trace_start() only");
+        return NULL;
+    }
+    if (retrace_other_threads(lc, 1) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -150,8 +175,14 @@ PyObject *fpy_lines_trace_stop(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
     lc->trace_on = 0;
     if (fpy_trace_obj(PyThreadState_Get(), lc_trace) == (PyObject *)lc)
         PyEval_SetTrace(NULL, NULL);
+    /* the other threads it went into (trace_threads, thread_trace) are left
+     * as they were: no tracer. A failure leaves it stopped there (it
+     * returns at once), and is raised. */
+    int rc = retrace_other_threads(lc, 0);
     for (PyFrameObject *f = PyEval_GetFrame(); f; f = fpy_frame_back(f))
         fpy_frame_trace_lines(f, 1);
+    if (rc < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 

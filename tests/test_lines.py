@@ -513,3 +513,46 @@ def test_threads_running_before_the_start_count_lines_with_threads():
             traced.join()
         assert tracer is own_tracer
         assert line_hits(prof.line_stats()).get(key, {}) == {}
+
+
+def test_threads_are_left_without_a_tracer_after_the_stop():
+    # 3.9-3.11: the trace function set in running threads (and in threads
+    # started while profiling) is taken out of them again at disable(): a
+    # service's worker threads do not pay a tracer after profiling ends
+    import queue
+    import threading
+    jobs, done = queue.Queue(), queue.Queue()
+
+    def worker():
+        while True:
+            job = jobs.get()
+            if job is None:
+                break
+            done.put(job())
+
+    def in_worker(job):
+        jobs.put(job)
+        return done.get(timeout=10)
+
+    before = threading.Thread(target=worker)
+    before.start()
+    prof = Profile(lines=["lines_corpus:loop_branches"], threads=True)
+    try:
+        with prof:
+            during = threading.Thread(target=worker)
+            during.start()
+            in_worker(lambda: lines_corpus.loop_branches(9))
+            in_worker(lambda: lines_corpus.loop_branches(9))
+            traced_while_on = in_worker(sys.gettrace) is not None
+        tracers = [in_worker(sys.gettrace), in_worker(sys.gettrace)]
+    finally:
+        jobs.put(None)
+        jobs.put(None)
+        before.join()
+        during.join()
+    assert traced_while_on == (sys.version_info < (3, 12))
+    assert tracers == [None, None]
+    assert sys.gettrace() is None
+    key = label(lines_corpus.loop_branches.__code__)
+    assert sum(line_hits(prof.line_stats())[key].values()) == 2 * sum(
+        settrace_hits(lambda: lines_corpus.loop_branches(9), "lines_corpus")[key].values())
