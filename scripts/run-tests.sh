@@ -18,9 +18,17 @@ fatal=(deps venvs)
 # make's lists, so the queue follows ASAN_PY / PY when they are given
 read -r -a asan_versions <<< "$("$MAKE" --no-print-directory -s print-ASAN_PY)"
 read -r -a py_versions <<< "$("$MAKE" --no-print-directory -s print-PY)"
-# Longest first: newer interpreters run the sanitizer suite slower.
+# Longest first: the sanitizer runs of tests/sanitizer_sample.py's versions
+# (every test file), then the other sanitizer runs (newer interpreters run
+# slower), the C tests, the plain runs.
+read -r -a sample <<< "$(sed -n 's/^SAMPLE_VERSIONS = (\(.*\))/\1/p' tests/sanitizer_sample.py | tr -d '",')"
 queue=()
-for ((i=${#asan_versions[@]}-1; i>=0; i--)); do queue+=("test-asan-${asan_versions[i]}"); done
+for ((i=${#sample[@]}-1; i>=0; i--)); do v=${sample[i]}
+    [[ " ${asan_versions[*]} " == *" $v "* ]] && queue+=("test-asan-$v")
+done
+for ((i=${#asan_versions[@]}-1; i>=0; i--)); do
+    [[ " ${sample[*]} " == *" ${asan_versions[i]} "* ]] || queue+=("test-asan-${asan_versions[i]}")
+done
 queue+=(test-c)
 for ((i=${#py_versions[@]}-1; i>=0; i--)); do queue+=("test-py-${py_versions[i]}"); done
 queue+=(bench-smoke lint)

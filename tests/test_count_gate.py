@@ -24,7 +24,10 @@ VERSION = "py%d.%d" % sys.version_info[:2]
 
 
 def run_pytest(tmp_path, *args, env=None):
-    env = subprocess_env(PYTEST_ADDOPTS="", **(env or {}))
+    # only the plugins a test names (-p): the venv's others (anyio's, timeout's,
+    # xdist's) cost a third of a second per run, and these runs are many;
+    # tests/test_count_gate_real.py runs the gate with every installed plugin
+    env = subprocess_env(PYTEST_ADDOPTS="", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **(env or {}))
     return run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN + list(args),
                       cwd=str(tmp_path), env=env, timeout=300)
 
@@ -500,16 +503,16 @@ def test_xdist_workers_hand_their_counts_over(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     serial = tables(tmp_path)
     for _ in range(2):
-        r = gate(tmp_path, "-n", "2", env={"TMPDIR": str(tmp)})
+        r = gate(tmp_path, "-p", "xdist", "-n", "2", env={"TMPDIR": str(tmp)})
         assert_quiet(r)
         assert "6 tests compared" in r.stdout
     assert not list(tmp.glob("fastprof-counts-*"))      # the hand-over directory is gone
     (tmp_path / "counts").rename(tmp_path / "serial")
-    r = gate(tmp_path, "-n", "2", env={"TMPDIR": str(tmp)})
+    r = gate(tmp_path, "-p", "xdist", "-n", "2", env={"TMPDIR": str(tmp)})
     assert r.returncode == 0 and "6 tests had no baseline" in r.stdout
     assert tables(tmp_path) == serial
     make(tmp_path, WORK.replace("helper(n)", "helper(n)\n        helper(n)"))
-    r = gate(tmp_path, "-n", "2", env={"TMPDIR": str(tmp)})
+    r = gate(tmp_path, "-p", "xdist", "-n", "2", env={"TMPDIR": str(tmp)})
     assert r.returncode == 1 and "2 tests changed their call counts" in r.stdout
     assert "test_work.py::test_c[1]: " in r.stdout and "test_work.py::test_c[2]: " in r.stdout
 
