@@ -33,32 +33,26 @@ def entries_to_stats(entries):
     from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
     stats = {}
     labels = {}  # id of an entry's code -> its label (the entries hold the codes)
-    for entry in entries:
-        code = entry.code
+    # (entries unpacked as tuples, as _lsprof's fields are ordered: code,
+    # callcount, reccallcount, totaltime, inlinetime[, calls])
+    for code, nc, rc, ct, tt, _calls in entries:
         func = labels[id(code)] = label(code)
-        nc = entry.callcount
-        cc = nc - entry.reccallcount
-        tt = entry.inlinetime
-        ct = entry.totaltime
+        cc = nc - rc
         prev = stats.get(func)
         if prev is None:
             stats[func] = cc, nc, tt, ct, {}
         else:
             stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
-    for entry in entries:
-        if entry.calls:
-            func = labels[id(entry.code)]
-            for subentry in entry.calls:
-                code = subentry.code
+    for code, _nc, _rc, _ct, _tt, calls in entries:
+        if calls:
+            func = labels[id(code)]
+            for code, nc, rc, ct, tt in calls:
                 callee = labels.get(id(code))
                 callee = stats.get(callee if callee is not None else label(code))
                 if callee is None:
                     continue
                 callers = callee[4]
-                nc = subentry.callcount
-                cc = nc - subentry.reccallcount
-                tt = subentry.inlinetime
-                ct = subentry.totaltime
+                cc = nc - rc
                 if func in callers:
                     prev = callers[func]
                     nc += prev[0]
