@@ -172,7 +172,7 @@ class PathsMemo:
 
     def relative_paths(self, filenames: Iterable[str]) -> Dict[str, str]:
         """What ``relative_paths(filenames)`` returns in this process."""
-        filenames = list(filenames)
+        filenames = list(dict.fromkeys(filenames))  # (a profile's rows share a few files)
         self._refresh()
         known, by_file, modules = self._known, self._by_file, sys.modules
         out = {}

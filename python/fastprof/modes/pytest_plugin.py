@@ -457,7 +457,8 @@ def _here(filename):
 def _own_keys(stats):
     """The rows of this plugin's hook wrappers (resumed inside each profiled
     phase) and of the disable() they call."""
-    own = {k for k in stats if _here(k[0])}
+    here = {f: _here(f) for f in {k[0] for k in stats}}  # (a few files for many rows)
+    own = {k for k in stats if here[k[0]]}
     for key, row in stats.items():
         if key[0] == "~" and "disable" in key[2] and row[4] and set(row[4]) <= own:
             own.add(key)
