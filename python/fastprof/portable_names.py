@@ -150,7 +150,7 @@ class PathsMemo:
     there, still that file)."""
 
     def __init__(self) -> None:
-        self._state: Optional[Tuple[Tuple[str, ...], str, int]] = None
+        self._state: Optional[Tuple[Tuple[object, ...], Optional[str], int]] = None
         self._roots: List[str] = []
         # file -> (rel, its module's sys.modules key, the module, its __name__)
         self._by_file: Dict[str, Tuple[str, str, object, str]] = {}
@@ -159,7 +159,11 @@ class PathsMemo:
 
     def _refresh(self) -> None:
         path, modules = sys.path, sys.modules
-        state = (tuple(p for p in path if isinstance(p, str)), os.getcwd(), len(modules))
+        try:
+            cwd: Optional[str] = os.getcwd()
+        except OSError:  # removed under us: only relative names need it
+            cwd = None
+        state = (tuple(path), cwd, len(modules))
         if state == self._state:
             return
         old = self._state
