@@ -12,17 +12,36 @@
  * calibrate at once (both then store about the same value). */
 static double tsc_hz_cached;
 
+#if defined(__x86_64__) || defined(__i386__)
+/* Whether the CPU has an invariant TSC, asked once: CPUID traps into the
+ * hypervisor under a VM (~10 us each), and a profiler made per test
+ * (pytest --fastprof-per-test) asked four times. -1: not asked yet. */
+static int invariant_tsc = -1;
+
+static int has_invariant_tsc(void)
+{
+    int known = __atomic_load_n(&invariant_tsc, __ATOMIC_RELAXED);
+    if (known >= 0)
+        return known;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) {
+        known = 0;
+    } else {
+        __get_cpuid(0x80000007u, &a, &b, &c, &d);
+        known = (d >> 8) & 1u; /* invariant TSC: constant rate, runs in all C-states */
+    }
+    __atomic_store_n(&invariant_tsc, known, __ATOMIC_RELAXED);
+    return known;
+}
+#endif
+
 int fp_tsc_usable(void)
 {
     const char *off = getenv("FASTPROF_NO_TSC");
     if (off && *off && strcmp(off, "0") != 0)
         return 0;
 #if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
-        return 0;
-    __get_cpuid(0x80000007u, &a, &b, &c, &d);
-    return (d >> 8) & 1u; /* invariant TSC: constant rate, runs in all C-states */
+    return has_invariant_tsc();
 #elif defined(__aarch64__)
     return 1;
 #else

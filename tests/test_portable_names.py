@@ -122,3 +122,49 @@ def test_a_script_run_by_a_relative_path_pairs_with_its_full_path(tmp_path, monk
     by_full = relative_paths([full], [str(scripts)])
     assert by_relative == {os.path.join("examples", "demo.py"): "demo.py"}
     assert by_full == {full: "demo.py"}
+
+
+def test_paths_memo_says_what_relative_paths_says(tmp_path, monkeypatch):
+    """PathsMemo (pytest --fastprof-per-test: the trailer's paths once per
+    session, not a scan of sys.modules per test) answers as relative_paths
+    does, after sys.path, the current directory or sys.modules change; it
+    reads sys.modules again only then."""
+    import types
+
+    from fastprof.portable_names import PathsMemo
+    pkg = tmp_path / "memo_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("")
+    loose = str(tmp_path / "other" / "loose.py")
+    names = [m.__file__ for m in list(sys.modules.values())
+             if isinstance(getattr(m, "__file__", None), str)][:30]
+    names += [str(pkg / "__init__.py"), str(pkg / "mod.py"), loose, "~", "<string>", "rel/x.py"]
+    memo = PathsMemo()
+
+    def same():
+        assert memo.relative_paths(iter(names)) == relative_paths(names)
+
+    same()
+    same()
+    assert memo.scans == 1  # nothing changed: sys.modules read once
+    monkeypatch.syspath_prepend(str(tmp_path))
+    same()
+    monkeypatch.syspath_prepend(str(tmp_path / "other"))
+    same()
+    monkeypatch.chdir(tmp_path)
+    same()
+    import memo_pkg.mod  # noqa: F401  (two modules added)
+    same()
+    assert relative_paths(names)[str(pkg / "mod.py")] == os.path.join("memo_pkg", "mod.py")
+    # a module replaced under its key (same number of modules): its file is
+    # named after the new one
+    fake = types.ModuleType("renamed.inner")
+    fake.__file__ = str(pkg / "mod.py")
+    monkeypatch.setitem(sys.modules, "memo_pkg.mod", fake)
+    same()
+    assert memo.relative_paths(names)[str(pkg / "mod.py")] == os.path.join("renamed", "inner.py")
+    scans = memo.scans
+    for _ in range(20):
+        same()
+    assert memo.scans == scans

@@ -517,3 +517,73 @@ def test_running_sum_threads_of_one_name_are_one_thread():
     assert {k[1]: v[1] for k, v in threads["worker"].items()} == {0: 1, 1: 1}
     assert {k[1]: v[1] for k, v in data.stats.items()} == {0: 4, 1: 3, 2: 2}
     assert sorted(t["id"] for t in data.threads) == [0, 1]
+
+
+PATHS_COUNTER = textwrap.dedent("""\
+    import json, os
+    from fastprof import portable_names
+
+    calls = {"scans": 0, "whole_scans": 0, "memo": 0, "differ": []}
+    _memo, _scan, _whole = (portable_names.PathsMemo.relative_paths,
+                            portable_names._module_files_of, portable_names.relative_paths)
+
+    def memo_paths(self, filenames):
+        filenames = list(filenames)
+        calls["memo"] += 1
+        got = _memo(self, filenames)
+        want = _whole(filenames)  # what each test's file had before: a scan of its own
+        if got != want:
+            calls["differ"].append([got, want])
+        return got
+
+    def scan(*args, **kwargs):
+        calls["scans"] += 1
+        return _scan(*args, **kwargs)
+
+    def whole(*args, **kwargs):
+        calls["whole_scans"] += 1
+        return _whole(*args, **kwargs)
+
+    portable_names.PathsMemo.relative_paths = memo_paths
+    portable_names._module_files_of = scan
+    portable_names.relative_paths = whole
+
+    def pytest_sessionfinish(session):
+        with open(os.environ["COUNTS_OUT"], "w") as f:
+            json.dump(calls, f)
+""")
+
+
+def test_per_test_paths_are_taken_once_per_session(tmp_path):
+    """--fastprof-per-test: the trailer's relative paths come from one
+    PathsMemo for the session, which reads sys.modules again only when it
+    changed (here: the first test, and test_b's import), not once per test
+    -- and each file's paths are what a scan of its own would give."""
+    if USING_CPROFILE:
+        pytest.skip("the plugin")
+    make_tests(tmp_path, textwrap.dedent("""\
+        import pytest
+
+        @pytest.mark.parametrize("n", range(40))
+        def test_a(n):
+            assert sum(range(n)) >= 0
+
+        def test_b():
+            import colorsys  # a module added while the session runs
+            assert colorsys.rgb_to_hsv(0, 0, 0)[2] == 0
+        """))
+    (tmp_path / "conftest.py").write_text(PATHS_COUNTER)
+    per, counts = tmp_path / "per", tmp_path / "counts.json"
+    env = subprocess_env(PYTEST_ADDOPTS="", COUNTS_OUT=str(counts))
+    r = run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN
+                   + ["--fastprof-per-test", str(per), "-p", "no:randomly"],
+                   cwd=str(tmp_path), env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(list(per.iterdir())) == 41
+    import json
+    calls = json.loads(counts.read_text())
+    assert calls["differ"] == []
+    assert calls["memo"] == 41
+    assert calls["whole_scans"] == 0, calls  # no profile scanned sys.modules for itself
+    # every module read: once per oracle call (41), the rest the memo's
+    assert 1 <= calls["scans"] - 41 <= 5, calls

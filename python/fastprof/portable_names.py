@@ -108,13 +108,22 @@ def _module_files(modules: Mapping[str, object], wanted: Set[str]) -> Dict[str, 
     """``{file: path its module's dotted name gives}`` for the files in
     *wanted* that are the ``__file__`` of one of *modules* (the script,
     ``__main__``, is left out: its name is no path)."""
+    return {f: found[0] for f, found in _module_files_of(modules, wanted).items()}
+
+
+def _module_files_of(modules: Mapping[str, object],
+                     wanted: Optional[Set[str]] = None) -> Dict[str, Tuple[str, str, object, str]]:
+    """``{file: (path its module's dotted name gives, its sys.modules key, the
+    module, that name)}``
+    for the files (of *wanted*, default all) that are the ``__file__`` of one
+    of *modules* (the last one that is, as ``_module_files`` says)."""
     out = {}
-    for module in list(modules.values()):
+    for key, module in list(modules.items()):
         if not isinstance(module, ModuleType):
             continue
         namespace = _MODULE_DICT.__get__(module)   # no attribute hook runs
         filename = namespace.get("__file__")
-        if type(filename) is not str or filename not in wanted:
+        if type(filename) is not str or (wanted is not None and filename not in wanted):
             continue
         name = namespace.get("__name__")
         if type(name) is not str or name in ("__main__", "__mp_main__"):
@@ -125,8 +134,72 @@ def _module_files(modules: Mapping[str, object], wanted: Set[str]) -> Dict[str, 
         else:
             dot = base.rfind(".")
             rel = name.replace(".", os.sep) + (base[dot:] if dot > 0 else "")
-        out[filename] = rel
+        out[filename] = (rel, key, module, name)
     return out
+
+
+class PathsMemo:
+    """``relative_paths(filenames)`` for one process, remembered: what a
+    file's relative path is depends on ``sys.path``, the current directory
+    and ``sys.modules``, which change rarely while a program runs, so a
+    profile taken over and over (``pytest --fastprof-per-test``: one per
+    test) pays for the files it has not seen yet, not for a scan of every
+    module.  The files' paths are taken again once ``sys.path`` or the
+    current directory changes or a module is added or removed; a module
+    whose file was named after it is looked up again at each use (still
+    there, still that file)."""
+
+    def __init__(self) -> None:
+        self._state: Optional[Tuple[Tuple[object, ...], Optional[str], int]] = None
+        self._roots: List[str] = []
+        # file -> (rel, its module's sys.modules key, the module, its __name__)
+        self._by_file: Dict[str, Tuple[str, str, object, str]] = {}
+        self._known: Dict[str, str] = {}  # file -> its relative path (itself if none)
+        self.scans = 0  # how many times sys.modules was read whole
+
+    def _refresh(self) -> None:
+        path, modules = sys.path, sys.modules
+        try:
+            cwd: Optional[str] = os.getcwd()
+        except OSError:  # removed under us: only relative names need it
+            cwd = None
+        state = (tuple(path), cwd, len(modules))
+        if state == self._state:
+            return
+        old = self._state
+        if old is None or old[:2] != state[:2]:
+            self._roots = path_roots(path)
+        self._by_file = _module_files_of(modules)
+        self._known = {}
+        self._state = state
+        self.scans += 1
+
+    def relative_paths(self, filenames: Iterable[str]) -> Dict[str, str]:
+        """What ``relative_paths(filenames)`` returns in this process."""
+        filenames = list(dict.fromkeys(filenames))  # (a profile's rows share a few files)
+        self._refresh()
+        known, by_file, modules = self._known, self._by_file, sys.modules
+        out = {}
+        for filename in filenames:
+            if not isinstance(filename, str):
+                continue
+            found = by_file.get(filename)
+            if found is not None:
+                rel, key, module, name = found
+                namespace = _MODULE_DICT.__get__(module)
+                if modules.get(key) is not module or namespace.get("__file__") != filename \
+                        or namespace.get("__name__") != name:
+                    self._state = None  # a module was replaced: read them all again
+                    return self.relative_paths(filenames)
+            else:
+                rel = known.get(filename)
+                if rel is None:
+                    rel = known[filename] = relative_path(
+                        os.path.abspath(filename) if _is_relative_file(filename) else filename,
+                        self._roots)
+            if rel != filename:
+                out[filename] = rel
+        return out
 
 
 def portable_names(keys: Iterable[FuncKey],

@@ -32,29 +32,27 @@ def entries_to_stats(entries):
     """
     from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
     stats = {}
-    for entry in entries:
-        func = label(entry.code)
-        nc = entry.callcount
-        cc = nc - entry.reccallcount
-        tt = entry.inlinetime
-        ct = entry.totaltime
+    labels = {}  # id of an entry's code -> its label (the entries hold the codes)
+    # (entries unpacked as tuples, as _lsprof's fields are ordered: code,
+    # callcount, reccallcount, totaltime, inlinetime[, calls])
+    for code, nc, rc, ct, tt, _calls in entries:
+        func = labels[id(code)] = label(code)
+        cc = nc - rc
         prev = stats.get(func)
         if prev is None:
             stats[func] = cc, nc, tt, ct, {}
         else:
             stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
-    for entry in entries:
-        if entry.calls:
-            func = label(entry.code)
-            for subentry in entry.calls:
-                callee = stats.get(label(subentry.code))
+    for code, _nc, _rc, _ct, _tt, calls in entries:
+        if calls:
+            func = labels[id(code)]
+            for code, nc, rc, ct, tt in calls:
+                callee = labels.get(id(code))
+                callee = stats.get(callee if callee is not None else label(code))
                 if callee is None:
                     continue
                 callers = callee[4]
-                nc = subentry.callcount
-                cc = nc - subentry.reccallcount
-                tt = subentry.inlinetime
-                ct = subentry.totaltime
+                cc = nc - rc
                 if func in callers:
                     prev = callers[func]
                     nc += prev[0]
@@ -150,6 +148,10 @@ class Profile(_fastprof.Profiler):
       see docs/performance.md).  ``False`` gives raw times, as cProfile's;
       a custom ``timer`` always gets raw times.
     """
+
+    # a portable_names.PathsMemo that the trailer's ``paths`` are taken with
+    # (one per run mode that writes many profiles in one process), or None
+    paths_memo = None
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
@@ -446,11 +448,18 @@ class Profile(_fastprof.Profiler):
         that ended before its name could be seen is called
         ``"Thread-<ident> (ended)"``.
         """
+        return self._thread_stats(None)
+
+    def _thread_stats(self, whole):
+        """thread_stats(); *whole*: the stats of every thread, just taken,
+        which one thread's are when there is one (not built again)."""
         self.take_thread_names()
+        records = self.threads()
         out = []
-        for tid, ident, _native in self.threads():
+        for tid, ident, _native in records:
             out.append((tid, ident, self._thread_name(tid, ident),
-                        self._thread_stats_dict(tid)))
+                        dict(whole) if whole is not None and len(records) == 1
+                        else self._thread_stats_dict(tid)))
         return out
 
     def _thread_stats_dict(self, tid):
@@ -512,7 +521,7 @@ class Profile(_fastprof.Profiler):
                                qualnames=self.qualnames)
             if self._options["threads"]:
                 data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
-                                for tid, ident, name, st in self.thread_stats()]
+                                for tid, ident, name, st in self._thread_stats(self.stats)]
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(self.callpaths())
             self.add_recording_details(data)
@@ -523,7 +532,7 @@ class Profile(_fastprof.Profiler):
         data = ProfileData(entries_to_stats(entries), clock=info.get("clock"),
                            qualnames=qualnames_of_codes([e.code for e in entries]),
                            only=self._options.get("only"), fast=self._options["fast"])
-        data.paths = _relative_paths(data.stats)
+        data.paths = _relative_paths(data.stats, self.paths_memo)
         data.compensation = self.compensation(data.stats)
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
@@ -539,7 +548,7 @@ class Profile(_fastprof.Profiler):
         data.fast = self._options["fast"]
         if self._options["coroutines"] == "wall":
             data.coroutines = "wall"
-        data.paths = _relative_paths(data.stats)
+        data.paths = _relative_paths(data.stats, self.paths_memo)
         data.compensation = self.compensation(data.stats)
 
     def compensation(self, stats=None):
@@ -648,9 +657,12 @@ def qualnames_of_codes(codes):
     return code_qualnames(codes)
 
 
-def _relative_paths(stats):
+def _relative_paths(stats, memo=None):
     """The recorded files' paths relative to their sys.path entries (the
-    trailer's ``paths``), taken in the profiled process, whose sys.path says."""
+    trailer's ``paths``), taken in the profiled process, whose sys.path says
+    (by *memo*, a ``portable_names.PathsMemo``, if given)."""
+    if memo is not None:
+        return memo.relative_paths(key[0] for key in stats)
     from .portable_names import relative_paths  # (deferred: import fastprof adds nothing to cProfile's imports)
     return relative_paths(key[0] for key in stats)
 

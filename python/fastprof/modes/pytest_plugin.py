@@ -244,11 +244,20 @@ class FastprofSession:
         self.problems = []         # one line each, shown in the summary
         self.written = None
         self.final = None          # what was written (or shown) at the end
+        self.paths_memo = None     # per_test_dir: the trailers' paths (PathsMemo)
 
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
-        return cmdline.new_profile(self.profile_options)
+        prof = cmdline.new_profile(self.profile_options)
+        if self.per_test_dir is not None:
+            # the files' relative paths, taken once per session, not per
+            # test (portable_names.PathsMemo)
+            if self.paths_memo is None:
+                from fastprof.portable_names import PathsMemo  # (deferred: nothing at pytest start-up)
+                self.paths_memo = PathsMemo()
+            prof.paths_memo = self.paths_memo
+        return prof
 
     def _note_unmatched(self, prof=None, lines=None):
         """Keep the patterns that named nothing in any of the profiles (of
@@ -448,7 +457,8 @@ def _here(filename):
 def _own_keys(stats):
     """The rows of this plugin's hook wrappers (resumed inside each profiled
     phase) and of the disable() they call."""
-    own = {k for k in stats if _here(k[0])}
+    here = {f: _here(f) for f in {k[0] for k in stats}}  # (a few files for many rows)
+    own = {k for k in stats if here[k[0]]}
     for key, row in stats.items():
         if key[0] == "~" and "disable" in key[2] and row[4] and set(row[4]) <= own:
             own.add(key)
@@ -456,7 +466,9 @@ def _own_keys(stats):
 
 
 def _drop(stats, own):
-    return {k: v[:4] + ({c: e for c, e in v[4].items() if c not in own},)
+    # a row no own row called is kept as it is (most of them)
+    return {k: v if own.isdisjoint(v[4]) else
+            v[:4] + ({c: e for c, e in v[4].items() if c not in own},)
             for k, v in stats.items() if k not in own}
 
 
