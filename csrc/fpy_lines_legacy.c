@@ -16,6 +16,7 @@
  * thread_starter does with threading.setprofile), and trace_threads()
  * in the threads already running; trace_stop() takes it out of all. */
 #include "fpy_lines.h"
+#include "fpy_thread_ids.h"
 
 #if !FPY_USE_MONITORING
 
@@ -109,47 +110,41 @@ static void trace_lines_on(PyThreadState *ts)
     Py_XDECREF(top);
 }
 
+struct retrace {
+    line_counter_t *lc;
+    int install;
+    PyThreadState *me;
+};
+
+/* Whether `ts` is one retrace_other_threads() changes. */
+static int retrace_wanted(PyThreadState *ts, void *arg)
+{
+    struct retrace *r = arg;
+    if (ts == r->me)
+        return 0;
+    return r->install ? !fpy_has_trace(ts) : fpy_trace_obj(ts, lc_trace) == (PyObject *)r->lc;
+}
+
 /* In each other thread of the interpreter: where no trace function is set,
- * lc_trace with `lc` (install); where lc_trace with `lc` is, none (!install). Ids are walked first: setting one runs audit hooks, which
- * may let threads end. 0, or -1 with an exception set. */
+ * lc_trace with `lc` (install); where lc_trace with `lc` is, none (!install).
+ * 0, or -1 with an exception set. */
 static int retrace_other_threads(line_counter_t *lc, int install)
 {
-    PyThreadState *me = PyThreadState_Get();
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
-    size_t n = 0, cap = 0;
-    uint64_t *ids = NULL;
-    PyThreadState *ts;
-#define FPY_RETRACE_WANTED(ts) \
-    (install ? !fpy_has_trace(ts) : fpy_trace_obj((ts), lc_trace) == (PyObject *)lc)
-    for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
-        if (ts == me || !FPY_RETRACE_WANTED(ts))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint64_t *grown = PyMem_Realloc(ids, cap * sizeof *ids);
-            if (!grown) {
-                PyMem_Free(ids);
-                PyErr_NoMemory();
-                return -1;
-            }
-            ids = grown;
-        }
-        ids[n++] = PyThreadState_GetID(ts);
-    }
+    struct retrace r = {lc, install, PyThreadState_Get()};
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(r.me);
+    uint64_t *ids;
+    size_t n;
+    if (fpy_thread_ids(interp, retrace_wanted, &r, &ids, &n) < 0)
+        return -1;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
-            if (PyThreadState_GetID(ts) == ids[i]) {
-                if (FPY_RETRACE_WANTED(ts)) {
-                    rc = install ? fpy_set_trace(ts, lc_trace, (PyObject *)lc) : fpy_set_trace(ts, NULL, NULL);
-                    if (rc == 0 && !install)
-                        trace_lines_on(ts);
-                }
-                break;
-            }
-        }
+        PyThreadState *ts = fpy_thread_by_id(interp, ids[i]);
+        if (!ts || !retrace_wanted(ts, &r))
+            continue;
+        rc = install ? fpy_set_trace(ts, lc_trace, (PyObject *)lc) : fpy_set_trace(ts, NULL, NULL);
+        if (rc == 0 && !install)
+            trace_lines_on(ts);
     }
-#undef FPY_RETRACE_WANTED
     PyMem_Free(ids);
     return rc;
 }

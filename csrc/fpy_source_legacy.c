@@ -10,6 +10,7 @@
 #include "fpy_record_fast.h"
 #include "fpy_route.h"
 #include "fpy_scope.h"
+#include "fpy_thread_ids.h"
 
 #if !FPY_USE_MONITORING
 
@@ -197,32 +198,20 @@ static int hook_thread(fpy_profiler_t *p, PyThreadState *ts)
     return install_hook(p, ts);
 }
 
-/* Hooks every thread of the interpreter. Hooks are made first, walking
- * only ids: making one can run the GC, whose finalizers may release the
- * GIL and let threads end, freeing thread states under a walk. */
+/* Hooks every thread of the interpreter. Hooks are made first, from ids
+ * (fpy_thread_ids.h: making one can run the GC). */
 static int hook_all_threads(fpy_profiler_t *p, PyInterpreterState *interp)
 {
-    size_t n = 0, cap = 0;
-    uint64_t *ids = NULL;
-    PyThreadState *ts;
-    for (ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint64_t *grown = PyMem_Realloc(ids, cap * sizeof *ids);
-            if (!grown) {
-                PyMem_Free(ids);
-                PyErr_NoMemory();
-                return -1;
-            }
-            ids = grown;
-        }
-        ids[n++] = ts->id;
-    }
+    uint64_t *ids;
+    size_t n;
+    if (fpy_thread_ids(interp, NULL, NULL, &ids, &n) < 0)
+        return -1;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = ids[i] == p->owner_tid || hook_for(p, ids[i]) ? 0 : -1;
     PyMem_Free(ids);
-    for (ts = PyInterpreterState_ThreadHead(interp); ts && rc == 0; ts = PyThreadState_Next(ts))
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts && rc == 0;
+         ts = PyThreadState_Next(ts))
         rc = install_hook(p, ts);
     return rc;
 }
