@@ -133,7 +133,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     /* a custom timer gets raw times, as in cProfile (its test suite's
      * numbers are exact); only _set_compensation turns it on then */
     p->compensate = compensate && timer == Py_None;
-    p->delivery_py = p->delivery_resume = p->delivery_c = p->delivery_line = 0;
+    p->cost_call = p->cost_return = p->cost_resume = p->cost_c = p->cost_line = (fpy_cost_t){0, 0};
     p->generation++;
     return 0;
 }
@@ -222,7 +222,7 @@ static void disable_and_flush(fpy_profiler_t *p)
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next) {
         fp_thread_flush(&p->core, t,
-                        per_thread_clock && t->id != me ? t->last_now : fpy_program_time(p, t, now));
+                        per_thread_clock && t->id != me ? t->last_now : fpy_program_time(p, t, now, (fpy_cost_t){0, 0}));
         t->stopped = 0;
     }
 }
@@ -245,7 +245,7 @@ static int stop_this_thread(fpy_profiler_t *p)
      * read below does not show up either */
     t->stopped = 1;
     p->source->stop_thread(p, me);
-    fp_thread_flush(&p->core, t, fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p)));
+    fp_thread_flush(&p->core, t, fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p), (fpy_cost_t){0, 0}));
     return 0;
 }
 
@@ -369,43 +369,66 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
                          p->clock.ticks_per_second);
 }
 
-/* _set_compensation(on, py, c, line): see the stub (_fastprof.pyi). */
+/* _set_compensation(on, py, c, line, resume, call, pre): see the stub
+ * (_fastprof.pyi). */
 static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
 {
     int on;
-    long long py = 0, c = 0, line = 0, resume = -1;
-    if (!PyArg_ParseTuple(args, "p|LLLL:_set_compensation", &on, &py, &c, &line, &resume))
+    long long py = 0, c = 0, line = 0, resume = -1, call = -1;
+    PyObject *pre_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "p|LLLLLO:_set_compensation", &on, &py, &c, &line, &resume, &call,
+                          &pre_arg))
         return NULL;
     if (resume < 0)
         resume = py;
+    if (call < 0)
+        call = py;
+    /* each kind's whole cost, then the part of it before the clock read:
+     * call, return, resume, C function, line */
+    long long whole[5] = {call, py, resume, c, line};
+    long long pre[5] = {call, py, resume, c, line}; /* default: all before the read */
+    if (pre_arg != Py_None &&
+        !PyArg_ParseTuple(pre_arg, "LLLLL;pre must be a tuple of 5 ints (call, return, resume, c, line)",
+                          &pre[0], &pre[1], &pre[2], &pre[3], &pre[4]))
+        return NULL;
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot change the compensation of an enabled profiler");
         return NULL;
     }
-    if (py < 0 || c < 0 || line < 0) {
-        PyErr_SetString(PyExc_ValueError, "delivery costs must be >= 0");
-        return NULL;
+    for (int i = 0; i < 5; i++) {
+        if (whole[i] < 0 || pre[i] < 0 || pre[i] > whole[i]) {
+            PyErr_SetString(PyExc_ValueError, "delivery costs must be >= 0, each pre <= its whole");
+            return NULL;
+        }
+        if (!on)
+            whole[i] = pre[i] = 0;
     }
     p->compensate = on;
-    p->delivery_py = on ? (fp_time_t)py : 0;
-    p->delivery_resume = on ? (fp_time_t)resume : 0;
-    p->delivery_c = on ? (fp_time_t)c : 0;
-    p->delivery_line = on ? (fp_time_t)line : 0;
+    p->cost_call = (fpy_cost_t){pre[0], whole[0]};
+    p->cost_return = (fpy_cost_t){pre[1], whole[1]};
+    p->cost_resume = (fpy_cost_t){pre[2], whole[2]};
+    p->cost_c = (fpy_cost_t){pre[3], whole[3]};
+    p->cost_line = (fpy_cost_t){pre[4], whole[4]};
     Py_RETURN_NONE;
 }
 
 /* _compensation(): {'compensate': bool, 'removed': seconds, 'delivery':
- * (py, c, line) in clock ticks, 'resume': ticks}. */
+ * (py, c, line) in clock ticks, 'resume': ticks, 'costs': {kind: (pre,
+ * whole)}}. */
 static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_time_t removed = 0;
     for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
         removed += t->offset;
     double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
-    return Py_BuildValue("{sOsds(LLL)sL}", "compensate", p->compensate ? Py_True : Py_False, "removed",
-                         (double)removed / tps, "delivery", (long long)p->delivery_py,
-                         (long long)p->delivery_c, (long long)p->delivery_line, "resume",
-                         (long long)p->delivery_resume);
+#define FPY_COST(c) (long long)(c).pre, (long long)(c).whole
+    return Py_BuildValue("{sOsds(LLL)sLs{s(LL)s(LL)s(LL)s(LL)s(LL)}}", "compensate",
+                         p->compensate ? Py_True : Py_False, "removed", (double)removed / tps, "delivery",
+                         (long long)p->cost_return.whole, (long long)p->cost_c.whole,
+                         (long long)p->cost_line.whole, "resume", (long long)p->cost_resume.whole, "costs",
+                         "call", FPY_COST(p->cost_call), "return", FPY_COST(p->cost_return), "resume",
+                         FPY_COST(p->cost_resume), "c", FPY_COST(p->cost_c), "line", FPY_COST(p->cost_line));
+#undef FPY_COST
 }
 
 static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure))
@@ -517,14 +540,15 @@ static PyMethodDef profiler_methods[] = {
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
      "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
     {"_set_compensation", (PyCFunction)profiler_set_compensation, METH_VARARGS,
-     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, /)\n--\n\n"
+     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, call=-1, pre=None, /)\n--\n\n"
      "Private: compensation on or off (on even with a custom timer: tests), and the "
-     "delivery cost of each kind of event in clock ticks (resume < 0: py's). Only while "
-     "disabled."},
+     "delivery cost of each kind of event in clock ticks (py: a return; resume, call < 0: "
+     "py's); pre: the part of each before its clock read, (call, return, resume, c, line) "
+     "(None: all of it). Only while disabled."},
     {"_compensation", (PyCFunction)profiler_compensation, METH_NOARGS,
      "_compensation($self, /)\n--\n\n"
      "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks, "
-     "'resume': ticks}."},
+     "'resume': ticks, 'costs': {kind: (pre, whole) ticks}}."},
     {NULL, NULL, 0, NULL},
 };
 
