@@ -133,7 +133,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     /* a custom timer gets raw times, as in cProfile (its test suite's
      * numbers are exact); only _set_compensation turns it on then */
     p->compensate = compensate && timer == Py_None;
-    p->cost_call = p->cost_return = p->cost_resume = p->cost_c = p->cost_line = (fpy_cost_t){0, 0};
+    memset(p->cost, 0, sizeof p->cost);
     p->generation++;
     return 0;
 }
@@ -369,66 +369,70 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
                          p->clock.ticks_per_second);
 }
 
-/* _set_compensation(on, py, c, line, resume, call, pre): see the stub
+static const char *const cost_names[FPY_COST_KINDS] = {"call",   "return",   "resume", "yield",
+                                                       "c_call", "c_return", "line"};
+
+/* _set_compensation(on, py, c, line, resume, costs): see the stub
  * (_fastprof.pyi). */
 static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
 {
     int on;
-    long long py = 0, c = 0, line = 0, resume = -1, call = -1;
-    PyObject *pre_arg = Py_None;
-    if (!PyArg_ParseTuple(args, "p|LLLLLO:_set_compensation", &on, &py, &c, &line, &resume, &call,
-                          &pre_arg))
+    long long py = 0, c = 0, line = 0, resume = -1;
+    PyObject *costs = Py_None;
+    if (!PyArg_ParseTuple(args, "p|LLLLO:_set_compensation", &on, &py, &c, &line, &resume, &costs))
         return NULL;
     if (resume < 0)
         resume = py;
-    if (call < 0)
-        call = py;
-    /* each kind's whole cost, then the part of it before the clock read:
-     * call, return, resume, C function, line */
-    long long whole[5] = {call, py, resume, c, line};
-    long long pre[5] = {call, py, resume, c, line}; /* default: all before the read */
-    if (pre_arg != Py_None &&
-        !PyArg_ParseTuple(pre_arg, "LLLLL;pre must be a tuple of 5 ints (call, return, resume, c, line)",
-                          &pre[0], &pre[1], &pre[2], &pre[3], &pre[4]))
+    /* each kind's (pre, whole); by default all of it before the read */
+    long long v[FPY_COST_KINDS][2] = {{py, py}, {py, py}, {resume, resume}, {resume, resume},
+                                      {c, c},   {c, c},   {line, line}};
+    if (costs != Py_None && !PyDict_Check(costs)) {
+        PyErr_SetString(PyExc_TypeError, "costs must be a dict {kind: (pre, whole)}");
         return NULL;
+    }
+    for (int i = 0; costs != Py_None && i < FPY_COST_KINDS; i++) {
+        PyObject *item = PyDict_GetItemString(costs, cost_names[i]); /* borrowed */
+        if (item && !PyArg_ParseTuple(item, "LL;a cost must be (pre, whole)", &v[i][0], &v[i][1]))
+            return NULL;
+    }
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot change the compensation of an enabled profiler");
         return NULL;
     }
-    for (int i = 0; i < 5; i++) {
-        if (whole[i] < 0 || pre[i] < 0 || pre[i] > whole[i]) {
-            PyErr_SetString(PyExc_ValueError, "delivery costs must be >= 0, each pre <= its whole");
+    for (int i = 0; i < FPY_COST_KINDS; i++) {
+        if (v[i][0] < 0 || v[i][1] < v[i][0]) {
+            PyErr_SetString(PyExc_ValueError, "delivery costs must be 0 <= pre <= whole");
             return NULL;
         }
-        if (!on)
-            whole[i] = pre[i] = 0;
     }
     p->compensate = on;
-    p->cost_call = (fpy_cost_t){pre[0], whole[0]};
-    p->cost_return = (fpy_cost_t){pre[1], whole[1]};
-    p->cost_resume = (fpy_cost_t){pre[2], whole[2]};
-    p->cost_c = (fpy_cost_t){pre[3], whole[3]};
-    p->cost_line = (fpy_cost_t){pre[4], whole[4]};
+    for (int i = 0; i < FPY_COST_KINDS; i++)
+        p->cost[i] = on ? (fpy_cost_t){v[i][0], v[i][1]} : (fpy_cost_t){0, 0};
     Py_RETURN_NONE;
 }
 
 /* _compensation(): {'compensate': bool, 'removed': seconds, 'delivery':
- * (py, c, line) in clock ticks, 'resume': ticks, 'costs': {kind: (pre,
- * whole)}}. */
+ * (py, c, line) in clock ticks (wholes of a return, a C call, a line),
+ * 'resume': ticks, 'costs': {kind: (pre, whole)}}. */
 static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_time_t removed = 0;
     for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
         removed += t->offset;
     double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
-#define FPY_COST(c) (long long)(c).pre, (long long)(c).whole
-    return Py_BuildValue("{sOsds(LLL)sLs{s(LL)s(LL)s(LL)s(LL)s(LL)}}", "compensate",
-                         p->compensate ? Py_True : Py_False, "removed", (double)removed / tps, "delivery",
-                         (long long)p->cost_return.whole, (long long)p->cost_c.whole,
-                         (long long)p->cost_line.whole, "resume", (long long)p->cost_resume.whole, "costs",
-                         "call", FPY_COST(p->cost_call), "return", FPY_COST(p->cost_return), "resume",
-                         FPY_COST(p->cost_resume), "c", FPY_COST(p->cost_c), "line", FPY_COST(p->cost_line));
-#undef FPY_COST
+PyObject *costs = PyDict_New();
+    for (int i = 0; costs && i < FPY_COST_KINDS; i++) {
+        PyObject *v = Py_BuildValue("(LL)", (long long)p->cost[i].pre, (long long)p->cost[i].whole);
+        if (!v || PyDict_SetItemString(costs, cost_names[i], v) < 0)
+            Py_CLEAR(costs);
+        Py_XDECREF(v);
+    }
+    if (!costs)
+        return NULL;
+    return Py_BuildValue("{sOsds(LLL)sLsN}", "compensate", p->compensate ? Py_True : Py_False, "removed",
+                         (double)removed / tps, "delivery", (long long)p->cost[FPY_COST_RETURN].whole,
+                         (long long)p->cost[FPY_COST_C_CALL].whole, (long long)p->cost[FPY_COST_LINE].whole,
+                         "resume", (long long)p->cost[FPY_COST_RESUME].whole, "costs", costs);
 }
 
 static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure))
@@ -540,11 +544,11 @@ static PyMethodDef profiler_methods[] = {
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
      "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
     {"_set_compensation", (PyCFunction)profiler_set_compensation, METH_VARARGS,
-     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, call=-1, pre=None, /)\n--\n\n"
+     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, costs=None, /)\n--\n\n"
      "Private: compensation on or off (on even with a custom timer: tests), and the "
-     "delivery cost of each kind of event in clock ticks (py: a return; resume, call < 0: "
-     "py's); pre: the part of each before its clock read, (call, return, resume, c, line) "
-     "(None: all of it). Only while disabled."},
+     "delivery cost of each kind of event in clock ticks, all before the event's clock "
+     "read (resume < 0: py's); costs: {kind: (pre, whole)} for kinds call, return, resume, "
+     "yield, c_call, c_return, line (pre: the part before the read). Only while disabled."},
     {"_compensation", (PyCFunction)profiler_compensation, METH_NOARGS,
      "_compensation($self, /)\n--\n\n"
      "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks, "

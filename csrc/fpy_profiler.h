@@ -43,6 +43,20 @@ typedef struct fpy_cost {
     fp_time_t pre, whole;
 } fpy_cost_t;
 
+/* The kinds of events calibrated apart (_set_compensation's names). */
+enum fpy_cost_kind {
+    FPY_COST_CALL,     /* a Python function's call (3.12+: PY_START, after the call site's
+                          CALL event when builtins are on) */
+    FPY_COST_RETURN,   /* its return */
+    FPY_COST_RESUME,   /* a generator or coroutine's resume (and before 3.12 its first
+                          start: the legacy hook tells a generator by its code's flags) */
+    FPY_COST_YIELD,    /* its yield (and before 3.12 its last return) */
+    FPY_COST_C_CALL,   /* a C function's call */
+    FPY_COST_C_RETURN, /* its return */
+    FPY_COST_LINE,     /* a line event of a LineCounter bound to this profiler */
+    FPY_COST_KINDS
+};
+
 typedef struct fpy_profiler {
     PyObject_HEAD
     /* The default mode's source's state (FPY_DEFAULT_SOURCE): the one of
@@ -76,14 +90,7 @@ typedef struct fpy_profiler {
      * last; on the fast path the whole event, which reads the clock once
      * (python/fastprof/calibration.py sets them with _set_compensation). */
     int compensate;
-    fpy_cost_t cost_call;   /* a Python frame's call (3.12+: its first start, PY_START, after
-                               the CALL event of the call site when builtins are on; before
-                               3.12: any enter) */
-    fpy_cost_t cost_return; /* a Python frame's return */
-    fpy_cost_t cost_resume; /* 3.12+: a generator's resume or yield (PY_RESUME, PY_YIELD),
-                               which costs less than a call (no CALL event) */
-    fpy_cost_t cost_c;      /* a C function's call or return */
-    fpy_cost_t cost_line;   /* a line event of a LineCounter bound to this profiler */
+    fpy_cost_t cost[FPY_COST_KINDS]; /* per kind of event (fpy_cost_kind) */
     /* Users (code objects, names) released by the core, DECREF'd once the
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
@@ -148,12 +155,12 @@ static inline fp_time_t fpy_now(fpy_profiler_t *p)
  * PY_START) or leave (`suspending`: a yield), constants in each callback. */
 FP_FORCE_INLINE fpy_cost_t fpy_delivery_enter(const fpy_profiler_t *p, int first)
 {
-    return first ? p->cost_call : p->cost_resume;
+    return p->cost[first ? FPY_COST_CALL : FPY_COST_RESUME];
 }
 
 FP_FORCE_INLINE fpy_cost_t fpy_delivery_leave(const fpy_profiler_t *p, int suspending)
 {
-    return suspending ? p->cost_resume : p->cost_return;
+    return p->cost[suspending ? FPY_COST_YIELD : FPY_COST_RETURN];
 }
 
 /* Program time on `t` of the reading `raw` taken at the start of an event

@@ -153,7 +153,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_time_t now = fpy_program_time(p, t, raw, p->cost_c);
+    fp_time_t now = fpy_program_time(p, t, raw, p->cost[FPY_COST_C_CALL]);
     fp_entry_t *e = fp_entry_find(t, key);
     if (!e) {
         fpy_exc_state saved;
@@ -169,7 +169,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
             PyErr_Clear();
         fpy_exc_restore(&saved);
         if (unnamable) {
-            fpy_charge(p, t, raw, p->cost_c);
+            fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);
             return;
         }
         /* naming may have run code: look again before adding */
@@ -189,7 +189,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         }
     }
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
-    fpy_charge(p, t, raw, p->cost_c);
+    fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);
 }
 
 FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
@@ -202,8 +202,8 @@ FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyOb
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_leave(&p->core, t, key, fpy_program_time(p, t, raw, p->cost_c));
-    fpy_charge(p, t, raw, p->cost_c);
+    fp_leave(&p->core, t, key, fpy_program_time(p, t, raw, p->cost[FPY_COST_C_RETURN]));
+    fpy_charge(p, t, raw, p->cost[FPY_COST_C_RETURN]);
 }
 
 void fpy_release_user(void *user, void *ctx)

@@ -70,7 +70,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 {
     if (fpy_fast_ok(p)) {
         fp_entry_t *e = fp_entry_cached(t, key);
-        if (e && fpy_try_enter(p, t, e, callable, p->cost_c))
+        if (e && fpy_try_enter(p, t, e, callable, p->cost[FPY_COST_C_CALL]))
             return;
     }
     fpy_record_c_enter_slow(p, t, key, callable, self_arg);
@@ -82,7 +82,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                                         PyObject *self_arg, PyObject *missing)
 {
-    if (fpy_fast_ok(p) && fpy_try_leave(t, NULL, callable, p->cost_c))
+    if (fpy_fast_ok(p) && fpy_try_leave(t, NULL, callable, p->cost[FPY_COST_C_RETURN]))
         return;
     fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }
