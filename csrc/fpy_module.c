@@ -392,8 +392,10 @@ static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
     }
     for (int i = 0; costs != Py_None && i < FPY_COST_KINDS; i++) {
         PyObject *item = PyDict_GetItemString(costs, cost_names[i]); /* borrowed */
-        if (item && !PyArg_ParseTuple(item, "LL;a cost must be (pre, whole)", &v[i][0], &v[i][1]))
+        if (item && (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "LL", &v[i][0], &v[i][1]))) {
+            PyErr_Format(PyExc_TypeError, "cost of %s must be a tuple (pre, whole) of ints", cost_names[i]);
             return NULL;
+        }
     }
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot change the compensation of an enabled profiler");
