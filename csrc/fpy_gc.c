@@ -84,7 +84,8 @@ static void gc_phase_stop(fpy_profiler_t *p)
     fp_time_t raw = untimed ? 0 : gc_now(p);
     if (!fpy_live(p, p->gc_generation))
         return;
-    fp_leave(&p->core, t, &gc_key, untimed ? t->last_now : fpy_program_time(p, t, raw, (fpy_cost_t){0, 0}));
+    fp_leave(&p->core, t, &gc_key,
+             untimed ? t->last_now : fpy_program_time(p, t, raw, (fpy_cost_t){0, 0}));
     if (!untimed)
         fpy_charge(p, t, raw, (fpy_cost_t){0, 0});
 }

@@ -222,7 +222,9 @@ static void disable_and_flush(fpy_profiler_t *p)
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next) {
         fp_thread_flush(&p->core, t,
-                        per_thread_clock && t->id != me ? t->last_now : fpy_program_time(p, t, now, (fpy_cost_t){0, 0}));
+                        per_thread_clock && t->id != me
+                            ? t->last_now
+                            : fpy_program_time(p, t, now, (fpy_cost_t){0, 0}));
         t->stopped = 0;
     }
 }
@@ -245,7 +247,8 @@ static int stop_this_thread(fpy_profiler_t *p)
      * read below does not show up either */
     t->stopped = 1;
     p->source->stop_thread(p, me);
-    fp_thread_flush(&p->core, t, fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p), (fpy_cost_t){0, 0}));
+    fp_thread_flush(&p->core, t,
+                    fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p), (fpy_cost_t){0, 0}));
     return 0;
 }
 
@@ -393,7 +396,8 @@ static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
     for (int i = 0; costs != Py_None && i < FPY_COST_KINDS; i++) {
         PyObject *item = PyDict_GetItemString(costs, cost_names[i]); /* borrowed */
         if (item && (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "LL", &v[i][0], &v[i][1]))) {
-            PyErr_Format(PyExc_TypeError, "cost of %s must be a tuple (pre, whole) of ints", cost_names[i]);
+            PyErr_Format(PyExc_TypeError, "cost of %s must be a tuple (pre, whole) of ints",
+                         cost_names[i]);
             return NULL;
         }
     }
@@ -422,7 +426,7 @@ static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ig
     for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
         removed += t->offset;
     double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
-PyObject *costs = PyDict_New();
+    PyObject *costs = PyDict_New();
     for (int i = 0; costs && i < FPY_COST_KINDS; i++) {
         PyObject *v = Py_BuildValue("(LL)", (long long)p->cost[i].pre, (long long)p->cost[i].whole);
         if (!v || PyDict_SetItemString(costs, cost_names[i], v) < 0)
@@ -433,8 +437,9 @@ PyObject *costs = PyDict_New();
         return NULL;
     return Py_BuildValue("{sOsds(LLL)sLsN}", "compensate", p->compensate ? Py_True : Py_False, "removed",
                          (double)removed / tps, "delivery", (long long)p->cost[FPY_COST_RETURN].whole,
-                         (long long)p->cost[FPY_COST_C_CALL].whole, (long long)p->cost[FPY_COST_LINE].whole,
-                         "resume", (long long)p->cost[FPY_COST_RESUME].whole, "costs", costs);
+                         (long long)p->cost[FPY_COST_C_CALL].whole,
+                         (long long)p->cost[FPY_COST_LINE].whole, "resume",
+                         (long long)p->cost[FPY_COST_RESUME].whole, "costs", costs);
 }
 
 static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure))

@@ -183,13 +183,14 @@ def _pair(run, none, n):
     return (outside / 2, total / 2), (inside / 2, total / 2)
 
 
-def _line_costs(fast, clock, read):
+def _line_costs(fast, clock, read, recorder):
     """(pre, whole) of a line event in seconds: the line loop profiled with
     lines= less without, per line hit, half before its read and half after;
-    zeros where lines cannot be recorded (fast mode, no free tool id)."""
+    zeros where lines cannot be recorded (fast mode, no free tool id).
+    *recorder(patterns)* makes a line recorder (profiler.py's: this module
+    sits below line_profiling)."""
     if fast:
         return (0.0, 0.0)
-    from .line_profiling import LineRecorderError, make_recorder  # (deferred, as lines= does)
     loop = _lines_loop()
     loop(N_CALLS)
     plain = _maker(True, fast, clock)
@@ -197,33 +198,34 @@ def _line_costs(fast, clock, read):
 
     def with_lines():
         prof, _, _ = plain()
-        recorder = make_recorder(["%s:_loop_lines" % _LINES_MODULE])
-        recorder.bind(prof)
+        lines = recorder(["%s:_loop_lines" % _LINES_MODULE])
+        lines.bind(prof)
 
         def begin():
-            recorder.start()
+            lines.start()
             prof.enable()
 
         def end():
             prof.disable()
-            recorder.stop()
-            hits.append(sum(h for table in recorder.line_stats().values() for h, _ in table.values()))
+            lines.stop()
+            hits.append(sum(h for table in lines.line_stats().values() for h, _ in table.values()))
         return prof, begin, end
 
     try:
         lined = _Run(loop, with_lines, read).excess
-    except LineRecorderError:
+    except RuntimeError:  # LineRecorderError: no free tool id, a trace function set
         return (0.0, 0.0)
     unlined = _Run(loop, plain, read).excess
     whole = max(lined - unlined, 0.0) / max(_median(hits), 1)
     return (whole / 2, whole)
 
 
-def measure(fast=False, clock="wall", builtins=True, lines=False):
+def measure(fast=False, clock="wall", builtins=True, lines=None):
     """{kind: (pre, whole)}: the delivery cost per event in seconds,
     measured now; *builtins* as the profiler's (on 3.12+ it makes every
     call report a CALL event, which a Python function's call then costs
-    too, before its PY_START); a line's only with *lines* (0 else)."""
+    too, before its PY_START); a line's only with *lines*, a callable
+    making a line recorder of a list of patterns (0 else)."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
     for loop in (_loop_none, _loop_calls, _loop_resumes, _loop_c):
         loop(N_CALLS)  # warm: every call site specialised before timing
@@ -241,16 +243,16 @@ def measure(fast=False, clock="wall", builtins=True, lines=False):
             _Run(_loop_c, _maker(True, fast, clock), read, _is_loop_c_callee), none, 2 * N_CALLS)
     else:
         costs["c_call"] = costs["c_return"] = (0.0, 0.0)
-    costs["line"] = _line_costs(fast, clock, read) if lines else (0.0, 0.0)
+    costs["line"] = _line_costs(fast, clock, read, lines) if lines else (0.0, 0.0)
     return costs
 
 
-def delivery_costs(fast=False, clock="wall", builtins=True, lines=False):
+def delivery_costs(fast=False, clock="wall", builtins=True, lines=None):
     """{kind: (pre, whole)} in seconds for this kind of profiler: measured
     once per process; zeros if it cannot be measured now (another profiler
     or tracer is active; measured again at the next profiler): then only
     what the general path reads of its own time is removed."""
-    key = (bool(fast), clock, bool(builtins), bool(lines))
+    key = (bool(fast), clock, bool(builtins), lines is not None)
     costs = _measured.get(key)
     if costs is None:
         if not _can_measure():
@@ -263,9 +265,10 @@ def delivery_costs(fast=False, clock="wall", builtins=True, lines=False):
     return costs
 
 
-def calibrate(prof, fast=False, clock="wall", builtins=True, lines=False):
+def calibrate(prof, fast=False, clock="wall", builtins=True, lines=None):
     """Give the C profiler *prof* (disabled, compensating) its delivery
-    costs, in its clock's ticks (a line's with *lines*: lines= is on)."""
+    costs, in its clock's ticks (a line's with *lines*, a line recorder
+    maker: lines= is on)."""
     tps = prof.clock_info()["ticks_per_second"]
     costs = delivery_costs(fast, clock, builtins, lines)
     ticks = {kind: (int(pre * tps), int(whole * tps)) for kind, (pre, whole) in costs.items()}
