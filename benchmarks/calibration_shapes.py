@@ -1,7 +1,7 @@
 """How far the compensated times are from the unprofiled run, per call shape
 (docs/performance.md, "Calibration per kind of event").
 
-    PYTHONPATH=build/py3.12/lib .venv/py3.12/bin/python benchmarks/calibration_shapes.py [ROUNDS]
+    PYTHONPATH=build/py3.12/lib .venv/py3.12/bin/python benchmarks/calibration_shapes.py [ROUNDS [JSON]]
 
 Each round (default 15) calibrates afresh, then for each shape (a loop of
 N calls of an empty function, of one with arguments, of len(), of a
@@ -9,8 +9,11 @@ generator's resumes, of a one-line function, of fib(7)) takes the fastest
 of 3 unprofiled runs, one compensated profile and one raw one. Printed,
 medians over the rounds, per loop round in ns: the unprofiled time, the
 residual (compensated total less unprofiled, with its quartiles) and the
-callee's own time (all but the loop's own), compensated and raw.
+callee's own time (all but the loop's own), compensated and raw. JSON:
+also write each round's numbers there (to pool runs of two builds made
+in turn, on a machine whose speed drifts).
 """
+import json
 import statistics
 import sys
 import time
@@ -106,6 +109,9 @@ def main():
             d["lo"].append(lo)
             d["r"].append(r)
             d["rlo"].append(rlo)
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], "w") as f:
+            json.dump({fn.__name__: d for fn, d in res.items()}, f)
     med = statistics.median
     print(sys.version.split()[0], "per loop round, ns; residual = compensated total - unprofiled;"
           " callee = all but the loop's own")
