@@ -271,5 +271,5 @@ def calibrate(prof, fast=False, clock="wall", builtins=True, lines=None):
     maker: lines= is on)."""
     tps = prof.clock_info()["ticks_per_second"]
     costs = delivery_costs(fast, clock, builtins, lines)
-    ticks = {kind: (int(pre * tps), int(whole * tps)) for kind, (pre, whole) in costs.items()}
+    ticks = {kind: (round(pre * tps), round(whole * tps)) for kind, (pre, whole) in costs.items()}
     prof._set_compensation(True, 0, 0, 0, -1, ticks)
