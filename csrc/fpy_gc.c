@@ -62,10 +62,10 @@ static void gc_phase_start(fpy_profiler_t *p)
     fp_time_t raw = untimed ? 0 : gc_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_time_t now = untimed ? t->last_now : fpy_program_time(p, t, raw);
+    fp_time_t now = untimed ? t->last_now : fpy_program_time(p, t, raw, (fpy_cost_t){0, 0});
     fp_enter(&p->core, t, gc_entry(p, t), NULL, now); /* NULL entry: a dropped call */
     if (!untimed)
-        fpy_charge(p, t, raw, 0); /* the callback's own time, not the collection's */
+        fpy_charge(p, t, raw, (fpy_cost_t){0, 0}); /* the callback's own time, not the collection's */
     p->gc_thread = t;
     p->gc_generation = gen;
     p->gc_untimed = untimed;
@@ -84,9 +84,10 @@ static void gc_phase_stop(fpy_profiler_t *p)
     fp_time_t raw = untimed ? 0 : gc_now(p);
     if (!fpy_live(p, p->gc_generation))
         return;
-    fp_leave(&p->core, t, &gc_key, untimed ? t->last_now : fpy_program_time(p, t, raw));
+    fp_leave(&p->core, t, &gc_key,
+             untimed ? t->last_now : fpy_program_time(p, t, raw, (fpy_cost_t){0, 0}));
     if (!untimed)
-        fpy_charge(p, t, raw, 0);
+        fpy_charge(p, t, raw, (fpy_cost_t){0, 0});
 }
 
 /* gc.callbacks entry: callback(phase, info). */

@@ -138,7 +138,7 @@ static uint64_t lc_now(line_counter_t *lc)
         return (uint64_t)raw;
     lc->ev_thread = t;
     lc->ev_raw = raw;
-    return (uint64_t)fp_program_time(t, raw);
+    return (uint64_t)fp_program_time(t, raw - p->cost[FPY_COST_LINE].pre);
 }
 
 /* The line event that called lc_now ends: its time goes to the thread's
@@ -151,7 +151,7 @@ static void lc_done(line_counter_t *lc)
     lc->ev_thread = NULL;
     fpy_profiler_t *p = lc->prof;
     if (p && p->enabled)
-        fpy_charge(p, t, lc->ev_raw, p->delivery_line);
+        fpy_charge(p, t, lc->ev_raw, p->cost[FPY_COST_LINE]);
 }
 
 /* The slot of `line` in `cl`, grown to hold it; -1 when out of memory. */

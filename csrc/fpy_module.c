@@ -133,7 +133,7 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     /* a custom timer gets raw times, as in cProfile (its test suite's
      * numbers are exact); only _set_compensation turns it on then */
     p->compensate = compensate && timer == Py_None;
-    p->delivery_py = p->delivery_resume = p->delivery_c = p->delivery_line = 0;
+    memset(p->cost, 0, sizeof p->cost);
     p->generation++;
     return 0;
 }
@@ -222,7 +222,9 @@ static void disable_and_flush(fpy_profiler_t *p)
     fp_thread_t *t;
     for (t = p->core.threads; t; t = t->hh.next) {
         fp_thread_flush(&p->core, t,
-                        per_thread_clock && t->id != me ? t->last_now : fpy_program_time(p, t, now));
+                        per_thread_clock && t->id != me
+                            ? t->last_now
+                            : fpy_program_time(p, t, now, (fpy_cost_t){0, 0}));
         t->stopped = 0;
     }
 }
@@ -245,7 +247,8 @@ static int stop_this_thread(fpy_profiler_t *p)
      * read below does not show up either */
     t->stopped = 1;
     p->source->stop_thread(p, me);
-    fp_thread_flush(&p->core, t, fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p)));
+    fp_thread_flush(&p->core, t,
+                    fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p), (fpy_cost_t){0, 0}));
     return 0;
 }
 
@@ -369,43 +372,74 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
                          p->clock.ticks_per_second);
 }
 
-/* _set_compensation(on, py, c, line): see the stub (_fastprof.pyi). */
+static const char *const cost_names[FPY_COST_KINDS] = {"call",   "return",   "resume", "yield",
+                                                       "c_call", "c_return", "line"};
+
+/* _set_compensation(on, py, c, line, resume, costs): see the stub
+ * (_fastprof.pyi). */
 static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
 {
     int on;
     long long py = 0, c = 0, line = 0, resume = -1;
-    if (!PyArg_ParseTuple(args, "p|LLLL:_set_compensation", &on, &py, &c, &line, &resume))
+    PyObject *costs = Py_None;
+    if (!PyArg_ParseTuple(args, "p|LLLLO:_set_compensation", &on, &py, &c, &line, &resume, &costs))
         return NULL;
     if (resume < 0)
         resume = py;
+    /* each kind's (pre, whole); by default all of it before the read */
+    long long v[FPY_COST_KINDS][2] = {{py, py}, {py, py}, {resume, resume}, {resume, resume},
+                                      {c, c},   {c, c},   {line, line}};
+    if (costs != Py_None && !PyDict_Check(costs)) {
+        PyErr_SetString(PyExc_TypeError, "costs must be a dict {kind: (pre, whole)}");
+        return NULL;
+    }
+    for (int i = 0; costs != Py_None && i < FPY_COST_KINDS; i++) {
+        PyObject *item = PyDict_GetItemString(costs, cost_names[i]); /* borrowed */
+        if (item && (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "LL", &v[i][0], &v[i][1]))) {
+            PyErr_Format(PyExc_TypeError, "cost of %s must be a tuple (pre, whole) of ints",
+                         cost_names[i]);
+            return NULL;
+        }
+    }
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot change the compensation of an enabled profiler");
         return NULL;
     }
-    if (py < 0 || c < 0 || line < 0) {
-        PyErr_SetString(PyExc_ValueError, "delivery costs must be >= 0");
-        return NULL;
+    for (int i = 0; i < FPY_COST_KINDS; i++) {
+        if (v[i][0] < 0 || v[i][1] < v[i][0]) {
+            PyErr_SetString(PyExc_ValueError, "delivery costs must be 0 <= pre <= whole");
+            return NULL;
+        }
     }
     p->compensate = on;
-    p->delivery_py = on ? (fp_time_t)py : 0;
-    p->delivery_resume = on ? (fp_time_t)resume : 0;
-    p->delivery_c = on ? (fp_time_t)c : 0;
-    p->delivery_line = on ? (fp_time_t)line : 0;
+    for (int i = 0; i < FPY_COST_KINDS; i++)
+        p->cost[i] = on ? (fpy_cost_t){v[i][0], v[i][1]} : (fpy_cost_t){0, 0};
     Py_RETURN_NONE;
 }
 
 /* _compensation(): {'compensate': bool, 'removed': seconds, 'delivery':
- * (py, c, line) in clock ticks, 'resume': ticks}. */
+ * (py, c, line) in clock ticks (wholes of a return, a C call, a line),
+ * 'resume': ticks, 'costs': {kind: (pre, whole)}}. */
 static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_time_t removed = 0;
     for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
         removed += t->offset;
     double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
-    return Py_BuildValue("{sOsds(LLL)sL}", "compensate", p->compensate ? Py_True : Py_False, "removed",
-                         (double)removed / tps, "delivery", (long long)p->delivery_py,
-                         (long long)p->delivery_c, (long long)p->delivery_line, "resume",
-                         (long long)p->delivery_resume);
+    PyObject *costs = PyDict_New();
+    for (int i = 0; costs && i < FPY_COST_KINDS; i++) {
+        PyObject *v = Py_BuildValue("(LL)", (long long)p->cost[i].pre, (long long)p->cost[i].whole);
+        if (!v || PyDict_SetItemString(costs, cost_names[i], v) < 0)
+            Py_CLEAR(costs);
+        Py_XDECREF(v);
+    }
+    if (!costs)
+        return NULL;
+    return Py_BuildValue("{sOsds(LLL)sLsN}", "compensate", p->compensate ? Py_True : Py_False, "removed",
+                         (double)removed / tps, "delivery", (long long)p->cost[FPY_COST_RETURN].whole,
+                         (long long)p->cost[FPY_COST_C_CALL].whole,
+                         (long long)p->cost[FPY_COST_LINE].whole, "resume",
+                         (long long)p->cost[FPY_COST_RESUME].whole, "costs", costs);
 }
 
 static PyObject *profiler_get_enabled(fpy_profiler_t *p, void *Py_UNUSED(closure))
@@ -517,14 +551,15 @@ static PyMethodDef profiler_methods[] = {
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
      "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
     {"_set_compensation", (PyCFunction)profiler_set_compensation, METH_VARARGS,
-     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, /)\n--\n\n"
+     "_set_compensation($self, on, py=0, c=0, line=0, resume=-1, costs=None, /)\n--\n\n"
      "Private: compensation on or off (on even with a custom timer: tests), and the "
-     "delivery cost of each kind of event in clock ticks (resume < 0: py's). Only while "
-     "disabled."},
+     "delivery cost of each kind of event in clock ticks, all before the event's clock "
+     "read (resume < 0: py's); costs: {kind: (pre, whole)} for kinds call, return, resume, "
+     "yield, c_call, c_return, line (pre: the part before the read). Only while disabled."},
     {"_compensation", (PyCFunction)profiler_compensation, METH_NOARGS,
      "_compensation($self, /)\n--\n\n"
      "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks, "
-     "'resume': ticks}."},
+     "'resume': ticks, 'costs': {kind: (pre, whole) ticks}}."},
     {NULL, NULL, 0, NULL},
 };
 

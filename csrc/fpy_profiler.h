@@ -30,6 +30,33 @@ typedef struct fpy_module_state {
     struct fpy_profiler *live_profilers;
 } fpy_module_state;
 
+/* The calibrated cost of one kind of event that no clock read of its own
+ * sees: `pre` of it comes before the event's (first) clock read, so it is
+ * taken out of the interval that read ends (the one before the event),
+ * and `whole` - `pre` after it, taken out of the interval after. On the
+ * fast path, which reads the clock once, `whole` is the whole event,
+ * callback included; on the general path what is outside its two reads.
+ * Where each part falls matters as soon as two kinds of events differ:
+ * on 3.12+ the CALL event of a call site comes before the callee's
+ * PY_START, so it is all `pre` of the call, in the caller's time. */
+typedef struct fpy_cost {
+    fp_time_t pre, whole;
+} fpy_cost_t;
+
+/* The kinds of events calibrated apart (_set_compensation's names). */
+enum fpy_cost_kind {
+    FPY_COST_CALL,     /* a Python function's call (3.12+: PY_START, after the call site's
+                          CALL event when builtins are on) */
+    FPY_COST_RETURN,   /* its return */
+    FPY_COST_RESUME,   /* a generator or coroutine's resume (and before 3.12 its first
+                          start: the legacy hook tells a generator by its code's flags) */
+    FPY_COST_YIELD,    /* its yield (and before 3.12 its last return) */
+    FPY_COST_C_CALL,   /* a C function's call */
+    FPY_COST_C_RETURN, /* its return */
+    FPY_COST_LINE,     /* a line event of a LineCounter bound to this profiler */
+    FPY_COST_KINDS
+};
+
 typedef struct fpy_profiler {
     PyObject_HEAD
     /* The default mode's source's state (FPY_DEFAULT_SOURCE): the one of
@@ -63,11 +90,7 @@ typedef struct fpy_profiler {
      * last; on the fast path the whole event, which reads the clock once
      * (python/fastprof/calibration.py sets them with _set_compensation). */
     int compensate;
-    fp_time_t delivery_py;     /* a Python frame's call or return (before 3.12: any event) */
-    fp_time_t delivery_resume; /* 3.12+: a generator's resume or yield (PY_RESUME, PY_YIELD),
-                                  which costs less than a call (no CALL event) */
-    fp_time_t delivery_c;      /* a C function's call or return */
-    fp_time_t delivery_line;   /* a line event of a LineCounter bound to this profiler */
+    fpy_cost_t cost[FPY_COST_KINDS]; /* per kind of event (fpy_cost_kind) */
     /* Users (code objects, names) released by the core, DECREF'd once the
      * core is consistent again, since a DECREF may run arbitrary code. */
     PyObject **doomed;
@@ -130,33 +153,35 @@ static inline fp_time_t fpy_now(fpy_profiler_t *p)
 
 /* The delivery cost of a Python frame's enter (`first`: a first start,
  * PY_START) or leave (`suspending`: a yield), constants in each callback. */
-FP_FORCE_INLINE fp_time_t fpy_delivery_enter(const fpy_profiler_t *p, int first)
+FP_FORCE_INLINE fpy_cost_t fpy_delivery_enter(const fpy_profiler_t *p, int first)
 {
-    return first ? p->delivery_py : p->delivery_resume;
+    return p->cost[first ? FPY_COST_CALL : FPY_COST_RESUME];
 }
 
-FP_FORCE_INLINE fp_time_t fpy_delivery_leave(const fpy_profiler_t *p, int suspending)
+FP_FORCE_INLINE fpy_cost_t fpy_delivery_leave(const fpy_profiler_t *p, int suspending)
 {
-    return suspending ? p->delivery_resume : p->delivery_py;
+    return p->cost[suspending ? FPY_COST_YIELD : FPY_COST_RETURN];
 }
 
-/* Program time on `t` of the reading `raw` (fp_program_time), or the
- * reading itself when compensation is off. */
-FP_FORCE_INLINE fp_time_t fpy_program_time(const fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw)
+/* Program time on `t` of the reading `raw` taken at the start of an event
+ * of cost `cost` (fp_program_time of the reading less the part of the
+ * event before it), or the reading itself when compensation is off. */
+FP_FORCE_INLINE fp_time_t fpy_program_time(const fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw,
+                                           fpy_cost_t cost)
 {
-    return p->compensate ? fp_program_time(t, raw) : raw;
+    return p->compensate ? fp_program_time(t, raw - cost.pre) : raw;
 }
 
 /* The event of `t` that read `raw` at its start ends: with compensation
- * on, the clock is read once more and the event's time, plus `delivery`,
- * goes to the thread's account (fp_charge). A custom timer (tests only:
- * _set_compensation) is called again, as its first read was. */
-static inline void fpy_charge(fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw, fp_time_t delivery)
+ * on, the clock is read once more and the event's time, plus its
+ * delivery cost, goes to the thread's account (fp_charge). A custom timer
+ * (tests only: _set_compensation) is called again, as its first read was. */
+static inline void fpy_charge(fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw, fpy_cost_t cost)
 {
     if (!p->compensate)
         return;
     fp_time_t done = p->clock.kind == FP_CLOCK_TSC ? fp_tsc_read() : fpy_now(p);
-    fp_charge(t, raw, done, delivery);
+    fp_charge(t, raw, done, cost.whole);
 }
 
 /* The thread record for thread state `tstate`, created (and labelled with

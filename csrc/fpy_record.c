@@ -120,13 +120,14 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_time_t now = fpy_program_time(p, t, raw);
+    fpy_cost_t cost = fpy_delivery_enter(p, first);
+    fp_time_t now = fpy_program_time(p, t, raw, cost);
     fp_entry_t *e = code_entry(p, t, code); /* NULL: recorded as a dropped call */
     if (fpy_frame_parks(p, code))
         (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
-    fpy_charge(p, t, raw, fpy_delivery_enter(p, first));
+    fpy_charge(p, t, raw, cost);
 }
 
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
@@ -136,12 +137,13 @@ FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_time_t now = fpy_program_time(p, t, raw);
+    fpy_cost_t cost = fpy_delivery_leave(p, suspending);
+    fp_time_t now = fpy_program_time(p, t, raw, cost);
     if (suspending && fpy_frame_parks(p, code))
         fp_suspend(&p->core, t, code, frame, now);
     else
         fp_leave(&p->core, t, code, now);
-    fpy_charge(p, t, raw, fpy_delivery_leave(p, suspending));
+    fpy_charge(p, t, raw, cost);
 }
 
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
@@ -151,7 +153,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_time_t now = fpy_program_time(p, t, raw);
+    fp_time_t now = fpy_program_time(p, t, raw, p->cost[FPY_COST_C_CALL]);
     fp_entry_t *e = fp_entry_find(t, key);
     if (!e) {
         fpy_exc_state saved;
@@ -167,7 +169,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
             PyErr_Clear();
         fpy_exc_restore(&saved);
         if (unnamable) {
-            fpy_charge(p, t, raw, p->delivery_c);
+            fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);
             return;
         }
         /* naming may have run code: look again before adding */
@@ -187,7 +189,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         }
     }
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
-    fpy_charge(p, t, raw, p->delivery_c);
+    fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);
 }
 
 FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
@@ -200,8 +202,8 @@ FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyOb
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
-    fp_leave(&p->core, t, key, fpy_program_time(p, t, raw));
-    fpy_charge(p, t, raw, p->delivery_c);
+    fp_leave(&p->core, t, key, fpy_program_time(p, t, raw, p->cost[FPY_COST_C_RETURN]));
+    fpy_charge(p, t, raw, p->cost[FPY_COST_C_RETURN]);
 }
 
 void fpy_release_user(void *user, void *ctx)

@@ -25,23 +25,23 @@ FP_FORCE_INLINE int fpy_fast_ok(const fpy_profiler_t *p)
  * charged to the thread. A fast-path event costs about the same every
  * time, so its cost is not read (a second TSC read would add several ns
  * to every event) but calibrated whole, delivery and callback together
- * (`delivery`, python/fastprof/calibration.py: 0 with compensation off,
+ * (`cost`, python/fastprof/calibration.py: 0 with compensation off,
  * so raw times need no test here); the general path reads its own. */
 FP_FORCE_INLINE int fpy_try_enter(fpy_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
-                                  fp_time_t delivery)
+                                  fpy_cost_t cost)
 {
-    if (!fp_try_enter(&p->core, t, e, ident, fp_program_time(t, fp_tsc_read())))
+    if (!fp_try_enter(&p->core, t, e, ident, fp_program_time(t, fp_tsc_read() - cost.pre)))
         return 0;
-    t->offset += delivery;
+    t->offset += cost.whole;
     return 1;
 }
 
 /* fp_try_leave the same way. */
-FP_FORCE_INLINE int fpy_try_leave(fp_thread_t *t, const void *key, const void *ident, fp_time_t delivery)
+FP_FORCE_INLINE int fpy_try_leave(fp_thread_t *t, const void *key, const void *ident, fpy_cost_t cost)
 {
-    if (!fp_try_leave(t, key, ident, fp_program_time(t, fp_tsc_read())))
+    if (!fp_try_leave(t, key, ident, fp_program_time(t, fp_tsc_read() - cost.pre)))
         return 0;
-    t->offset += delivery;
+    t->offset += cost.whole;
     return 1;
 }
 
@@ -70,7 +70,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 {
     if (fpy_fast_ok(p)) {
         fp_entry_t *e = fp_entry_cached(t, key);
-        if (e && fpy_try_enter(p, t, e, callable, p->delivery_c))
+        if (e && fpy_try_enter(p, t, e, callable, p->cost[FPY_COST_C_CALL]))
             return;
     }
     fpy_record_c_enter_slow(p, t, key, callable, self_arg);
@@ -82,7 +82,7 @@ FP_FORCE_INLINE void fpy_record_c_enter(fpy_profiler_t *p, fp_thread_t *t, const
 FP_FORCE_INLINE void fpy_record_c_leave(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                                         PyObject *self_arg, PyObject *missing)
 {
-    if (fpy_fast_ok(p) && fpy_try_leave(t, NULL, callable, p->delivery_c))
+    if (fpy_fast_ok(p) && fpy_try_leave(t, NULL, callable, p->cost[FPY_COST_C_RETURN]))
         return;
     fpy_record_c_leave_slow(p, t, callable, self_arg, missing);
 }

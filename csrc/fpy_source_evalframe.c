@@ -92,12 +92,12 @@ static PyObject *evaluate(PyThreadState *ts, fpy_eval_frame_t *frame, int throwf
     uint64_t gen = p->generation;
     fp_entry_t *e;
     if (!(fpy_fast_ok(p) && (e = fp_entry_cached(t, code)) &&
-          fpy_try_enter(p, t, e, NULL, p->delivery_py)))
+          fpy_try_enter(p, t, e, NULL, p->cost[FPY_COST_CALL])))
         record_slow(fpy_record_py_enter_slow, p, t, code, ts);
     PyObject *result = fpy_eval_default(ts, frame, throwflag);
     /* p may be gone (disabled and freed) or cleared (t freed) meanwhile */
     if (active_epoch == epoch && p->generation == gen &&
-        !(fpy_fast_ok(p) && fpy_try_leave(t, code, NULL, p->delivery_py)))
+        !(fpy_fast_ok(p) && fpy_try_leave(t, code, NULL, p->cost[FPY_COST_RETURN])))
         record_slow(fpy_record_py_leave_slow, p, t, code, ts);
     return result;
 }

@@ -86,12 +86,20 @@ FP_FORCE_INLINE int on_event(PyObject *obj, PyFrameObject *frame, int what, PyOb
         return 0;
     }
     switch (what) {
-    case PyTrace_CALL:
-        fpy_record_py_enter(p, t, fpy_frame_code(frame), frame, 0);
+    case PyTrace_CALL: {
+        /* a generator's events are charged as resumes and yields, which
+         * cost less than a plain call and return; `first` (a plain call)
+         * changes nothing else for code that does not park */
+        PyCodeObject *code = fpy_frame_code(frame);
+        fpy_record_py_enter(p, t, code, frame, !(code->co_flags & FPY_CO_SUSPENDABLE));
         break;
+    }
     case PyTrace_RETURN: {
         PyCodeObject *code = fpy_frame_code(frame);
-        int suspending = fpy_frame_parks(p, code) && fpy_frame_is_suspending(frame);
+        /* parking frames: whether this is a yield; others: a generator's
+         * every leave is charged as a yield (nothing else reads it) */
+        int suspending = (code->co_flags & FPY_CO_SUSPENDABLE) &&
+                         (!fpy_frame_parks(p, code) || fpy_frame_is_suspending(frame));
         fpy_record_py_leave(p, t, code, frame, suspending);
         /* a module (or class) body ended: perhaps threading's */
         if (p->legacy.threading_pending && !(code->co_flags & CO_NEWLOCALS))

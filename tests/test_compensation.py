@@ -121,8 +121,9 @@ def test_raw_times_without_compensation():
     assert st["leaf"] == (2, 0, 202, 202)
     assert st["mid"] == (1, 0, 22, 123)
     assert st["top"] == (1, 0, 6, 230)
-    assert prof._compensation() == {"compensate": False, "removed": 0.0, "delivery": (0, 0, 0),
-                                    "resume": 0}
+    info = prof._compensation()
+    assert (info["compensate"], info["removed"], info["delivery"], info["resume"]) == (False, 0.0, (0, 0, 0), 0)
+    assert set(info["costs"].values()) == {(0, 0)}
 
 
 def test_compensate_false_and_timer_are_raw_for_profile():
@@ -293,7 +294,9 @@ def test_signal_toggle_mid_call():
     run(prof, toggled)
     assert decisions == [True, False]
     st = table(prof)
-    assert st["toggled"] == (1, 0, 6, 6)
+    # the frames closed at the toggle read the clock at no event, so that
+    # read's tick (1) has no delivery cost to take it out: 6 of work and it
+    assert st["toggled"] == (1, 0, 7, 7)
     assert st["mid"] == (1, 0, 20, 120)
     assert_nonnegative(prof)
 
@@ -360,6 +363,133 @@ def test_line_times_and_own_times():
     lines = prof.line_stats()[key]
     assert lines == {first + 1: (1, 5), first + 2: (1, 100), first + 3: (1, 7)}
     assert prof.line_own_stats()[key] == {first + 1: 5, first + 2: 0, first + 3: 7}
+
+
+# -- where each kind's cost falls: pre before its read, the rest after --------
+#
+# A kind's cost (pre, whole) stands for the interpreter's work to deliver
+# the event: `pre` of it comes before the event's clock read, `whole - pre`
+# after. The programs below do that work themselves (ticks beside their
+# "work"), where the interpreter would: then exactly their work must remain.
+# The fake clock's tick of each first read is part of every `pre` (1).
+
+COSTS = {"call": (1 + 2, 1 + 2 + 3), "return": (1 + 4, 1 + 4 + 5)}
+
+
+def costed_leaf():
+    T[0] += 3 + 100 + 4  # after the call's read 3, work, before the return's 4
+
+
+def costed_top():
+    T[0] += 3 + 10 + 2  # after its call's read, work, before costed_leaf's call
+    costed_leaf()
+    T[0] += 5 + 20 + 4  # after costed_leaf's return, work, before its return
+
+
+def test_call_and_return_costs_fall_on_both_sides_of_their_reads():
+    prof = profiler()
+    prof._set_compensation(True, 1, 1, 1, -1, COSTS)
+    T[0] += 2  # before costed_top's call (the caller's: not profiled)
+    run(prof, costed_top)
+    st = table(prof)
+    assert st["costed_leaf"] == (1, 0, 100, 100)
+    assert st["costed_top"] == (1, 0, 30, 130)
+    assert edges(prof, "costed_leaf") == {"costed_top": (1, 100, 100)}
+    assert prof._compensation()["costs"]["call"] == (3, 6)
+
+
+def test_cost_all_before_the_read_takes_the_callees_share():
+    # the same program with each kind's whole cost before its read (as one
+    # even share per event was charged before 3.12's CALL was told apart):
+    # the callee loses what lies after the call's read, the caller gets it
+    prof = profiler()
+    prof._set_compensation(True, 1, 1, 1, -1, {"call": (6, 6), "return": (10, 10)})
+    T[0] += 20  # (more than costed_top's call takes before its read: no clamp)
+    run(prof, costed_top)
+    st = table(prof)
+    # leaf: its 107 ticks and its return's read, less the return's 10
+    assert st["costed_leaf"] == (1, 0, 98, 98)
+    assert st["costed_top"][:3] == (1, 0, 30)
+
+
+def pausing():
+    yield
+    T[0] += 7 + 10 + 8  # after the resume's read, work, before the yield's
+    yield
+
+
+def pull(g):
+    T[0] += 3 + 30 + 2  # after its call's read, work, before the resume
+    next(g)  # builtins=False: no C event
+    T[0] += 9 + 40 + 4  # after the yield's read, work, before its return
+
+
+def test_resume_and_yield_costs_fall_on_both_sides_of_their_reads():
+    prof = profiler()
+    prof._set_compensation(True, 1, 1, 1, -1,
+                           dict(COSTS, resume=(1 + 2, 1 + 2 + 7), **{"yield": (1 + 8, 1 + 8 + 9)}))
+    g = pausing()
+    next(g)  # started unprofiled: only its resume and yield are seen
+    T[0] += 2
+    run(prof, pull, g)
+    st = table(prof)
+    assert st["pausing"] == (1, 0, 10, 10)
+    assert st["pull"] == (1, 0, 70, 80)
+    g.close()
+
+
+def test_c_costs_fall_on_both_sides_of_their_reads():
+    prof = profiler(builtins=True)
+    prof._set_compensation(True, 1, 1, 1, -1, {"c_call": (1 + 2, 1 + 2), "c_return": (1, 1 + 7)})
+
+    def calls_len():
+        T[0] += 9 + 2  # work, before len's call
+        len(())  # nothing between len's two reads but the return's tick
+        T[0] += 7 + 1  # after len's return, work
+
+    run(prof, calls_len)
+    st = table(prof)
+    assert st["calls_len"] == (1, 0, 10, 10)
+    assert st["<built-in method builtins.len>"] == (1, 0, 0, 0)
+
+
+def test_bad_costs_are_refused():
+    prof = profiler()
+    with pytest.raises(ValueError):
+        prof._set_compensation(True, 1, 1, 1, -1, {"call": (5, 4)})  # pre > whole
+    with pytest.raises(ValueError):
+        prof._set_compensation(True, 1, 1, 1, -1, {"line": (-1, 4)})
+    with pytest.raises(TypeError):
+        prof._set_compensation(True, 1, 1, 1, -1, [(1, 2)])
+    with pytest.raises(TypeError):
+        prof._set_compensation(True, 1, 1, 1, -1, {"call": 3})
+    off = profiler()
+    off._set_compensation(False, 1, 1, 1, -1, {"call": (1, 2)})
+    assert set(off._compensation()["costs"].values()) == {(0, 0)}
+
+
+def test_line_costs_fall_on_both_sides_of_their_reads():
+    T[0] = 0
+    prof = Profile(fake_timer, 1.0, builtins=False, lines=[__name__ + ":costed_lines"])
+    prof._set_compensation(True, 1, 1, 1, -1, {"line": (1 + 2, 1 + 2 + 3)})
+    prof.runcall(costed_lines)
+    prof.create_stats()
+    key = [k for k in prof.stats if k[2] == "costed_lines"][0]
+    first = costed_lines.__code__.co_firstlineno
+    # each line is its work: its event's 3 after the read and the next
+    # event's 2 before it removed; but the first line's event's 2 before its
+    # read (the interpreter's, between the call and the first line) and the
+    # exit event's 3 after (before the return) have no ticks here: the first
+    # line and the function lose them (5)
+    assert prof.line_stats()[key] == {first + 1: (1, 5 - 2), first + 2: (1, 100), first + 3: (1, 7)}
+    assert prof.line_own_stats()[key] == {first + 1: 5 - 2, first + 2: 0, first + 3: 7}
+    assert prof.stats[key][2:4] == (12 - 5, 112 - 5)
+
+
+def costed_lines():
+    T[0] += 3 + 5 + 2  # after its line event's read, work, before the next line's
+    T[0] += 3; leaf(); T[0] += 2  # noqa: E702 (one line: its line event's after, leaf, the next's before)
+    T[0] += 3 + 7 + 2  # ... and before the line counter's exit event
 
 
 def test_fast_path_charges_its_constant():

@@ -67,8 +67,11 @@ class _ClockInfo(TypedDict):
 class _Compensation(TypedDict):
     compensate: bool
     removed: float  # seconds taken out of the times, every thread (since clear())
-    delivery: tuple[int, int, int]  # per event, clock ticks: Python, C function, line
-    resume: int  # per generator resume or yield (3.12+; before, the Python one)
+    delivery: tuple[int, int, int]  # whole cost, clock ticks: a return, a C call, a line
+    resume: int  # whole cost of a generator's resume
+    # per kind (call, return, resume, yield, c_call, c_return, line): (pre, whole)
+    # in clock ticks, pre the part taken from the time before the event's read
+    costs: dict[str, tuple[int, int]]
 
 @disjoint_base  # a C layout of its own: no class can inherit from it and another such base
 class Profiler:
@@ -111,10 +114,13 @@ class Profiler:
     def clock_info(self, /) -> _ClockInfo: ...
     # Private (calibration.py, tests): compensation on or off, on even with a
     # custom timer (a fake clock in tests/test_compensation.py), and the
-    # delivery cost per event in clock ticks; only while disabled
+    # delivery cost per event in clock ticks, all before the event's read
+    # (resume < 0: py's), or per kind in `costs` ({kind: (pre, whole)}, as
+    # _Compensation's); only while disabled
     def _set_compensation(
-        self, on: bool, py: int = 0, c: int = 0, line: int = 0, resume: int = -1, /
-    ) -> None: ...  # resume < 0: py's
+        self, on: bool, py: int = 0, c: int = 0, line: int = 0, resume: int = -1,
+        costs: dict[str, tuple[int, int]] | None = None, /
+    ) -> None: ...
     def _compensation(self, /) -> _Compensation: ...  # private: what was removed
 
 @final

@@ -8,14 +8,35 @@ entry and exit) and the whole of a fast-path event (whose cost hardly
 varies, so it is charged as a constant rather than read with a second TSC
 read per event) is measured here, once per process for each kind of
 profiler (event source, clock, builtins), and handed to the C profiler with
-``_set_compensation``:
+``_set_compensation``, per kind of event: a Python call, its return, a
+generator's resume or yield, a C function's call or return, a line.
 
-    a loop of N calls of an empty function and resumes of a generator
-    (then of C functions, for C events) runs unprofiled, then under a
-    profiler that removes only what the general path reads; the profiled
-    loop's cumtime less the unprofiled time, over its events, is what is
-    left per event.  The fastest of a few runs of each is kept (the least
-    disturbed by other processes).
+Each kind's cost is measured by a loop made of that event and nothing
+else: N calls of an empty function, N resumes of a generator, N calls of
+C functions, N line events.  The loop runs unprofiled, then under a
+profiler that removes only what the general path reads, one after the
+other, a few times; the median of the paired differences (each pair close
+in time, so a machine that slows down or speeds up in between shifts both
+alike), less the same difference for an empty loop (before 3.12 a profile
+function slows every instruction, events or not: that is no event's cost),
+over the loop's calls, is the cost of a call and its return together.
+
+Where that cost falls matters as much (``pre`` of an event: the part
+before its clock read, taken from the time before the event; the rest from
+the time after it). Of a call's cost, some lies inside the callee's time
+(from the call's read to the return's: the call event's delivery after
+its read, the return's before it) and the rest in the caller's (the call
+site's work to deliver the call, its CALL event on 3.12+ with builtins,
+the return's delivery after its read). Taking the call's cost half from
+each side, as one even share per event, took ~15 ns from every Python
+call's callee on 3.12 and left it to the caller: functions doing almost
+nothing kept no time.  The part inside is read from the profiled loop
+itself: the empty callee's own time there, less what the callee does
+unprofiled (its own instructions: taken as half of an empty call's
+unprofiled cost, the other half being the call site's); the same for a
+generator's resume and yield (its own time in its loop) and a C function.
+A line event's cost is split half and half between the line before and
+the line after.
 
 It takes a few milliseconds, when the first compensating profiler of a
 kind is made (docs/performance.md, "Profiler cost removed").
@@ -25,11 +46,15 @@ import time
 
 from . import _fastprof
 
-N_CALLS = 500
-RUNS = 15
+N_CALLS = 400
+RUNS = 11
 
-# (fast, clock, builtins) -> (py, c, line, resume) delivery costs in seconds
+# (fast, clock, builtins, lines, callpaths) -> {kind: (pre, whole)} in seconds
 _measured = {}
+
+# _set_compensation's kinds (fpy_cost_kind in csrc/fpy_profiler.h)
+KINDS = ("call", "return", "resume", "yield", "c_call", "c_return", "line")
+ZERO = {kind: (0.0, 0.0) for kind in KINDS}
 
 
 def _noop():
@@ -41,26 +66,21 @@ def _numbers(n):
         yield i
 
 
-def _loop_py(n, f=_noop):
-    # a call and a generator's resume and yield each round: 4 Python events
-    # (before 3.12 a call and a resume are the same event to the profiler)
-    for _ in _numbers(n):
-        f()
+def _loop_none(n):
+    for _ in range(n):
+        pass
 
 
 def _loop_calls(n, f=_noop):
+    # a call and its return: 2 Python events (and CALL on 3.12+ with builtins)
     for _ in range(n):
         f()
 
 
 def _loop_resumes(n):
+    # a resume and a yield: 2 Python events (before 3.12, each a call and a return)
     for _ in _numbers(n):
         pass
-
-
-# 3.12+: a call reports PY_START (and CALL with builtins), a resume
-# PY_RESUME: they are measured, and charged, apart
-CALLS_APART = sys.version_info >= (3, 12)
 
 
 _ARG = ()
@@ -68,37 +88,66 @@ _ARG = ()
 
 def _loop_c(n, f=len, arg=_ARG):
     # a builtin function and a method called on its object (a method
-    # descriptor on 3.12+, whose key costs more to find): 4 C events
+    # descriptor on 3.12+, whose key costs more to find): 2 C calls
     for _ in range(n):
         f(arg)
         arg.count(0)
 
 
-def _unprofiled(loop, read):
-    best = None
-    for _ in range(RUNS):
-        t0 = read()
-        loop(N_CALLS)
-        took = read() - t0
-        best = took if best is None else min(best, took)
-    return best / 1e9
+def _is_loop_c_callee(code):
+    # len and tuple.count, by their names (not the profiler's disable)
+    return isinstance(code, str) and ("builtins.len" in code or "'count'" in code)
 
 
-def _profiled(loop, builtins, fast, clock):
-    """The fastest cumtime of *loop* over the runs, in seconds, under a
-    profiler that removes its in-callback time only."""
-    best = None
-    for _ in range(RUNS):
-        prof = _fastprof.Profiler(builtins=builtins, fast=fast, clock=clock)
-        prof._set_compensation(True)
-        prof.enable()
-        loop(N_CALLS)
-        prof.disable()
-        code = loop.__code__
-        took = [e.totaltime for e in prof.getstats() if e.code is code]
-        if took:
-            best = took[0] if best is None else min(best, took[0])
-    return best
+# The line loop is compiled as a module of no file of fastprof's (a line
+# profiler never lists fastprof's own code): 2 line events a round (the
+# body and the loop's test; on 3.12+ its backward jump too, as in any loop)
+_LINES_MODULE = "_fastprof_calibration_lines"
+_LINES_SRC = """
+def _loop_lines(n):
+    i = 0
+    while i < n:
+        i += 1
+"""
+
+
+def _lines_loop():
+    ns = {"__name__": _LINES_MODULE}
+    exec(compile(_LINES_SRC, "<fastprof calibration>", "exec"), ns)
+    return ns["_loop_lines"]
+
+
+def _median(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[n // 2] + values[(n - 1) // 2]) / 2
+
+
+class _Run:
+    """Runs of one loop, unprofiled then profiled, pair by pair: the
+    medians of the profiled cumtime's excess, of the callees' own time in
+    the profiled run and of the unprofiled time, in seconds."""
+
+    def __init__(self, loop, make, read, inside=lambda code: False, code=None):
+        code = code or loop.__code__
+        excess, own, plain = [], [], []
+        for _ in range(RUNS):
+            t0 = read()
+            loop(N_CALLS)
+            base = (read() - t0) / 1e9
+            prof, start, stop = make()
+            start()
+            loop(N_CALLS)
+            stop()
+            stats = prof.getstats()
+            took = [e.totaltime for e in stats if e.code is code]
+            if took:
+                excess.append(took[0] - base)
+                plain.append(base)
+                own.append(sum(e.inlinetime for e in stats if inside(e.code)))
+        if not excess:
+            raise RuntimeError("calibration loop not recorded")
+        self.excess, self.own, self.plain = _median(excess), _median(own), _median(plain)
 
 
 def _can_measure():
@@ -111,51 +160,118 @@ def _can_measure():
     return monitoring is None or all(monitoring.get_tool(i) is None for i in range(6))
 
 
-def _cost(loop, events, builtins, fast, clock, read):
-    base = _unprofiled(loop, read)
-    return max((_profiled(loop, builtins, fast, clock) - base) / events, 0.0)
+def _maker(builtins, fast, clock, callpaths=False):
+    def make():
+        prof = _fastprof.Profiler(builtins=builtins, fast=fast, clock=clock, callpaths=callpaths)
+        prof._set_compensation(True)
+        return prof, prof.enable, prof.disable
+    return make
 
 
-def measure(fast=False, clock="wall", builtins=True):
-    """(py, c, line, resume): the delivery cost per event in seconds,
-    measured now (resume: a generator's resume or yield on 3.12+, else
-    py). *builtins* as the profiler's: on 3.12+ it makes every call report
-    a CALL event, which a Python function's call then costs too."""
+def _pair(run, none, n):
+    """The (pre, whole) of the entering and the leaving event of a call
+    measured by *run* (n calls), against the empty loop *none*: the cost
+    inside the callee is its own time in the profiled loop less its
+    unprofiled work, taken as half of the call's unprofiled cost; half of
+    what is inside comes after the entering event's read, half before the
+    leaving event's, and half of what is outside before the entering one's
+    (the call site's delivery), half after the leaving one's."""
+    total = max(run.excess - none.excess, 0.0) / n
+    work = max(run.plain - none.plain, 0.0) / n / 2
+    inside = min(max(run.own / n - work, 0.0), total)
+    outside = total - inside
+    return (outside / 2, total / 2), (inside / 2, total / 2)
+
+
+def _line_costs(fast, clock, read, recorder, callpaths=False):
+    """(pre, whole) of a line event in seconds: the line loop profiled with
+    lines= less without, per line hit, half before its read and half after;
+    zeros where lines cannot be recorded (fast mode, no free tool id).
+    *recorder(patterns)* makes a line recorder (profiler.py's: this module
+    sits below line_profiling)."""
+    if fast:
+        return (0.0, 0.0)
+    loop = _lines_loop()
+    loop(N_CALLS)
+    plain = _maker(True, fast, clock, callpaths)
+    hits = []
+
+    def with_lines():
+        prof, _, _ = plain()
+        lines = recorder(["%s:_loop_lines" % _LINES_MODULE])
+        lines.bind(prof)
+
+        def begin():
+            lines.start()
+            prof.enable()
+
+        def end():
+            prof.disable()
+            lines.stop()
+            hits.append(sum(h for table in lines.line_stats().values() for h, _ in table.values()))
+        return prof, begin, end
+
+    try:
+        lined = _Run(loop, with_lines, read).excess
+    except RuntimeError:  # LineRecorderError: no free tool id, a trace function set
+        return (0.0, 0.0)
+    unlined = _Run(loop, plain, read).excess
+    whole = max(lined - unlined, 0.0) / max(_median(hits), 1)
+    return (whole / 2, whole)
+
+
+def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
+    """{kind: (pre, whole)}: the delivery cost per event in seconds,
+    measured now; *builtins* as the profiler's (on 3.12+ it makes every
+    call report a CALL event, which a Python function's call then costs
+    too, before its PY_START); a line's only with *lines*, a callable
+    making a line recorder of a list of patterns (0 else). With
+    *callpaths* every event takes the general path, whose second clock
+    read leaves more outside the reads (3.12: ~6 ns a call): measured so."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
-    for loop in (_loop_py, _loop_calls, _loop_resumes, _loop_c):
+    for loop in (_loop_none, _loop_calls, _loop_resumes, _loop_c):
         loop(N_CALLS)  # warm: every call site specialised before timing
-    if CALLS_APART and not fast:
-        py = _cost(_loop_calls, 2 * N_CALLS, builtins, fast, clock, read)
-        resume = _cost(_loop_resumes, 2 * N_CALLS, builtins, fast, clock, read)
+    make = _maker(builtins, fast, clock, callpaths)
+    none = _Run(_loop_none, make, read)  # the loop itself, slower profiled (<= 3.11)
+    costs = {}
+    costs["call"], costs["return"] = _pair(_Run(_loop_calls, make, read, lambda code: code is _noop.__code__), none, N_CALLS)
+    if fast:  # the frame evaluator: generators are not recorded
+        costs["resume"], costs["yield"] = costs["call"], costs["return"]
     else:
-        py = resume = _cost(_loop_py, 4 * N_CALLS, builtins, fast, clock, read)
-    c = 0.0
+        costs["resume"], costs["yield"] = _pair(
+            _Run(_loop_resumes, make, read, lambda code: code is _numbers.__code__), none, N_CALLS)
     if builtins:  # else no C function is recorded
-        c = _cost(_loop_c, 4 * N_CALLS, True, fast, clock, read)
-    return py, c, 0.0, resume
+        costs["c_call"], costs["c_return"] = _pair(
+            _Run(_loop_c, _maker(True, fast, clock, callpaths), read, _is_loop_c_callee), none, 2 * N_CALLS)
+    else:
+        costs["c_call"] = costs["c_return"] = (0.0, 0.0)
+    costs["line"] = _line_costs(fast, clock, read, lines, callpaths) if lines else (0.0, 0.0)
+    return costs
 
 
-def delivery_costs(fast=False, clock="wall", builtins=True):
-    """(py, c, line, resume) in seconds for this kind of profiler: measured once per
-    process; zeros if it cannot be measured now (another profiler or tracer
-    is active; measured again at the next profiler): then only what the
-    general path reads of its own time is removed."""
-    key = (bool(fast), clock, bool(builtins))
+def delivery_costs(fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
+    """{kind: (pre, whole)} in seconds for this kind of profiler: measured
+    once per process; zeros if it cannot be measured now (another profiler
+    or tracer is active; measured again at the next profiler): then only
+    what the general path reads of its own time is removed."""
+    key = (bool(fast), clock, bool(builtins), lines is not None, bool(callpaths))
     costs = _measured.get(key)
     if costs is None:
         if not _can_measure():
-            return (0.0, 0.0, 0.0, 0.0)
+            return dict(ZERO)
         try:
-            costs = measure(fast, clock, builtins)
+            costs = measure(fast, clock, builtins, lines, callpaths)
         except (RuntimeError, ValueError, OSError):
-            return (0.0, 0.0, 0.0, 0.0)  # e.g. another frame evaluator: fast mode fails anyway
+            return dict(ZERO)  # e.g. another frame evaluator: fast mode fails anyway
         _measured[key] = costs
     return costs
 
 
-def calibrate(prof, fast=False, clock="wall", builtins=True):
+def calibrate(prof, fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
     """Give the C profiler *prof* (disabled, compensating) its delivery
-    costs, in its clock's ticks."""
+    costs, in its clock's ticks (a line's with *lines*, a line recorder
+    maker: lines= is on)."""
     tps = prof.clock_info()["ticks_per_second"]
-    py, c, line, resume = delivery_costs(fast, clock, builtins)
-    prof._set_compensation(True, int(py * tps), int(c * tps), int(line * tps), int(resume * tps))
+    costs = delivery_costs(fast, clock, builtins, lines, callpaths)
+    ticks = {kind: (round(pre * tps), round(whole * tps)) for kind, (pre, whole) in costs.items()}
+    prof._set_compensation(True, 0, 0, 0, -1, ticks)
