@@ -354,9 +354,14 @@ def test_wall_mode_sleeping_coroutine_is_one_call():
 @fastprof_only
 def test_wall_mode_busy_task_keeps_its_own_time():
     n_per_slice = loop_count_for(0.002)
-    # raw times: `spent` is the busy task's own clock reads, the profiler's cost included
-    stats, (lived, spent), elapsed = profile_call(
-        asyncio.run, sleeper_and_busy(n_per_slice), coroutines="wall", compensate=False)
+    # raw times: `spent` is the busy task's own clock reads, the profiler's cost included.
+    # On a loaded machine the process may sit descheduled through the sleeps, and
+    # the busy task hardly runs: nothing to check then, so such a run is done again.
+    for _attempt in range(3):
+        stats, (lived, spent), elapsed = profile_call(
+            asyncio.run, sleeper_and_busy(n_per_slice), coroutines="wall", compensate=False)
+        if spent > 0.3 * 3 * SLEEP:
+            break
     assert_sane(stats)
     s_cc, s_nc, s_tt, s_ct, _ = by_name(stats, "sleeper")
     b_cc, b_nc, b_tt, b_ct, _ = by_name(stats, "busy")
