@@ -27,7 +27,11 @@ def run_pytest(tmp_path, *args, env=None):
     # only the plugins a test names (-p): the venv's others (anyio's, timeout's,
     # xdist's) cost a third of a second per run, and these runs are many;
     # tests/test_count_gate_real.py runs the gate with every installed plugin
-    env = subprocess_env(PYTEST_ADDOPTS="", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **(env or {}))
+    # PYTHONHASHSEED=0 unless a test sets it: the gate re-runs pytest with it
+    # otherwise (a second interpreter per run); test_hash_randomisation sets it
+    base = {"PYTEST_ADDOPTS": "", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"}
+    base.update(env or {})
+    env = subprocess_env(**base)
     return run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN + list(args),
                       cwd=str(tmp_path), env=env, timeout=300)
 
