@@ -9,6 +9,9 @@ views, the run modes' logic, docs); the C they reach is the plain
 enable/run/disable/getstats path that the C files already take on every
 version. Under the sanitizers they run on SAMPLE_VERSIONS only: one version
 of the profile hook and one of sys.monitoring (3.14: also attach and `top`).
+test_scale.py is there too: what it drives to 200,000 functions is the
+core's tables (csrc/fp_*, the same C on every version, whose growth the C
+tests also run under ASan and valgrind).
 The plain lanes run every file on every version.
 
 FASTPROF_SANITIZER_SAMPLE=all runs every file on every sanitized version.
@@ -24,7 +27,7 @@ PYTHON_LEVEL_FILES = frozenset("""
     test_compat_rules.py test_diff.py test_doc_links.py test_exports.py
     test_file_sources.py test_html.py test_installs.py test_ipython.py
     test_mode_notes.py test_packaging.py test_patterns.py test_portable_names.py
-    test_pprof_gecko.py test_pytest_plugin.py test_readers.py test_sampled_files.py
+    test_pprof_gecko.py test_pytest_plugin.py test_readers.py test_sampled_files.py test_scale.py
     test_small_frictions.py test_subprocesses.py test_tools.py test_top.py
 """.split())
 
