@@ -537,11 +537,16 @@ def test_lines_of_a_function_in_the_target(tmp_path):
         assert calls > 10 and abs(hits[start] - calls) <= 6 and abs(hits[ret] - calls) <= 6
         assert abs(hits[body] - SQUARE_SUM_N * hits[start]) <= 6 * SQUARE_SUM_N
         assert abs(hits[loop] - (SQUARE_SUM_N + 1) * hits[start]) <= 6 * (SQUARE_SUM_N + 1)
-        # own time per line: no Python call on these lines, so own = time
-        # (a line open at the stop keeps only its finished runs' own time)
+        # own time per line: no Python call on these lines, so own = time, less
+        # the runs of the calls already running when the attach began (at most
+        # one per worker thread: in the time only, docs/lines.md); a line open
+        # at the stop keeps only its finished runs' own time. When few calls
+        # ran (a slow build), those few are a visible part of the time.
         own = data.lines_own[key]
         for n in (start, body):
-            assert own[n] == pytest.approx(data.lines[key][n][1], rel=0.05, abs=1e-4), (n, own)
+            line_time = data.lines[key][n][1]
+            assert own[n] <= line_time * 1.05 + 1e-4, (n, own, line_time)
+            assert own[n] >= line_time * calls / (calls + 3) * 0.95 - 1e-4, (n, own, line_time, calls)
         # without -o: the listing after the table
         status, stdout, stderr = attach(t.pid, "--duration", "0.5", "--lines",
                                         "attach_target:square_sum")
