@@ -221,6 +221,17 @@ def call_wsgi(app, path, query="", headers=None):
     return status[0], out
 
 
+async def call_asgi(mw, path, method="GET", headers=(), query=b""):
+    """One HTTP request through ASGI middleware *mw*, with no body."""
+    async def receive():
+        return {"type": "http.request"}
+
+    async def send(message):
+        pass
+    await mw({"type": "http", "method": method, "path": path, "headers": list(headers),
+              "query_string": query}, receive, send)
+
+
 def written(mw, count=None):
     assert mw.profiler.flush(10)
     d = mw.profiler.directory
@@ -344,16 +355,8 @@ def test_asgi_middleware_concurrent(tmp_path):
 
     mw = ASGIMiddleware(app, tmp_path, every=1)
 
-    async def one(path):
-        async def receive():
-            return {"type": "http.request"}
-        async def send(message):
-            pass
-        await mw({"type": "http", "method": "POST", "path": path, "headers": [],
-                  "query_string": b""}, receive, send)
-
     async def main():
-        await asyncio.gather(*[one("/a" if i % 2 else "/b") for i in range(20)])
+        await asyncio.gather(*[call_asgi(mw, "/a" if i % 2 else "/b", "POST") for i in range(20)])
 
     asyncio.run(main())
     names = written(mw)
@@ -400,20 +403,11 @@ def test_asgi_trigger_header_and_query(tmp_path):
 
     mw = ASGIMiddleware(app, tmp_path, trigger="X-Profile")
 
-    async def one(path, headers=(), query=b""):
-        async def receive():
-            return {"type": "http.request"}
-
-        async def send(message):
-            pass
-        await mw({"type": "http", "method": "GET", "path": path, "headers": list(headers),
-                  "query_string": query}, receive, send)
-
     async def main():
-        await one("/none")
-        await one("/zero", [(b"x-profile", b"0")])
-        await one("/header", [(b"x-profile", b"yes")])
-        await one("/query", query=b"a=1&X-Profile=1")
+        await call_asgi(mw, "/none")
+        await call_asgi(mw, "/zero", headers=[(b"x-profile", b"0")])
+        await call_asgi(mw, "/header", headers=[(b"x-profile", b"yes")])
+        await call_asgi(mw, "/query", query=b"a=1&X-Profile=1")
 
     asyncio.run(main())
     paths = sorted(load_profile(tmp_path / n).request["path"] for n in written(mw))
@@ -532,17 +526,8 @@ def test_asgi_lines_per_request_tasks_and_threads(tmp_path):
 
     mw = ASGIMiddleware(app, tmp_path, every=1, lines=LINES)
 
-    async def one(path):
-        async def receive():
-            return {"type": "http.request"}
-
-        async def send(message):
-            pass
-        await mw({"type": "http", "method": "GET", "path": path, "headers": [],
-                  "query_string": b""}, receive, send)
-
     async def main():
-        await asyncio.gather(*[one("/%s/%d" % ("ab"[i % 2], 20 + 3 * i)) for i in range(12)])
+        await asyncio.gather(*[call_asgi(mw, "/%s/%d" % ("ab"[i % 2], 20 + 3 * i)) for i in range(12)])
 
     asyncio.run(main())
     names = written(mw)
