@@ -421,7 +421,7 @@ def test_lines_from_an_earlier_profile(tmp_path):
 
     from fastprof.line_profiling import top_functions
     make_tests(tmp_path, "import lines_corpus\n\n"
-                         "def test_a():\n    lines_corpus.loop_branches(3000)\n")
+                         "def test_a():\n    lines_corpus.loop_branches(30000)\n")
     old, new = tmp_path / "old.prof", tmp_path / "new.prof"
     r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % old)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -432,7 +432,7 @@ def test_lines_from_an_earlier_profile(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     got = hits_of(new)
     assert list(got) == wanted
-    assert got == settrace_hits(lambda: lines_corpus.loop_branches(3000), "lines_corpus")
+    assert got == settrace_hits(lambda: lines_corpus.loop_branches(30000), "lines_corpus")
 
 
 # -- --fastprof-per-test's running sum (issue 23, item 5) --------------------
