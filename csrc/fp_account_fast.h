@@ -22,12 +22,15 @@ FP_FORCE_INLINE void fp_activate(fp_thread_t *t, const fp_frame_t *f)
 }
 
 /* Takes the top frame off the stack, charging the running segment to the
- * caller; returns a pointer to it (valid until the next push). */
+ * caller (none on the stack: to root_subt); returns a pointer to it (valid
+ * until the next push). */
 FP_FORCE_INLINE fp_frame_t *fp_deactivate(fp_thread_t *t, fp_time_t now)
 {
     fp_frame_t *f = &t->stack[--t->depth];
     if (t->depth > 0)
         t->stack[t->depth - 1].subt += now - f->seg;
+    else
+        t->root_subt += now - f->seg;
     f->entry->reclevel--;
     if (f->edge)
         f->edge->reclevel--;

@@ -56,6 +56,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     t->stack = NULL;
     t->depth = t->capacity = t->lost = 0;
     t->offset = 0; /* no frame is open: program time may jump ahead */
+    t->root_subt = 0;
     t->n_entries = t->n_edges = t->n_nodes = 0;
 }
 

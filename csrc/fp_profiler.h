@@ -140,6 +140,10 @@ typedef struct fp_thread {
      * the only time the accounting sees (fp_program_time, fp_charge in
      * fp_profiler.h). Stays 0 for raw times; clear() resets it. */
     fp_time_t offset;
+    /* The time of the calls that returned to an empty stack: the callee
+     * time of a frame begun before profiling, which is on no stack (its
+     * lines' own times, fpy_lines.c). clear() resets it. */
+    fp_time_t root_subt;
     size_t n_entries, n_edges, n_nodes;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
     struct fp_edge *edge_cache[1 << FP_EDGE_CACHE_BITS];

@@ -38,23 +38,23 @@ static uint64_t now_ns(void)
 }
 
 /* What own_mark can say of a line's run. */
-enum { OWN_LOST = 0, OWN_EXACT = 1, OWN_BEFORE_START = 2 };
+enum { OWN_LOST = 0, OWN_EXACT = 1 };
 
 /* Own-time mark of the running frame of `code` at `now` (p's clock): now
  * minus the time its callees took so far, as p's stack says, when p's top
- * frame on this thread is that frame (OWN_EXACT). OWN_BEFORE_START when
- * p's stack on this recorded thread is empty and p records every function:
- * the frame began before profiling did (every frame begun since is on the
- * stack while it runs its own lines), as when attaching to a running
- * service; its runs are left out of own times, which stay exact for the
- * rest. OWN_LOST when it cannot say: p not recording (stopped, timer
- * failed, thread not recorded, frames dropped), or its top frame another
- * function's. Before 3.12 the interpreter calls the trace function before
- * the profile hook at a return, so the frame is still on p's stack. On
- * 3.12+ only if these callbacks run before p's for the same event (a
- * higher tool id: sys.monitoring calls the highest first), so that at
- * PY_RETURN the frame is still on p's stack: else the caller, maybe of the
- * same code, would be read. */
+ * frame on this thread is that frame (OWN_EXACT). When p's stack on this
+ * recorded thread is empty and p records every function, the frame began
+ * before profiling did (every frame begun since is on the stack while it
+ * runs its own lines), as when attaching to a running service: its
+ * callees are the calls that returned to the empty stack (root_subt), so
+ * its own times are exact too. OWN_LOST when it cannot say: p not
+ * recording (stopped, timer failed, thread not recorded, frames dropped),
+ * or its top frame another function's. Before 3.12 the interpreter calls
+ * the trace function before the profile hook at a return, so the frame is
+ * still on p's stack. On 3.12+ only if these callbacks run before p's for
+ * the same event (a higher tool id: sys.monitoring calls the highest
+ * first), so that at PY_RETURN the frame is still on p's stack: else the
+ * caller, maybe of the same code, would be read. */
 static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
     fpy_profiler_t *p = lc->prof;
@@ -78,8 +78,12 @@ static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t
     }
     if (!t || t->stopped || t->lost)
         return OWN_LOST;
-    if (t->depth == 0)
-        return p->scope ? OWN_LOST : OWN_BEFORE_START;
+    if (t->depth == 0) {
+        if (p->scope)
+            return OWN_LOST;
+        *mark = now - t->root_subt;
+        return OWN_EXACT;
+    }
     const fp_frame_t *f = &t->stack[t->depth - 1];
     if (!f->entry || f->entry->key != (const void *)code)
         return OWN_LOST;
@@ -100,6 +104,17 @@ static fp_thread_t *running_thread(fpy_profiler_t *p)
 #endif
 }
 
+/* Program time on `t` of a line event that read `raw` at its start, the
+ * thread's last event's time from now on: the profile's next readings on
+ * this thread are no earlier (fp_program_time), so the calls a line run
+ * makes lie within it, and its own time is never negative. */
+static uint64_t line_program_time(fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw)
+{
+    fp_time_t now = fp_program_time(t, raw - p->cost[FPY_COST_LINE].pre);
+    t->last_now = now;
+    return (uint64_t)now;
+}
+
 /* lc_now of a profiler routing by request: the event's request too. */
 static uint64_t lc_now_routed(line_counter_t *lc, fpy_profiler_t *p, fp_time_t raw)
 {
@@ -113,8 +128,7 @@ static uint64_t lc_now_routed(line_counter_t *lc, fpy_profiler_t *p, fp_time_t r
     if (!p->compensate)
         return (uint64_t)raw;
     lc->ev_thread = t;
-    lc->ev_raw = raw;
-    return (uint64_t)fp_program_time(t, raw);
+    return line_program_time(p, t, raw);
 }
 
 /* The clock at a line event's start: the bound profiler's program time on
@@ -125,10 +139,14 @@ static uint64_t lc_now(line_counter_t *lc)
 {
     fpy_profiler_t *p = lc->prof;
     lc->ev_request = 0;
-    if (!p)
-        return now_ns();
-    fp_time_t raw = fpy_now(p);
     lc->ev_thread = NULL;
+    if (!p) {
+        lc->ev_outside = 0;
+        return (uint64_t)(lc->ev_raw = (fp_time_t)now_ns());
+    }
+    fp_time_t raw = fpy_now(p);
+    lc->ev_raw = raw;
+    lc->ev_outside = !p->enabled || p->failed;
     if (__builtin_expect(p->route.var != NULL, 0))
         return lc_now_routed(lc, p, raw);
     if (!p->compensate || !p->enabled || p->failed)
@@ -137,8 +155,7 @@ static uint64_t lc_now(line_counter_t *lc)
     if (!t)
         return (uint64_t)raw;
     lc->ev_thread = t;
-    lc->ev_raw = raw;
-    return (uint64_t)fp_program_time(t, raw - p->cost[FPY_COST_LINE].pre);
+    return line_program_time(p, t, raw);
 }
 
 /* The line event that called lc_now ends: its time goes to the thread's
@@ -269,11 +286,12 @@ static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject
     return cl;
 }
 
-/* The open line of `fl` ends at `t`; `own_end`: whether its own time can
- * be read now (0 when stopping: the profiler's stack is gone, so the
- * unfinished run of a line open at the stop is in its time, not its own
- * time, and the function's other own times stay exact). */
-static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end)
+/* The open line of `fl` ends at `t`, its own time read then; `at_stop`:
+ * it is still open at the stop, at the clock's raw reading lc->ev_raw.
+ * The profiler's stack is gone then, so that unfinished run is in the
+ * line's time only (from raw readings), and the function's other own
+ * times stay exact. */
+static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int at_stop)
 {
     if (fl->line <= 0)
         return;
@@ -283,17 +301,29 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int own_end
     int i = slot_of(lc, cl, fl->line);
     if (i < 0)
         return;
-    /* a line open across enable() began on raw readings: never negative */
-    cl->ns[i] += t > fl->t0 ? t - fl->t0 : 0;
-    if (!own_end)
+    if (at_stop) {
+        cl->ns[i] += lc->ev_raw > fl->raw0 ? (uint64_t)(lc->ev_raw - fl->raw0) : 0;
         return;
+    }
+    uint64_t span = t > fl->t0 ? t - fl->t0 : 0;
+    cl->ns[i] += span;
     fp_time_t m = 0;
-    int end = fl->own_ok == OWN_LOST ? OWN_LOST : own_mark(lc, cl->code, (fp_time_t)t, &m);
-    if (fl->own_ok == OWN_EXACT && end == OWN_EXACT)
-        cl->own[i] += (int64_t)(m - fl->m0);
-    else if (fl->own_ok == OWN_LOST || end == OWN_LOST)
+    if (fl->own_ok == OWN_EXACT && own_mark(lc, cl->code, (fp_time_t)t, &m) == OWN_EXACT) {
+        /* within [0, span] by construction (line_program_time); kept
+         * there should a clock step say otherwise */
+        int64_t own = (int64_t)(m - fl->m0);
+        cl->own[i] += own < 0 ? 0 : (uint64_t)own > span ? (int64_t)span : own;
+    } else {
         cl->own_lost = 1;
-    /* else a frame begun before profiling: this run is in the time only */
+    }
+}
+
+/* `fl`'s line starts at `t`, the event's clock reading lc->ev_raw. */
+static void start_run(line_counter_t *lc, frame_line_t *fl, uint64_t t)
+{
+    fl->t0 = t;
+    fl->raw0 = lc->ev_raw;
+    fl->tstate = PyThreadState_Get();
 }
 
 /* `fl`'s line starts at `t`: the own-time mark then. */
@@ -353,20 +383,22 @@ int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int li
     if (!make && !fl)
         return 0;
     uint64_t t = lc_now(lc);
+    if (lc->ev_outside)
+        return 1;
     if (make)
         fl = frame_line(lc, frame, code, 1);
     if (!fl) {
         lc_done(lc);
         return 0;
     }
-    charge(lc, fl, t, 1);
+    charge(lc, fl, t, 0);
     fl->request = lc->ev_request;
     code_lines_t *cl = fl->request ? routed_lines(lc, fl->request, code, 1) : fl->lines;
     int i = cl ? slot_of(lc, cl, line) : -1;
     if (i >= 0)
         cl->hits[i]++;
     fl->line = line;
-    fl->t0 = t;
+    start_run(lc, fl, t);
     start_own(lc, fl, t);
     lc_done(lc);
     return 1;
@@ -426,6 +458,8 @@ static inline PyObject *frame_event(line_counter_t *lc, PyObject *const *args, P
     if (nargs < min_args || !PyCode_Check(args[0]))
         Py_RETURN_NONE;
     uint64_t t = lc_now(lc);
+    if (lc->ev_outside)
+        Py_RETURN_NONE;
     frame_line_t *fl = frame_of(lc, args[0], make);
     if (fl)
         step(lc, fl, args, t);
@@ -443,7 +477,7 @@ static void resume_line(line_counter_t *lc, frame_line_t *fl, PyObject *const *a
     int line = PyCode_Addr2Line((PyCodeObject *)args[0], (int)PyLong_AsLong(args[1]));
     PyErr_Clear();
     fl->line = line > 0 ? line : 0;
-    fl->t0 = t;
+    start_run(lc, fl, t);
     fl->request = lc->ev_request;
     if (fl->request) /* its table, for the time charged at the line's end */
         (void)routed_lines(lc, fl->request, args[0], 1);
@@ -460,7 +494,7 @@ static PyObject *lc_resume(line_counter_t *lc, PyObject *const *args, Py_ssize_t
 static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *args, uint64_t t)
 {
     (void)args;
-    charge(lc, fl, t, 1);
+    charge(lc, fl, t, 0);
     HASH_DEL(lc->frames, fl);
     PyMem_Free(fl);
 }
@@ -468,10 +502,12 @@ static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *arg
 void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code)
 {
     frame_line_t *fl = frame_line(lc, frame, code, 0);
-    if (fl) {
-        end_frame(lc, fl, NULL, lc_now(lc));
-        lc_done(lc);
-    }
+    if (!fl)
+        return;
+    uint64_t t = lc_now(lc);
+    if (!lc->ev_outside)
+        end_frame(lc, fl, NULL, t);
+    lc_done(lc);
 }
 
 static PyObject *lc_exit(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
@@ -501,15 +537,22 @@ static PyObject *lc_add(line_counter_t *lc, PyObject *code)
     Py_RETURN_NONE;
 }
 
+/* Forgets the open lines; `charge_open`: their unfinished runs end now.
+ * Their threads' program times are not at hand, so a run gets the clock's
+ * raw reading since it began: a wall clock's is any thread's, a CPU
+ * clock's only this thread's (another's unfinished run is left out). */
 static void drop_frames(line_counter_t *lc, int charge_open)
 {
-    uint64_t t = charge_open ? lc_now(lc) : 0;
-    lc->ev_thread = NULL; /* not an event: nothing to charge */
+    fpy_profiler_t *p = lc->prof;
+    int wall = !p || p->clock.kind == FP_CLOCK_TSC || p->clock.kind == FP_CLOCK_MONOTONIC;
+    const PyThreadState *here = charge_open ? PyThreadState_Get() : NULL;
+    if (charge_open)
+        lc->ev_raw = p ? fpy_now(p) : (fp_time_t)now_ns();
     frame_line_t *fl, *tmp;
     HASH_ITER(hh, lc->frames, fl, tmp)
     {
-        if (charge_open)
-            charge(lc, fl, t, 0);
+        if (charge_open && (wall || fl->tstate == here))
+            charge(lc, fl, 0, 1);
         HASH_DEL(lc->frames, fl);
         PyMem_Free(fl);
     }

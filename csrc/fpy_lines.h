@@ -26,6 +26,10 @@ typedef struct frame_line {
     code_lines_t *lines;
     int line; /* 0: none yet */
     uint64_t t0;
+    /* the clock's reading at t0 and the thread then: a line still open at
+     * the stop ends on a reading of another thread (drop_frames) */
+    fp_time_t raw0;
+    const PyThreadState *tstate;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
     int own_ok;   /* own_mark's answer at t0 */
     /* routing by request (fpy_route.h): the request the open line counts
@@ -61,11 +65,15 @@ typedef struct {
     int nomem;
     fpy_profiler_t *prof; /* bind(): its clock, and own times; NULL: none */
     int tool_id;          /* the sys.monitoring tool id of these callbacks */
-    /* The line event being recorded, when the bound profiler compensates:
-     * the thread record whose account the event's time goes to (lc_done)
-     * and the event's first clock reading. */
-    fp_thread_t *ev_thread;
+    /* The line event being recorded: its first clock reading and, when the
+     * bound profiler compensates, the thread record whose account the
+     * event's time goes to (lc_done). */
     fp_time_t ev_raw;
+    fp_thread_t *ev_thread;
+    /* the bound profiler is not recording (not started yet, stopped, its
+     * timer failed): the event counts nothing and ends nothing (a line
+     * open then is open at the stop: close() ends it) */
+    int ev_outside;
     /* its request when routing (frame_line_t.request's values) */
     uint64_t ev_request;
     request_lines_t *requests; /* routed counts, by request id */

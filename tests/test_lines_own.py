@@ -2,6 +2,7 @@
 trailer, the Own column): a line's time less the calls made while it was
 open, as the profiler times them.  A fake timer, advanced only by the
 program, makes every expected value exact."""
+import sys
 import threading
 
 import pytest
@@ -107,16 +108,23 @@ def test_a_function_running_at_the_stop_keeps_its_own_times():
     assert own.get(a + 3, 0) == 0
 
 
-def test_a_frame_begun_before_profiling_keeps_the_others_own_times():
+def test_a_frame_begun_before_profiling_has_exact_own_times():
     # (attaching to a service: its frames already running) the frame begun
-    # before profiling has no own times; the frames begun since keep theirs
+    # before profiling is on no stack: its callees are the calls that
+    # returned to the empty stack, so its lines' own times are exact too
     T[0] = 0
     prof = Profile(timer=fake_timer, timeunit=0.001, lines=[__name__ + ":own_*"])
     own_before(prof, 1)
     prof.disable()
     b = label(own_before.__code__)
     a = first(own_before)
-    assert ms(prof.line_own_stats()[b]) == {a + 1: 1, a + 2: 0, a + 4: 2, a + 5: 0}
+    # a + 4: 2 ms in the inner call, and on 3.12+ 2 ms in the outer frame
+    # once the inner call (3 ms, not the outer line's own) returned (before
+    # 3.12 a frame begun before profiling is not traced: docs/lines.md)
+    outer = 1 if sys.version_info >= (3, 12) else 0
+    assert {n: (h, round(t * 1000, 6)) for n, (h, t) in prof.line_stats()[b].items()} == {
+        a + 1: (1, 1), a + 2: (1, 0), a + 4: (1 + outer, 2 + 2 * outer), a + 5: (1 + outer, 0)}
+    assert ms(prof.line_own_stats()[b]) == {a + 1: 1, a + 2: 0, a + 4: 2 + 2 * outer, a + 5: 0}
 
 
 def test_generator_resumed_many_times():

@@ -206,13 +206,16 @@ static void test_deep_recursion_grows_stack(void **state)
 }
 
 /* 3a. Profiling enabled inside f (its call never seen): returns of frames
- * never entered are ignored, whatever is on the stack. */
+ * never entered are ignored, whatever is on the stack. The calls that
+ * return to the empty stack are the callee time of the frames not seen
+ * (root_subt: their lines' own times). */
 static void test_unbalanced_enabled_inside(void **state)
 {
     FIX;
     tl_call(p, t, KG, 10); /* f (not seen) calls g */
     tl_ret(p, t, KG, 13);  /* g: 3 */
-    tl_ret(p, t, KF, 15);  /* f returns: never entered */
+    assert_int_equal(t->root_subt, 3);
+    tl_ret(p, t, KF, 15); /* f returns: never entered */
     assert_int_equal(t->depth, 0);
     tl_call(p, t, KH, 20); /* main (not seen) calls h */
     tl_call(p, t, KG, 22);
@@ -220,6 +223,7 @@ static void test_unbalanced_enabled_inside(void **state)
     assert_int_equal(t->depth, 2);
     tl_ret(p, t, KG, 25); /* g: 3 */
     tl_ret(p, t, KH, 26); /* h: tt 6, it 3 */
+    assert_int_equal(t->root_subt, 3 + 6);
     tl_ret(p, t, KM, 30); /* main returns: never entered */
 
     assert_null(fp_entry_find(t, KF)); /* a return creates nothing */

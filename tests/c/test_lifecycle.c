@@ -36,9 +36,11 @@ static void test_clear_keeps_threads_and_releases_once(void **state)
     fp_enter(&p, t2, entry_u(t2, KD, 4), NULL, 5);
     assert_int_equal(tl_count_parked(t1), 1);
     assert_int_equal(t1->depth, 3);
-    p.nomem = 1; /* as if something had been dropped */
+    p.nomem = 1;       /* as if something had been dropped */
+    t2->root_subt = 7; /* as if calls had returned to its empty stack */
 
     fp_profiler_clear(&p);
+    assert_int_equal(t2->root_subt, 0);
 
     assert_int_equal(log.total, 4); /* c has no user pointer */
     for (unsigned u = 1; u <= 4; u++)
