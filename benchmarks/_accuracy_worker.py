@@ -139,6 +139,11 @@ def measure(spec):
         if mode.startswith("fastprof"):
             import fastprof
             out["fastprof_file"] = fastprof.__file__
+            # the delivery costs this run removed (ticks per event kind): a
+            # run that removed too much or too little shows why
+            getter = getattr(prof, "_compensation", None)
+            if getter is not None:
+                out["delivery_costs"] = {k: list(v) for k, v in getter()["costs"].items()}
     return out
 
 
