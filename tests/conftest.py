@@ -12,7 +12,8 @@
 - Under the sanitizers, on versions outside tests/sanitizer_sample.py's
   sample, deselects the files of Python-level code (that module says why).
 
-Environment seen by tests: FASTPROF_SANITIZED=1 under the ASan+UBSan build
+Environment seen by tests: FASTPROF_CALIBRATION_CACHE = build/calibration-cache.json
+(set here unless set), FASTPROF_SANITIZED=1 under the ASan+UBSan build
 (skip timing-sensitive checks there), PYTHONPATH = the build's lib dir (so a
 ``python -m fastprof`` subprocess imports the same build).
 """
@@ -29,6 +30,10 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 import sanitizer_sample  # noqa: E402  (lives in tests/)
+
+# the profilers' calibration cache (fastprof/calibration_cache.py) of this
+# checkout, not the user's: a run's costs do not depend on other runs'
+os.environ.setdefault("FASTPROF_CALIBRATION_CACHE", str(REPO_ROOT / "build" / "calibration-cache.json"))
 
 
 def _fastprof_location():

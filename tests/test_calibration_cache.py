@@ -1,0 +1,109 @@
+"""The calibration cache (fastprof/calibration_cache.py): each kind of event
+costs the lowest this build has measured, so a calibration made while the
+machine was slow does not remove more than the profiler took."""
+import json
+import os
+import stat
+
+import pytest
+
+from fastprof import _fastprof, calibration, calibration_cache
+from fastprof.calibration_cache import fastest
+from helpers import USING_CPROFILE
+
+pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
+
+B = "build-a"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache" / "calibration.json"
+    monkeypatch.setenv("FASTPROF_CALIBRATION_CACHE", str(path))
+    return path
+
+
+def costs(call, line=0.0):
+    return {"call": (call / 2, call), "line": (line / 2, line)}
+
+
+def test_the_lower_of_measured_and_cached_per_kind(cache):
+    assert fastest(B, "k", costs(40e-9)) == costs(40e-9)  # nothing cached: measured
+    assert fastest(B, "k", costs(90e-9)) == costs(40e-9)  # slower now: the cached
+    assert fastest(B, "k", costs(30e-9)) == costs(30e-9)  # faster now: kept from now on
+    assert fastest(B, "k", costs(35e-9)) == costs(30e-9)
+    assert json.loads(cache.read_text())[B]["k"] == {"call": [15e-9, 30e-9]}
+
+
+def test_kinds_not_measured_stay_zero_and_keep_their_cached_cost(cache):
+    fastest(B, "k", costs(40e-9, line=20e-9))
+    assert fastest(B, "k", costs(50e-9, line=0.0)) == {"call": (20e-9, 40e-9), "line": (0.0, 0.0)}
+    fastest(B, "k", costs(10e-9, line=0.0))
+    assert json.loads(cache.read_text())[B]["k"]["line"] == [10e-9, 20e-9]
+
+
+def test_builds_and_kinds_of_profiler_are_apart(cache):
+    fastest(B, "k", costs(10e-9))
+    assert fastest("build-b", "k", costs(50e-9)) == costs(50e-9)
+    assert fastest(B, "other", costs(50e-9)) == costs(50e-9)
+    assert fastest(B, "k", costs(50e-9)) == costs(10e-9)
+
+
+def test_the_oldest_builds_go(cache, monkeypatch):
+    monkeypatch.setattr(calibration_cache, "MAX_BUILDS", 3)
+    for i in range(5):
+        fastest("b%d" % i, "k", costs(10e-9))
+    assert list(json.loads(cache.read_text())) == ["b2", "b3", "b4"]
+
+
+def test_private_file_in_a_new_directory(cache):
+    fastest(B, "k", costs(10e-9))
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    assert [p.name for p in cache.parent.iterdir()] == ["calibration.json"]  # no temporary left
+
+
+@pytest.mark.parametrize("content", ["not json", "[1, 2]", '{"build-a": {"k": {"call": [-1, 5]}}}',
+                                     '{"build-a": {"k": {"call": [9, 5]}}}', '{"build-a": 3}'])
+def test_a_damaged_file_is_ignored_and_replaced(cache, content):
+    cache.parent.mkdir()
+    cache.write_text(content)
+    assert fastest(B, "k", costs(40e-9)) == costs(40e-9)
+    assert json.loads(cache.read_text())[B]["k"] == {"call": [20e-9, 40e-9]}
+
+
+def test_an_unwritable_place_is_no_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("FASTPROF_CALIBRATION_CACHE", str(blocker / "calibration.json"))
+    assert fastest(B, "k", costs(40e-9)) == costs(40e-9)
+
+
+@pytest.mark.parametrize("value", ["off", ""])
+def test_off(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("FASTPROF_CALIBRATION_CACHE", value)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert calibration_cache.cache_path() is None
+    assert fastest(B, "k", costs(40e-9)) == costs(40e-9)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_default_place(monkeypatch, tmp_path):
+    monkeypatch.delenv("FASTPROF_CALIBRATION_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert calibration_cache.cache_path() == os.path.join(str(tmp_path), "fastprof", "calibration.json")
+
+
+def test_the_profilers_costs_come_through_the_cache(cache, monkeypatch):
+    # a cost cached lower than any measurement is what a new profiler gets
+    monkeypatch.setattr(calibration, "_measured", {})
+    key = (False, "wall", True, False, False)
+    build = calibration_cache.build_key(_fastprof.__file__)
+    tiny = {kind: [0.0, 1e-12] for kind in calibration.KINDS}
+    cache.parent.mkdir()
+    cache.write_text(json.dumps({build: {repr(key): tiny}}))
+    got = calibration.delivery_costs()
+    assert got["call"] == (0.0, 1e-12) and got["resume"] == (0.0, 1e-12)
+    assert got["line"] == (0.0, 0.0)  # no lines=: not measured, not taken
+    # and a build whose extension changed does not see it
+    assert calibration_cache.build_key(_fastprof.__file__ + "x") != build
