@@ -323,7 +323,6 @@ static void start_run(line_counter_t *lc, frame_line_t *fl, uint64_t t)
 {
     fl->t0 = t;
     fl->raw0 = lc->ev_raw;
-    fl->tstate = PyThreadState_Get();
 }
 
 /* `fl`'s line starts at `t`: the own-time mark then. */
@@ -539,19 +538,20 @@ static PyObject *lc_add(line_counter_t *lc, PyObject *code)
 
 /* Forgets the open lines; `charge_open`: their unfinished runs end now.
  * Their threads' program times are not at hand, so a run gets the clock's
- * raw reading since it began: a wall clock's is any thread's, a CPU
- * clock's only this thread's (another's unfinished run is left out). */
+ * raw reading since it began, which a wall clock gives for any thread; a
+ * CPU clock's reading is the stopping thread's only, so with it the
+ * unfinished runs are left out (a line's time is its finished runs'). */
 static void drop_frames(line_counter_t *lc, int charge_open)
 {
     fpy_profiler_t *p = lc->prof;
-    int wall = !p || p->clock.kind == FP_CLOCK_TSC || p->clock.kind == FP_CLOCK_MONOTONIC;
-    const PyThreadState *here = charge_open ? PyThreadState_Get() : NULL;
+    if (p && p->clock.kind != FP_CLOCK_TSC && p->clock.kind != FP_CLOCK_MONOTONIC)
+        charge_open = 0;
     if (charge_open)
         lc->ev_raw = p ? fpy_now(p) : (fp_time_t)now_ns();
     frame_line_t *fl, *tmp;
     HASH_ITER(hh, lc->frames, fl, tmp)
     {
-        if (charge_open && (wall || fl->tstate == here))
+        if (charge_open)
             charge(lc, fl, 0, 1);
         HASH_DEL(lc->frames, fl);
         PyMem_Free(fl);

@@ -26,10 +26,9 @@ typedef struct frame_line {
     code_lines_t *lines;
     int line; /* 0: none yet */
     uint64_t t0;
-    /* the clock's reading at t0 and the thread then: a line still open at
-     * the stop ends on a reading of another thread (drop_frames) */
+    /* the clock's reading at t0: a line still open at the stop ends on a
+     * reading of another thread (drop_frames) */
     fp_time_t raw0;
-    const PyThreadState *tstate;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
     int own_ok;   /* own_mark's answer at t0 */
     /* routing by request (fpy_route.h): the request the open line counts
