@@ -538,13 +538,15 @@ static PyObject *lc_add(line_counter_t *lc, PyObject *code)
 
 /* Forgets the open lines; `charge_open`: their unfinished runs end now.
  * Their threads' program times are not at hand, so a run gets the clock's
- * raw reading since it began, which a wall clock gives for any thread; a
- * CPU clock's reading is the stopping thread's only, so with it the
- * unfinished runs are left out (a line's time is its finished runs'). */
+ * raw reading since it began, which a wall clock (or a custom timer) gives
+ * for any thread; the CPU clock's reading is the stopping thread's only,
+ * so with it the unfinished runs are left out (a line's time is its
+ * finished runs', as disable_and_flush closes other threads' frames at
+ * their last event). */
 static void drop_frames(line_counter_t *lc, int charge_open)
 {
     fpy_profiler_t *p = lc->prof;
-    if (p && p->clock.kind != FP_CLOCK_TSC && p->clock.kind != FP_CLOCK_MONOTONIC)
+    if (p && p->clock.kind == FP_CLOCK_CPU)
         charge_open = 0;
     if (charge_open)
         lc->ev_raw = p ? fpy_now(p) : (fp_time_t)now_ns();

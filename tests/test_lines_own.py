@@ -106,6 +106,23 @@ def test_a_function_running_at_the_stop_keeps_its_own_times():
     own = ms(prof.line_own_stats()[s])
     assert {n: own[n] for n in (a + 1, a + 2)} == {a + 1: 10, a + 2: 1}
     assert own.get(a + 3, 0) == 0
+    # its time: the unfinished run, up to the stop (a timer's readings are
+    # any thread's)
+    assert round(prof.line_stats()[s][a + 3][1] * 1000, 6) == 3
+
+
+def own_stops_busy(prof):
+    sum(range(200000)); prof.disable()  # noqa: E702 - open when profiling stops
+
+
+def test_the_cpu_clock_leaves_the_unfinished_run_out():
+    # the thread CPU clock's readings are the stopping thread's only: a
+    # line open at the stop has its finished runs' time, here none
+    prof = Profile(clock="cpu", lines=[__name__ + ":own_*"])
+    prof.enable()
+    own_stops_busy(prof)
+    s = label(own_stops_busy.__code__)
+    assert prof.line_stats()[s] == {first(own_stops_busy) + 1: (1, 0.0)}
 
 
 def test_a_frame_begun_before_profiling_has_exact_own_times():
