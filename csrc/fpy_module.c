@@ -635,6 +635,13 @@ static PyMethodDef module_methods[] = {
     {"_mem_fail_after", mem_fail_after, METH_O,
      "_mem_fail_after($module, n, /)\n--\n\n"
      "Testing only: let the next n core allocations succeed and fail the rest (n < 0: never fail)."},
+    {"_entries_stats", fpy_entries_stats, METH_O,
+     "_entries_stats($module, entries, /)\n--\n\n"
+     "getstats() entries as a pstats dict (fastprof.profiler.entries_to_stats's loop)."},
+    {"_add_stats", fpy_add_stats, METH_VARARGS,
+     "_add_stats($module, out, table, keys, chosen=None, /)\n--\n\n"
+     "Add pstats dict table into the sum out, rows as lists, keys chosen by keys (fastprof.model.add_stats's "
+     "loop)."},
     {"_test_set_dummy_evaluator", fpy_eval_test_set_dummy_evaluator, METH_O,
      "_test_set_dummy_evaluator($module, on, /)\n--\n\n"
      "Testing only: install (on) or remove a pass-through PEP 523 frame evaluator that is not "

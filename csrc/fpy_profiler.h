@@ -316,4 +316,14 @@ PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread);
 PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread);
 int fpy_stats_module_init(PyObject *module, fpy_module_state *st);
 
+/* ---- fpy_stats_dict.c: getstats() entries as a pstats dict ---- */
+
+/* _entries_stats(entries) (module function; METH_O). */
+PyObject *fpy_entries_stats(PyObject *module, PyObject *entries);
+
+/* ---- fpy_stats_sum.c: a pstats dict added into a running sum ---- */
+
+/* _add_stats(out, table, keys, chosen=None) (module function; METH_VARARGS). */
+PyObject *fpy_add_stats(PyObject *module, PyObject *args);
+
 #endif
