@@ -114,6 +114,8 @@ def add_qualnames(found: Dict[FuncKey, List[str]], table: Mapping[FuncKey, str])
     """Add ``qualnames`` map *table* into *found* (key -> names, each once)."""
     for key, text in table.items():
         names = found.setdefault(key, [])
+        if len(names) == 1 and names[0] == text:  # (the same single name again: most keys)
+            continue
         for q in text.split(QUALNAME_SEPARATOR):
             if q not in names:
                 names.append(q)

@@ -58,6 +58,8 @@ def qualnames_of(codes: Iterable) -> Dict[FuncKey, str]:
     """
     found: Dict[FuncKey, set] = {}
     for code in codes:
+        if isinstance(code, str):  # a C function (and no attribute lookup that fails)
+            continue
         qual = getattr(code, "co_qualname", None)
         if qual is None:
             continue
