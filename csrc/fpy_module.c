@@ -342,6 +342,11 @@ static PyObject *profiler_getstats(fpy_profiler_t *p, PyObject *args, PyObject *
     return read_tables(p, args, kwds, fpy_getstats);
 }
 
+static PyObject *profiler_stats_and_codes(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    return read_tables(p, args, kwds, fpy_stats_and_codes);
+}
+
 static PyObject *profiler_callpaths(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
     return read_tables(p, args, kwds, fpy_callpaths);
@@ -542,6 +547,9 @@ static PyMethodDef profiler_methods[] = {
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
      "getstats($self, /, thread=None)\n--\n\nA list of profiler_entry, as _lsprof.Profiler.getstats()."},
+    {"_stats_and_codes", (PyCFunction)(void (*)(void))profiler_stats_and_codes, METH_VARARGS | METH_KEYWORDS,
+     "_stats_and_codes($self, /, thread=None)\n--\n\n(pstats dict, codes): entries_to_stats(getstats(thread)) "
+     "and the entries' codes, without the entries."},
     {"callpaths", (PyCFunction)(void (*)(void))profiler_callpaths, METH_VARARGS | METH_KEYWORDS,
      "callpaths($self, /, thread=None)\n--\n\nA list of (parent, code, calls, inlinetime, totaltime)."},
     {"threads", (PyCFunction)profiler_threads, METH_NOARGS,

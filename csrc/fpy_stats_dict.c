@@ -13,8 +13,15 @@
  * callcount - reccallcount; entries (and edges) sharing a key summed, new
  * numbers added to the old (Python's additions: the numbers of the Python
  * loop). An edge to a callee without an entry of its own is left out.
- * Bad input raises TypeError (or what reading a code's attributes raised). */
+ * Bad input raises TypeError (or what reading a code's attributes raised).
+ *
+ * Profiler._stats_and_codes(thread=None) builds the same dict from the profiler's
+ * tables directly, without the entries (each test's profile of `pytest
+ * --fastprof-per-test`): the entries getstats() would list, in its order,
+ * each one's numbers as getstats() makes them. */
 #include "fpy_profiler.h"
+
+#include <stdlib.h>
 
 /* The pstats key of a code (new reference; NULL: error). */
 static PyObject *code_key(PyObject *code)
@@ -81,12 +88,13 @@ static PyObject *sum4(PyObject *a, PyObject *b, PyObject *c, PyObject *d, PyObje
     return out;
 }
 
-/* The row of one entry added into stats; -1: error. */
-static int add_entry(PyObject *stats, PyObject *labels, PyObject *e)
+/* The row of one entry (code, nc calls, rc recursive, ct cumtime, tt own
+ * time) added into stats; -1: error. */
+static int add_row(PyObject *stats, PyObject *labels, PyObject *code, PyObject *nc, PyObject *rc,
+                   PyObject *ct, PyObject *tt)
 {
-    PyObject *key = label(labels, PyTuple_GET_ITEM(e, 0));
-    PyObject *nc = PyTuple_GET_ITEM(e, 1), *ct = PyTuple_GET_ITEM(e, 3), *tt = PyTuple_GET_ITEM(e, 4);
-    PyObject *cc = key ? PyNumber_Subtract(nc, PyTuple_GET_ITEM(e, 2)) : NULL;
+    PyObject *key = label(labels, code);
+    PyObject *cc = key ? PyNumber_Subtract(nc, rc) : NULL;
     PyObject *row = NULL;
     if (!cc)
         goto done;
@@ -108,6 +116,40 @@ done:;
     return r;
 }
 
+static int add_entry(PyObject *stats, PyObject *labels, PyObject *e)
+{
+    return add_row(stats, labels, PyTuple_GET_ITEM(e, 0), PyTuple_GET_ITEM(e, 1), PyTuple_GET_ITEM(e, 2),
+                   PyTuple_GET_ITEM(e, 3), PyTuple_GET_ITEM(e, 4));
+}
+
+/* The edge from the function keyed func to code (nc, rc, ct, tt as a
+ * row's) added into code's row, if it has one; -1: error. */
+static int add_edge(PyObject *stats, PyObject *labels, PyObject *func, PyObject *code, PyObject *nc,
+                    PyObject *rc, PyObject *ct, PyObject *tt)
+{
+    PyObject *callee = label(labels, code);
+    if (!callee)
+        return -1;
+    PyObject *row = PyDict_GetItemWithError(stats, callee); /* borrowed */
+    Py_DECREF(callee);
+    if (!row)
+        return PyErr_Occurred() ? -1 : 0; /* a callee without an entry: left out */
+    PyObject *cc = PyNumber_Subtract(nc, rc);
+    if (!cc)
+        return -1;
+    PyObject *callers = PyTuple_GET_ITEM(row, 4);
+    PyObject *prev = PyDict_GetItemWithError(callers, func); /* borrowed */
+    PyObject *edge = NULL;
+    if (prev)
+        edge = sum4(nc, cc, tt, ct, prev);
+    else if (!PyErr_Occurred())
+        edge = PyTuple_Pack(4, nc, cc, tt, ct);
+    int r = edge ? PyDict_SetItem(callers, func, edge) : -1;
+    Py_XDECREF(edge);
+    Py_DECREF(cc);
+    return r;
+}
+
 /* The edges of one entry (its calls) added into its callees' rows; -1: error. */
 static int add_calls(PyObject *stats, PyObject *labels, PyObject *e)
 {
@@ -124,26 +166,9 @@ static int add_calls(PyObject *stats, PyObject *labels, PyObject *e)
     for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(subs); i++) {
         PyObject *s = fields_of(PyTuple_GET_ITEM(subs, i), 5, "a subentry (code, callcount, reccallcount, "
                                                              "totaltime, inlinetime)");
-        PyObject *callee = s ? label(labels, PyTuple_GET_ITEM(s, 0)) : NULL;
-        PyObject *row = callee ? PyDict_GetItemWithError(stats, callee) : NULL; /* borrowed */
-        PyObject *nc = s ? PyTuple_GET_ITEM(s, 1) : NULL;
-        PyObject *cc = row ? PyNumber_Subtract(nc, PyTuple_GET_ITEM(s, 2)) : NULL;
-        PyObject *edge = NULL;
-        if (cc) {
-            PyObject *callers = PyTuple_GET_ITEM(row, 4);
-            PyObject *prev = PyDict_GetItemWithError(callers, func); /* borrowed */
-            if (prev)
-                edge = sum4(nc, cc, PyTuple_GET_ITEM(s, 4), PyTuple_GET_ITEM(s, 3), prev);
-            else if (!PyErr_Occurred())
-                edge = PyTuple_Pack(4, nc, cc, PyTuple_GET_ITEM(s, 4), PyTuple_GET_ITEM(s, 3));
-            if (!edge || PyDict_SetItem(callers, func, edge) < 0)
-                r = -1;
-        } else if (!callee || PyErr_Occurred()) {
-            r = -1; /* (no row and no error: a callee without an entry, left out) */
-        }
-        Py_XDECREF(edge);
-        Py_XDECREF(cc);
-        Py_XDECREF(callee);
+        r = s ? add_edge(stats, labels, func, PyTuple_GET_ITEM(s, 0), PyTuple_GET_ITEM(s, 1),
+                         PyTuple_GET_ITEM(s, 2), PyTuple_GET_ITEM(s, 3), PyTuple_GET_ITEM(s, 4))
+              : -1;
         Py_XDECREF(s);
     }
     Py_XDECREF(func);
@@ -179,4 +204,121 @@ PyObject *fpy_entries_stats(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_XDECREF(labels);
     Py_DECREF(list);
     return stats;
+}
+
+/* ---- Profiler._stats_and_codes: from the tables ---- */
+
+/* An edge and its place in the snapshot's list of edges. */
+typedef struct {
+    fp_edge_t *g;
+    size_t order;
+} edge_ref;
+
+/* By caller, then in the order of the snapshot's edges (getstats()'s order
+ * of an entry's calls). */
+static int by_caller(const void *a, const void *b)
+{
+    const edge_ref *x = a, *y = b;
+    uintptr_t p = (uintptr_t)x->g->key.caller, q = (uintptr_t)y->g->key.caller;
+    if (p != q)
+        return p < q ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The four numbers of a row or an edge, as getstats() makes them. */
+static int numbers(PyObject **out, uint64_t calls, uint64_t reccalls, double ct, double tt)
+{
+    out[0] = PyLong_FromUnsignedLongLong(calls);
+    out[1] = PyLong_FromUnsignedLongLong(reccalls);
+    out[2] = PyFloat_FromDouble(ct);
+    out[3] = PyFloat_FromDouble(tt);
+    return out[0] && out[1] && out[2] && out[3] ? 0 : -1;
+}
+
+static void numbers_free(PyObject **x)
+{
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(x[i]);
+}
+
+/* The edges of entry e, e's key func, added into their callees' rows. */
+static int add_edges_of(PyObject *stats, PyObject *labels, const fp_entry_t *e, const edge_ref *refs,
+                        size_t n, double factor)
+{
+    size_t lo = 0, hi = n; /* the first edge of caller e */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)refs[mid].g->key.caller < (uintptr_t)e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n || refs[lo].g->key.caller != e)
+        return 0;
+    PyObject *func = label(labels, (PyObject *)e->user);
+    int r = func ? 0 : -1;
+    for (size_t i = lo; r == 0 && i < n && refs[i].g->key.caller == e; i++) {
+        const fp_edge_t *g = refs[i].g;
+        PyObject *x[4] = {NULL, NULL, NULL, NULL};
+        r = numbers(x, g->callcount, g->reccallcount, g->cumtime * factor, g->owntime * factor);
+        if (r == 0)
+            r = add_edge(stats, labels, func, (PyObject *)g->key.callee->user, x[0], x[1], x[2], x[3]);
+        numbers_free(x);
+    }
+    Py_XDECREF(func);
+    return r;
+}
+
+PyObject *fpy_stats_and_codes(fpy_profiler_t *p, PyObject *thread)
+{
+    fp_thread_t *m = fpy_stats_snapshot(p, thread);
+    if (!m)
+        return NULL;
+    const double factor = 1.0 / p->clock.ticks_per_second;
+    size_t n = 0;
+    fp_edge_t *g;
+    for (g = m->edges; g; g = g->hh.next)
+        n++;
+    edge_ref *refs = PyMem_Malloc((n ? n : 1) * sizeof *refs);
+    PyObject *stats = refs ? PyDict_New() : NULL;
+    PyObject *labels = stats ? PyDict_New() : NULL; /* id(code) -> key */
+    PyObject *codes = labels ? PyList_New(0) : NULL;
+    PyObject *result = NULL;
+    if (!codes) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    n = 0;
+    for (g = m->edges; g; g = g->hh.next, n++) {
+        refs[n].g = g;
+        refs[n].order = n;
+    }
+    qsort(refs, n, sizeof *refs, by_caller);
+    fp_entry_t *e;
+    /* the rows first (getstats() lists the entries that completed a call),
+     * then the edges of each, into the rows of their callees */
+    for (e = m->entries; e; e = e->hh.next) {
+        if (e->callcount == 0)
+            continue;
+        PyObject *x[4] = {NULL, NULL, NULL, NULL};
+        int r = numbers(x, e->callcount, e->reccallcount, e->cumtime * factor, e->owntime * factor);
+        if (r == 0)
+            r = add_row(stats, labels, (PyObject *)e->user, x[0], x[1], x[2], x[3]);
+        numbers_free(x);
+        if (r < 0 || PyList_Append(codes, (PyObject *)e->user) < 0)
+            goto done;
+    }
+    for (e = m->entries; e; e = e->hh.next) {
+        if (e->callcount != 0 && add_edges_of(stats, labels, e, refs, n, factor) < 0)
+            goto done;
+    }
+    result = PyTuple_Pack(2, stats, codes);
+done:
+    Py_XDECREF(codes);
+    Py_XDECREF(labels);
+    Py_XDECREF(stats);
+    PyMem_Free(refs);
+    fpy_stats_snapshot_free(m);
+    return result;
 }

@@ -244,3 +244,35 @@ def test_no_reference_is_kept_or_lost():
             _fastprof._entries_stats([(code, 1, 0, 0.1, 0.1, [(code,)])])
         del out
     assert [sys.getrefcount(x) for x in (key, caller, edge, code)] == before
+
+
+@pytest.mark.parametrize("options", [{}, {"builtins": False}, {"subcalls": False}, {"threads": True}])
+def test_stats_from_the_tables_are_those_of_the_entries(options):
+    """Profiler._stats_and_codes: the dict entries_to_stats(getstats())
+    gives (the Python loop's), in the same order, and the entries' codes;
+    per thread too."""
+    import threading
+
+    import fastprof
+    prof = fastprof.Profile(**options)
+    prof.enable()
+    workload()
+    if options.get("threads"):
+        t = threading.Thread(target=workload)
+        t.start()
+        t.join()
+    prof.disable()
+    stats, codes = prof._stats_and_codes()
+    entries = prof.getstats()
+    want = py_entries_to_stats(entries)
+    assert stats == want
+    assert list(stats) == list(want)
+    assert [list(v[4]) for v in stats.values()] == [list(v[4]) for v in want.values()]
+    assert codes == [e.code for e in entries]
+    for tid, _ident, _native in prof.threads():
+        assert prof._stats_and_codes(tid)[0] == py_entries_to_stats(prof.getstats(tid))
+    assert len(prof.threads()) == (2 if options.get("threads") else 1)
+    with pytest.raises(KeyError):
+        prof._stats_and_codes(10 ** 9)
+    prof.create_stats()
+    assert prof.stats == want

@@ -377,10 +377,15 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        entries = self.getstats()
-        self.stats = entries_to_stats(entries)
-        # read here, once, from the code objects the entries hold
-        self.qualnames = qualnames_of_codes([e.code for e in entries])
+        if type(self).getstats is _fastprof.Profiler.getstats:
+            # entries_to_stats(getstats()) and the entries' codes, built in
+            # C without the entries (csrc/fpy_stats_dict.c)
+            self.stats, codes = self._stats_and_codes()
+        else:  # a subclass's getstats(), as cProfile reads it
+            entries = self.getstats()
+            self.stats, codes = entries_to_stats(entries), [e.code for e in entries]
+        # read here, once, from the code objects
+        self.qualnames = qualnames_of_codes(codes)
 
     def print_stats(self, sort=-1, thread=None):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
@@ -435,7 +440,7 @@ class Profile(_fastprof.Profiler):
         return out
 
     def _thread_stats_dict(self, tid):
-        return entries_to_stats(self.getstats(tid))
+        return self._stats_and_codes(tid)[0]
 
     def _thread_name(self, tid, ident):
         return _threads_mod().record_name(self._thread_names, tid, ident)
