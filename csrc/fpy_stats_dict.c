@@ -164,8 +164,9 @@ static int add_calls(PyObject *stats, PyObject *labels, PyObject *e)
     if (PyTuple_GET_SIZE(subs) && !func)
         r = -1;
     for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(subs); i++) {
-        PyObject *s = fields_of(PyTuple_GET_ITEM(subs, i), 5, "a subentry (code, callcount, reccallcount, "
-                                                             "totaltime, inlinetime)");
+        PyObject *s = fields_of(PyTuple_GET_ITEM(subs, i), 5,
+                                "a subentry (code, callcount, reccallcount, "
+                                "totaltime, inlinetime)");
         r = s ? add_edge(stats, labels, func, PyTuple_GET_ITEM(s, 0), PyTuple_GET_ITEM(s, 1),
                          PyTuple_GET_ITEM(s, 2), PyTuple_GET_ITEM(s, 3), PyTuple_GET_ITEM(s, 4))
               : -1;
@@ -186,8 +187,9 @@ PyObject *fpy_entries_stats(PyObject *Py_UNUSED(module), PyObject *arg)
     PyObject *labels = stats ? PyDict_New() : NULL; /* id(code) -> key */
     Py_ssize_t n = PyList_GET_SIZE(list);
     for (Py_ssize_t i = 0; labels && i < n; i++) {
-        PyObject *e = fields_of(PyList_GET_ITEM(list, i), 6,
-                                "an entry (code, callcount, reccallcount, totaltime, inlinetime, calls)");
+        PyObject *e =
+            fields_of(PyList_GET_ITEM(list, i), 6,
+                      "an entry (code, callcount, reccallcount, totaltime, inlinetime, calls)");
         if (!e || add_entry(stats, labels, e) < 0) {
             Py_XDECREF(e);
             Py_CLEAR(labels);

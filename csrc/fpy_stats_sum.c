@@ -162,7 +162,8 @@ PyObject *fpy_add_stats(PyObject *Py_UNUSED(module), PyObject *args)
         return NULL;
     }
     if (chosen != Py_None && !PyDict_Check(chosen)) {
-        PyErr_Format(PyExc_TypeError, "chosen must be a dict or None, not %.100s", Py_TYPE(chosen)->tp_name);
+        PyErr_Format(PyExc_TypeError, "chosen must be a dict or None, not %.100s",
+                     Py_TYPE(chosen)->tp_name);
         return NULL;
     }
     chosen = chosen == Py_None ? NULL : chosen;

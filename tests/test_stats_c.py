@@ -144,7 +144,8 @@ def test_entries_stats_refuses_bad_input(bad, message):
 def tables():
     """Tables as the per-test profiles have them: C names with addresses,
     edges summed into a sum that has them, new keys."""
-    a, b = ("~", 0, "<built-in method __new__ of type object at 0x1>"), ("~", 0, "<built-in method __new__ of type object at 0x2>")
+    a = ("~", 0, "<built-in method __new__ of type object at 0x1>")
+    b = ("~", 0, "<built-in method __new__ of type object at 0x2>")
     f, g = ("f.py", 1, "f"), ("g.py", 3, "g")
     return [
         {f: (1, 1, 0.5, 0.75, {}), a: (2, 2, 0.1, 0.1, {f: (2, 2, 0.1, 0.1)})},
