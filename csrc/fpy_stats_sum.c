@@ -32,9 +32,13 @@ static PyObject *chosen_key(PyObject *key, PyObject *keys, PyObject *chosen)
 /* row[i] += value, row a list; -1: error. */
 static int add_into(PyObject *row, Py_ssize_t i, PyObject *value)
 {
-    PyObject *cur = PyList_GetItem(row, i); /* borrowed; checked: Python code may have run */
-    PyObject *sum = cur ? PyNumber_Add(cur, value) : NULL;
-    return sum ? PyList_SetItem(row, i, sum) : -1; /* (steals sum, releases cur) */
+    PyObject *cur = PyList_GetItem(row, i); /* checked: Python code may have run */
+    if (!cur)
+        return -1;
+    Py_INCREF(cur); /* (an __add__ could change row) */
+    PyObject *sum = PyNumber_Add(cur, value);
+    Py_DECREF(cur);
+    return sum ? PyList_SetItem(row, i, sum) : -1; /* (steals sum; i may be gone: IndexError) */
 }
 
 /* prev + edge, element by element (zip: the shorter length), as a tuple. */
