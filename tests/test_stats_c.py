@@ -277,3 +277,27 @@ def test_stats_from_the_tables_are_those_of_the_entries(options):
         prof._stats_and_codes(10 ** 9)
     prof.create_stats()
     assert prof.stats == want
+
+
+def test_stats_from_the_tables_when_memory_runs_out():
+    """The core's allocations failing (the snapshot of the tables): a
+    MemoryError, and the stats are still there afterwards."""
+    import fastprof
+    prof = fastprof.Profile()
+    prof.enable()
+    workload()
+    prof.disable()
+    want = prof._stats_and_codes()
+    failed = 0
+    for n in range(0, 40, 3):
+        _fastprof._mem_fail_after(n)
+        try:
+            got = prof._stats_and_codes()
+        except MemoryError:
+            failed += 1
+            continue
+        finally:
+            _fastprof._mem_fail_after(-1)
+        assert got == want
+    assert failed >= 1
+    assert prof._stats_and_codes() == want
