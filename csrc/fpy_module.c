@@ -342,6 +342,11 @@ static PyObject *profiler_getstats(fpy_profiler_t *p, PyObject *args, PyObject *
     return read_tables(p, args, kwds, fpy_getstats);
 }
 
+static PyObject *profiler_stats_and_codes(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    return read_tables(p, args, kwds, fpy_stats_and_codes);
+}
+
 static PyObject *profiler_callpaths(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
     return read_tables(p, args, kwds, fpy_callpaths);
@@ -542,6 +547,10 @@ static PyMethodDef profiler_methods[] = {
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
      "getstats($self, /, thread=None)\n--\n\nA list of profiler_entry, as _lsprof.Profiler.getstats()."},
+    {"_stats_and_codes", (PyCFunction)(void (*)(void))profiler_stats_and_codes,
+     METH_VARARGS | METH_KEYWORDS,
+     "_stats_and_codes($self, /, thread=None)\n--\n\n(pstats dict, codes): "
+     "entries_to_stats(getstats(thread)) and the entries' codes, without the entries."},
     {"callpaths", (PyCFunction)(void (*)(void))profiler_callpaths, METH_VARARGS | METH_KEYWORDS,
      "callpaths($self, /, thread=None)\n--\n\nA list of (parent, code, calls, inlinetime, totaltime)."},
     {"threads", (PyCFunction)profiler_threads, METH_NOARGS,
@@ -635,6 +644,13 @@ static PyMethodDef module_methods[] = {
     {"_mem_fail_after", mem_fail_after, METH_O,
      "_mem_fail_after($module, n, /)\n--\n\n"
      "Testing only: let the next n core allocations succeed and fail the rest (n < 0: never fail)."},
+    {"_entries_stats", fpy_entries_stats, METH_O,
+     "_entries_stats($module, entries, /)\n--\n\n"
+     "getstats() entries as a pstats dict (fastprof.profiler.entries_to_stats's loop)."},
+    {"_add_stats", fpy_add_stats, METH_VARARGS,
+     "_add_stats($module, out, table, keys, chosen=None, /)\n--\n\n"
+     "Add pstats dict table into the sum out, rows as lists, keys chosen by keys "
+     "(fastprof.model.add_stats's loop)."},
     {"_test_set_dummy_evaluator", fpy_eval_test_set_dummy_evaluator, METH_O,
      "_test_set_dummy_evaluator($module, on, /)\n--\n\n"
      "Testing only: install (on) or remove a pass-through PEP 523 frame evaluator that is not "

@@ -316,4 +316,25 @@ PyObject *fpy_getstats(fpy_profiler_t *p, PyObject *thread);
 PyObject *fpy_callpaths(fpy_profiler_t *p, PyObject *thread);
 int fpy_stats_module_init(PyObject *module, fpy_module_state *st);
 
+/* The threads selected by `thread` (None: all, else an id) merged into a
+ * private record whose users are referenced (free it with
+ * fpy_stats_snapshot_free); NULL with an exception set. */
+fp_thread_t *fpy_stats_snapshot(fpy_profiler_t *p, PyObject *thread);
+void fpy_stats_snapshot_free(fp_thread_t *m);
+
+/* ---- fpy_stats_dict.c: pstats dicts of getstats() entries, or of the
+ *      profiler's tables directly ---- */
+
+/* _entries_stats(entries) (module function; METH_O). */
+PyObject *fpy_entries_stats(PyObject *module, PyObject *entries);
+
+/* _stats_and_codes(thread=None): (pstats dict, the codes of its entries), what
+ * entries_to_stats(getstats(thread)) and the entries' codes are. */
+PyObject *fpy_stats_and_codes(fpy_profiler_t *p, PyObject *thread);
+
+/* ---- fpy_stats_sum.c: a pstats dict added into a running sum ---- */
+
+/* _add_stats(out, table, keys, chosen=None) (module function; METH_VARARGS). */
+PyObject *fpy_add_stats(PyObject *module, PyObject *args);
+
 #endif

@@ -96,6 +96,16 @@ static void snapshot_free(fp_thread_t *m)
     fp_thread_free(m, NULL, NULL);
 }
 
+fp_thread_t *fpy_stats_snapshot(fpy_profiler_t *p, PyObject *thread)
+{
+    return snapshot(p, thread);
+}
+
+void fpy_stats_snapshot_free(fp_thread_t *m)
+{
+    snapshot_free(m);
+}
+
 static int by_address(const void *a, const void *b)
 {
     uintptr_t x = (uintptr_t) * (fp_entry_t *const *)a;

@@ -349,3 +349,22 @@ def test_threads_named_from_their_start_when_threading_comes_later(tmp_path):
     # the naming itself is never recorded
     assert not [r for r in got["rows"] if "thread_started" in r or "starting_thread_name" in r]
     assert "work" in got["rows"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="co_qualname is 3.11+")
+def test_qualnames_of_codes_sharing_a_key():
+    """Each key's qualified names, sorted and joined when several code
+    objects share it; a name that says no more than the key's is left
+    out; C functions (str) are skipped."""
+    def code_of(src, name):
+        ns = {}
+        exec(compile(src, "shared.py", "exec"), ns)
+        obj = ns[name]
+        return obj.f.__code__ if hasattr(obj, "f") else obj.__code__
+    b = code_of("class B:\n    def f(self): pass\n", "B")
+    a = code_of("class A:\n    def f(self): pass\n", "A")
+    a2 = code_of("class A:\n    def f(self): pass\n", "A")  # the same name again
+    plain = code_of("def g(): pass\n", "g")
+    got = names.qualnames_of([b, "len", a, a2, plain])
+    assert got == {("shared.py", 2, "f"): "A.f | B.f"}
+    assert names.qualnames_of([a, a2]) == {("shared.py", 2, "f"): "A.f"}

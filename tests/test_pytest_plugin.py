@@ -587,3 +587,124 @@ def test_per_test_paths_are_taken_once_per_session(tmp_path):
     assert calls["whole_scans"] == 0, calls  # no profile scanned sys.modules for itself
     # every module read: once per oracle call (41), the rest the memo's
     assert 1 <= calls["scans"] - 41 <= 5, calls
+
+
+# What each per-test file held before the cost cuts of issue 23 item 5 (C
+# loops, stats_of_file), written by a conftest beside the plugin's own files
+# from the same profiler: the stats by the Python loop entries_to_stats was
+# (for the whole table and each thread), the plugin's rows dropped by name,
+# the trailer with each thread's stats spelled out.
+ORACLE_CONFTEST = textwrap.dedent("""\
+    import marshal, os
+    import fastprof.profiler
+    from fastprof.modes import pytest_plugin
+
+    ORACLE = os.environ["ORACLE_DIR"]
+    PLUGIN_FILE = os.path.splitext(pytest_plugin.__file__)[0]
+
+    def label(code):
+        if isinstance(code, str):
+            return ("~", 0, code)
+        return (code.co_filename, code.co_firstlineno, code.co_name)
+
+    def py_entries_to_stats(entries):
+        stats, labels = {}, {}
+        for code, nc, rc, ct, tt, _calls in entries:
+            func = labels[id(code)] = label(code)
+            cc = nc - rc
+            prev = stats.get(func)
+            if prev is None:
+                stats[func] = cc, nc, tt, ct, {}
+            else:
+                stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
+        for code, _nc, _rc, _ct, _tt, calls in entries:
+            for code2, nc, rc, ct, tt in calls or ():
+                callee = stats.get(labels.get(id(code2)) or label(code2))
+                if callee is None:
+                    continue
+                cc, func = nc - rc, labels[id(code)]
+                if func in callee[4]:
+                    prev = callee[4][func]
+                    nc, cc, tt, ct = nc + prev[0], cc + prev[1], tt + prev[2], ct + prev[3]
+                callee[4][func] = nc, cc, tt, ct
+        return stats
+
+    def without_plugin_rows(stats):
+        own = {k for k in stats if os.path.splitext(k[0])[0] == PLUGIN_FILE}
+        own |= {k for k, v in stats.items()
+                if k[0] == "~" and "disable" in k[2] and v[4] and set(v[4]) <= own}
+        return {k: v[:4] + ({c: e for c, e in v[4].items() if c not in own},)
+                for k, v in stats.items() if k not in own}
+
+    real_test_done = pytest_plugin.FastprofSession._test_done
+
+    def test_done(self, nodeid):
+        prof = self.profile
+        if prof is not None:
+            real = fastprof.profiler.entries_to_stats
+            fastprof.profiler.entries_to_stats = py_entries_to_stats
+            try:
+                data = prof.profile_data()
+            finally:
+                fastprof.profiler.entries_to_stats = real
+            data.stats = without_plugin_rows(data.stats)
+            for t in data.threads:
+                t["stats"] = without_plugin_rows(t["stats"])
+            trailer = data.trailer()
+            trailer["threads"] = [dict(t) for t in data.threads]
+            n = len(os.listdir(ORACLE))
+            name = "%04d-%s.prof" % (n, pytest_plugin.safe_file_name(nodeid))
+            with open(os.path.join(ORACLE, name), "wb") as f:
+                f.write(marshal.dumps(data.stats) + marshal.dumps(trailer))
+        return real_test_done(self, nodeid)
+
+    pytest_plugin.FastprofSession._test_done = test_done
+""")
+
+
+@fastprof_only
+def test_per_test_files_and_sum_hold_what_they_held(tmp_path):
+    """Each per-test file (a test with a thread, --fastprof-lines) reads as
+    the file written the old way from the same profiler (stats, threads,
+    qualnames, lines, paths, compensation...), its pstats table is the same
+    marshal object, and the session's sum is those files summed in test
+    order by fastprof's merge (exactly: the same additions), each thread
+    name's stats by merge_stats."""
+    import marshal
+
+    from fastprof.merge import merge_profiles
+    from fastprof.model import merge_stats
+    from fastprof.profile_file import load_profile
+    make_tests(tmp_path)
+    (tmp_path / "conftest.py").write_text(ORACLE_CONFTEST)
+    per, oracle, out = tmp_path / "per", tmp_path / "oracle", tmp_path / "all.prof"
+    oracle.mkdir()
+    env = subprocess_env(PYTEST_ADDOPTS="", ORACLE_DIR=str(oracle))
+    r = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"] + PLUGIN
+                   + ["--fastprof-per-test", str(per), "--fastprof=%s" % out,
+                      "--fastprof-lines", "test_work:fib"],
+                   cwd=str(tmp_path), env=env, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    expected = sorted(oracle.iterdir())
+    assert len(expected) == 6 == len(list(per.iterdir()))
+    mine = []
+    for want_path in expected:
+        path = per / want_path.name[5:]
+        got, want = load_profile(str(path)), load_profile(str(want_path))
+        assert got == want, path.name
+        assert got.lines and got.qualnames is not None and got.paths and got.compensation
+        with open(str(path), "rb") as f, open(str(want_path), "rb") as g:
+            assert marshal.load(f) == marshal.load(g)
+        mine.append(got)
+    assert [len(p.threads) for p in mine].count(2) == 1  # test_thread's
+    total = load_profile(str(out))
+    summed = merge_profiles([load_profile(str(p)) for p in expected], pair_installs=False)
+    for field in ("stats", "qualnames", "lines", "lines_own", "paths", "compensation", "clock",
+                  "only", "fast"):
+        assert getattr(total, field) == getattr(summed, field), field
+    by_name = {}
+    for p in expected:
+        for t in load_profile(str(p)).threads:
+            by_name.setdefault(t["name"], []).append(t["stats"])
+    assert {t["name"]: t["stats"] for t in total.threads} == {
+        name: merge_stats(tables) for name, tables in by_name.items()}

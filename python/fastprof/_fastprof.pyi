@@ -12,7 +12,7 @@ mypy is not a test dependency).
 import sys
 from contextvars import ContextVar
 from types import CodeType, FrameType
-from typing import Any, Callable, Final, Literal, Optional, TypedDict, final
+from typing import Any, Callable, Final, Iterable, Literal, Optional, Sequence, TypedDict, final
 
 from _typeshed import structseq
 from typing_extensions import disjoint_base
@@ -106,6 +106,10 @@ class Profiler:
     def _drop_route(self, request: int, /) -> None: ...
     def _set_scope(self, decide: Optional[Callable[[CodeType], bool]], /) -> None: ...
     def getstats(self, /, thread: int | None = None) -> list[profiler_entry]: ...
+    # (entries_to_stats(getstats(thread)), the entries' codes), without the entries
+    def _stats_and_codes(
+        self, /, thread: int | None = None
+    ) -> tuple[dict[tuple[str, int, str], tuple[Any, ...]], list[CodeType | str]]: ...
     # (index of the parent path or -1, code or C function name, calls, inlinetime, totaltime)
     def callpaths(self, /, thread: int | None = None) -> list[tuple[int, CodeType | str, int, float, float]]: ...
     # (id, ident, native_id) of each profiled thread
@@ -155,3 +159,10 @@ class LineCounter:
 def _after_fork_child() -> None: ...
 def _mem_fail_after(n: int, /) -> None: ...
 def _test_set_dummy_evaluator(on: bool, /) -> None: ...  # testing only
+# profiler.entries_to_stats's loop: {(file, line, name): (cc, nc, tt, ct, {caller: (nc, cc, tt, ct)})}
+def _entries_stats(entries: Iterable[Sequence[Any]], /) -> dict[tuple[str, int, str], tuple[Any, ...]]: ...
+# model.add_stats's loop: table added into out (rows as lists), keys by keys (chosen: its memo)
+def _add_stats(
+    out: dict[Any, list[Any]], table: dict[Any, Sequence[Any]], keys: Callable[[Any], Any],
+    chosen: dict[Any, Any] | None = None, /
+) -> None: ...

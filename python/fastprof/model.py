@@ -18,6 +18,8 @@ program's own imports before (re and typing are imported by names too).
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
+from . import _fastprof
+
 FuncKey = Tuple[str, int, str]
 
 # " at 0x7f3a..." inside a C function's name: the address of the object the
@@ -77,28 +79,15 @@ def merge_stats(tables: Iterable[Dict[FuncKey, tuple]],
     return stats_result(out)
 
 
-def add_stats(out: Dict[FuncKey, list], table: Dict[FuncKey, tuple], keys: KeyChooser) -> None:
-    """Add pstats dict *table* into *out* (rows as lists; stats_result() makes the dict)."""
-    for key, (cc, nc, tt, ct, callers) in table.items():
-        key = keys(key)
-        cur = out.get(key)
-        if cur is None:
-            cur = out[key] = [0, 0, 0.0, 0.0, {}]
-        cur[0] += cc
-        cur[1] += nc
-        cur[2] += tt
-        cur[3] += ct
-        edges = cur[4]
-        for caller, edge in callers.items():
-            caller = keys(caller)
-            prev = edges.get(caller)
-            if prev is None:
-                edges[caller] = tuple(edge)
-            elif len(prev) == 4 and len(edge) == 4:  # (every pstats edge; spelled out: faster)
-                edges[caller] = (prev[0] + edge[0], prev[1] + edge[1], prev[2] + edge[2],
-                                 prev[3] + edge[3])
-            else:
-                edges[caller] = tuple(a + b for a, b in zip(prev, edge))
+def add_stats(out: Dict[FuncKey, list], table: Dict[FuncKey, tuple], keys) -> None:
+    """Add pstats dict *table* into *out* (rows as lists; stats_result() makes the dict).
+
+    Each key and caller is summed under ``keys(key)`` (a KeyChooser, whose
+    memo is read first, or any callable); edges are summed element by
+    element.  The loop is C (csrc/fpy_stats_sum.c): a test's table is
+    added into the session's sum for every test of
+    ``pytest --fastprof-per-test``."""
+    _fastprof._add_stats(out, table, keys, getattr(keys, "_chosen", None))
 
 
 def stats_result(out: Dict[FuncKey, list]) -> Dict[FuncKey, tuple]:
@@ -125,6 +114,8 @@ def add_qualnames(found: Dict[FuncKey, List[str]], table: Mapping[FuncKey, str])
     """Add ``qualnames`` map *table* into *found* (key -> names, each once)."""
     for key, text in table.items():
         names = found.setdefault(key, [])
+        if len(names) == 1 and names[0] == text:  # (the same single name again: most keys)
+            continue
         for q in text.split(QUALNAME_SEPARATOR):
             if q not in names:
                 names.append(q)

@@ -56,16 +56,25 @@ def qualnames_of(codes: Iterable) -> Dict[FuncKey, str]:
     empty before 3.11 (no ``co_qualname``).  Code objects sharing a key are
     listed together, sorted, joined by ``" | "``.
     """
-    found: Dict[FuncKey, set] = {}
+    # key -> its one qualified name, or the set of them if several (rare)
+    found: Dict[FuncKey, object] = {}
     for code in codes:
+        if isinstance(code, str):  # a C function (and no attribute lookup that fails)
+            continue
         qual = getattr(code, "co_qualname", None)
         if qual is None:
             continue
         key = (code.co_filename, code.co_firstlineno, code.co_name)
-        found.setdefault(key, set()).add(qual)
+        prev = found.get(key)
+        if prev is None:
+            found[key] = qual
+        elif isinstance(prev, set):
+            prev.add(qual)
+        elif prev != qual:
+            found[key] = {prev, qual}
     out = {}
     for key, quals in found.items():
-        text = QUALNAME_SEPARATOR.join(sorted(quals))
+        text = quals if isinstance(quals, str) else QUALNAME_SEPARATOR.join(sorted(quals))
         if text != key[2]:
             out[key] = text
     return out

@@ -33,6 +33,12 @@ Trailer (a plain dict; only marshal-able values)::
       "compensation": {"on": bool, "removed": seconds, "events": int},  # optional
     }
 
+A thread record may hold ``"stats_of_file": True`` instead of ``stats``
+(added without a version bump): its stats are the file's pstats table
+(one thread, the same rows), written once instead of twice; ``load_profile``
+gives the record its ``stats`` again (a copy of the table), so readers see
+what they saw before.  pstats reads the table only, which is unchanged.
+
 ``request`` (fastprof.middleware, added without a version bump): the web
 request the profile is of: its method, path (without the query), response
 status (0: none sent), duration and start time.
@@ -164,7 +170,7 @@ class ProfileData:
         if self.callpaths is not None:
             out["callpaths"] = self.callpaths.to_marshal()
         if self.threads:
-            out["threads"] = list(self.threads)
+            out["threads"] = _threads_to_marshal(self.threads, self.stats)
         if self.qualnames:
             out["qualnames"] = [tuple(k) + (q,) for k, q in self.qualnames.items()]
         if self.lines:
@@ -190,6 +196,31 @@ class ProfileData:
         if self.paths:
             out["paths"] = {str(f): str(r) for f, r in self.paths.items()}
         return None if out == header else out
+
+
+# a thread record's key in place of "stats": the file's pstats table (module doc)
+STATS_OF_FILE = "stats_of_file"
+
+
+def _threads_to_marshal(threads, stats):
+    """The trailer's thread records: one thread whose stats are the file's
+    table says so instead of holding it again (the file's size halved)."""
+    if len(threads) == 1 and threads[0].get("stats") == stats:
+        record = {k: v for k, v in threads[0].items() if k != "stats"}
+        record[STATS_OF_FILE] = True
+        return [record]
+    return list(threads)
+
+
+def _threads_from_marshal(threads, stats):
+    """The thread records as written before STATS_OF_FILE: each with its stats."""
+    out = []
+    for t in threads:
+        if isinstance(t, dict) and t.get(STATS_OF_FILE) is True and "stats" not in t:
+            t = {k: v for k, v in t.items() if k != STATS_OF_FILE}
+            t["stats"] = dict(stats)
+        out.append(t)
+    return out
 
 
 def write_profile(path, data: ProfileData) -> None:
@@ -242,7 +273,7 @@ def load_profile(path) -> ProfileData:
     try:
         if "callpaths" in trailer:
             data.callpaths = CallPaths.from_marshal(trailer["callpaths"])
-        data.threads = list(trailer.get("threads", []))
+        data.threads = _threads_from_marshal(trailer.get("threads", []), stats)
         data.clock = trailer.get("clock")
         data.qualnames = {(f, line, name): str(q) for f, line, name, q in trailer.get("qualnames", ())}
         data.lines = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}

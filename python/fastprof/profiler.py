@@ -28,39 +28,10 @@ def entries_to_stats(entries):
     a loop, closures from one factory): cProfile keeps the last of them and
     drops the others' calls; here they are summed, as ``pstats.Stats.add``
     sums two profiles -- counts, times, and callers, on either side of an
-    edge.
+    edge.  The loop is C (csrc/fpy_stats_dict.c): the key of a code object
+    is ``names.label``'s, each entry's added to the ones before it.
     """
-    from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
-    stats = {}
-    labels = {}  # id of an entry's code -> its label (the entries hold the codes)
-    # (entries unpacked as tuples, as _lsprof's fields are ordered: code,
-    # callcount, reccallcount, totaltime, inlinetime[, calls])
-    for code, nc, rc, ct, tt, _calls in entries:
-        func = labels[id(code)] = label(code)
-        cc = nc - rc
-        prev = stats.get(func)
-        if prev is None:
-            stats[func] = cc, nc, tt, ct, {}
-        else:
-            stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
-    for code, _nc, _rc, _ct, _tt, calls in entries:
-        if calls:
-            func = labels[id(code)]
-            for code, nc, rc, ct, tt in calls:
-                callee = labels.get(id(code))
-                callee = stats.get(callee if callee is not None else label(code))
-                if callee is None:
-                    continue
-                callers = callee[4]
-                cc = nc - rc
-                if func in callers:
-                    prev = callers[func]
-                    nc += prev[0]
-                    cc += prev[1]
-                    tt += prev[2]
-                    ct += prev[3]
-                callers[func] = nc, cc, tt, ct
-    return stats
+    return _fastprof._entries_stats(entries)
 
 
 def callpaths_to_file(nodes):
@@ -406,10 +377,15 @@ class Profile(_fastprof.Profiler):
 
     def snapshot_stats(self):
         """Fill ``self.stats`` from the current stats, as cProfile does."""
-        entries = self.getstats()
-        self.stats = entries_to_stats(entries)
-        # read here, once, from the code objects the entries hold
-        self.qualnames = qualnames_of_codes([e.code for e in entries])
+        if type(self).getstats is _fastprof.Profiler.getstats:
+            # entries_to_stats(getstats()) and the entries' codes, built in
+            # C without the entries (csrc/fpy_stats_dict.c)
+            self.stats, codes = self._stats_and_codes()
+        else:  # a subclass's getstats(), as cProfile reads it
+            entries = self.getstats()
+            self.stats, codes = entries_to_stats(entries), [e.code for e in entries]
+        # read here, once, from the code objects
+        self.qualnames = qualnames_of_codes(codes)
 
     def print_stats(self, sort=-1, thread=None):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
@@ -464,7 +440,7 @@ class Profile(_fastprof.Profiler):
         return out
 
     def _thread_stats_dict(self, tid):
-        return entries_to_stats(self.getstats(tid))
+        return self._stats_and_codes(tid)[0]
 
     def _thread_name(self, tid, ident):
         return _threads_mod().record_name(self._thread_names, tid, ident)

@@ -478,9 +478,10 @@ def _without_own_rows(data):
     own = _own_keys(data.stats)
     if not own:
         return data
-    data.stats = _drop(data.stats, own)
+    whole, data.stats = data.stats, _drop(data.stats, own)
     for t in data.threads:
-        t["stats"] = _drop(t["stats"], own)
+        # one thread's stats are the whole table's (a copy): dropped once
+        t["stats"] = dict(data.stats) if t["stats"] == whole else _drop(t["stats"], own)
     cp = data.callpaths
     if cp is not None:
         from fastprof.profile_file import CallPaths  # (deferred: nothing at pytest start-up)

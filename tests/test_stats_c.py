@@ -1,0 +1,303 @@
+"""The C loops behind ``profiler.entries_to_stats`` (csrc/fpy_stats_dict.c)
+and ``model.add_stats`` (csrc/fpy_stats_sum.c), issue 23 item 5: the same
+dicts, number for number, as the Python loops they replace (kept here as
+the oracles), and a clear exception, never a crash, on bad input."""
+import sys
+
+import pytest
+
+from helpers import USING_CPROFILE
+
+if USING_CPROFILE:
+    pytest.skip("fastprof's C helpers", allow_module_level=True)
+
+from fastprof import _fastprof  # noqa: E402
+from fastprof.model import KeyChooser, add_stats, match_key, merge_stats, stats_result  # noqa: E402
+from fastprof.profiler import entries_to_stats  # noqa: E402
+
+
+def py_label(code):
+    if isinstance(code, str):
+        return ("~", 0, code)
+    return (code.co_filename, code.co_firstlineno, code.co_name)
+
+
+def py_entries_to_stats(entries):
+    """The Python loop entries_to_stats was (the oracle)."""
+    stats, labels = {}, {}
+    for code, nc, rc, ct, tt, _calls in entries:
+        func = labels[id(code)] = py_label(code)
+        cc = nc - rc
+        prev = stats.get(func)
+        if prev is None:
+            stats[func] = cc, nc, tt, ct, {}
+        else:
+            stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
+    for code, _nc, _rc, _ct, _tt, calls in entries:
+        if calls:
+            func = labels[id(code)]
+            for code, nc, rc, ct, tt in calls:
+                callee = labels.get(id(code))
+                callee = stats.get(callee if callee is not None else py_label(code))
+                if callee is None:
+                    continue
+                callers = callee[4]
+                cc = nc - rc
+                if func in callers:
+                    prev = callers[func]
+                    nc += prev[0]
+                    cc += prev[1]
+                    tt += prev[2]
+                    ct += prev[3]
+                callers[func] = nc, cc, tt, ct
+    return stats
+
+
+def py_add_stats(out, table, keys):
+    """The Python loop model.add_stats was (the oracle)."""
+    for key, (cc, nc, tt, ct, callers) in table.items():
+        key = keys(key)
+        cur = out.get(key)
+        if cur is None:
+            cur = out[key] = [0, 0, 0.0, 0.0, {}]
+        cur[0] += cc
+        cur[1] += nc
+        cur[2] += tt
+        cur[3] += ct
+        edges = cur[4]
+        for caller, edge in callers.items():
+            caller = keys(caller)
+            prev = edges.get(caller)
+            if prev is None:
+                edges[caller] = tuple(edge)
+            else:
+                edges[caller] = tuple(a + b for a, b in zip(prev, edge))
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def workload():
+    """Recursion, C calls, and entries sharing a key: two lambdas on one
+    line, closures of one factory, a function redefined in a loop."""
+    fib(12)
+    sorted([3, 1, 2], key=lambda x: -x), sorted([1, 2], key=lambda x: x)  # noqa: E731
+    def factory(k):
+        def inner(x):
+            return x + k
+        return inner
+    for k in range(3):
+        factory(k)(k)
+        exec("def again(): return len([])\nagain()", {})
+    fib(5)
+
+
+def recorded_entries(**options):
+    import fastprof
+    prof = fastprof.Profile(**options)
+    prof.enable()
+    workload()
+    prof.disable()
+    return prof.getstats()
+
+
+@pytest.mark.parametrize("options", [{}, {"builtins": False}, {"subcalls": False}])
+def test_entries_stats_is_the_python_loop(options):
+    entries = recorded_entries(**options)
+    got, want = entries_to_stats(entries), py_entries_to_stats(entries)
+    assert got == want
+    assert list(got) == list(want)  # the same order too
+    assert [list(v[4]) for v in got.values()] == [list(v[4]) for v in want.values()]
+    shared = [k for k in want if k[2] in ("<lambda>", "inner", "again")]
+    assert shared  # keys of several code objects are there, summed
+    for v in got.values():
+        assert all(type(a) is type(b) for a, b in zip(v[:4], (0, 0, 0.0, 0.0)))
+
+
+def test_entries_stats_of_plain_tuples_and_a_callee_without_entry():
+    code = fib.__code__
+    other = (lambda: 0).__code__
+    entries = [(code, 3, 1, 2.0, 0.5, [(code, 1, 1, 0.25, 0.125), (other, 2, 0, 1.0, 1.0),
+                                       ("len", 1, 0, 0.1, 0.1)]),
+               ["len", 4, 0, 0.2, 0.2, None], (code, 1, 0, 1.0, 0.5, [])]
+    got = _fastprof._entries_stats(entries)
+    assert got == py_entries_to_stats(entries)
+    assert got[py_label(code)][:4] == (2 + 1, 3 + 1, 0.5 + 0.5, 2.0 + 1.0)
+    assert py_label(other) not in got  # an edge to it is left out, as before
+    assert got[("~", 0, "len")][4] == {py_label(code): (1, 1, 0.1, 0.1)}
+
+
+@pytest.mark.parametrize("bad, message", [
+    (None, "not iterable"),
+    ([(1, 2, 3)], "an entry .* has 3 fields, not 6"),
+    ([("f", 1, 0, 0.1, 0.1, 5)], "not iterable"),
+    ([("f", 1, 0, 0.1, 0.1, [("f", 1)])], "a subentry .* has 2 fields, not 5"),
+    ([(object(), 1, 0, 0.1, 0.1, None)], "co_filename"),
+    ([("f", "1", 0, 0.1, 0.1, None)], "unsupported operand"),
+])
+def test_entries_stats_refuses_bad_input(bad, message):
+    with pytest.raises((TypeError, AttributeError), match=message):
+        _fastprof._entries_stats(bad)
+
+
+def tables():
+    """Tables as the per-test profiles have them: C names with addresses,
+    edges summed into a sum that has them, new keys."""
+    a = ("~", 0, "<built-in method __new__ of type object at 0x1>")
+    b = ("~", 0, "<built-in method __new__ of type object at 0x2>")
+    f, g = ("f.py", 1, "f"), ("g.py", 3, "g")
+    return [
+        {f: (1, 1, 0.5, 0.75, {}), a: (2, 2, 0.1, 0.1, {f: (2, 2, 0.1, 0.1)})},
+        {f: (1, 2, 0.25, 0.5, {g: (1, 1, 0.25, 0.5)}), b: (1, 1, 0.3, 0.3, {f: (1, 1, 0.3, 0.3)}),
+         g: (1, 1, 0.0, 0.5, {})},
+        {g: [2, 2, 0.5, 1.0, {f: [2, 2, 0.5, 1.0]}]},  # lists (from JSON)
+        {f: (0, 1, 0.1, 0.1, {g: (1, 1, 0.1)})},  # a shorter edge: zip's length
+    ]
+
+
+@pytest.mark.parametrize("keys", [KeyChooser, lambda: match_key])
+def test_add_stats_is_the_python_loop(keys):
+    got, want = {}, {}
+    k_got, k_want = keys(), keys()
+    for table in tables():
+        add_stats(got, table, k_got)
+        py_add_stats(want, table, k_want)
+    assert got == want
+    assert [list(v[4]) for v in got.values()] == [list(v[4]) for v in want.values()]
+    assert stats_result(got) == merge_stats(tables(), keys())
+
+
+def test_add_stats_of_real_profiles_is_the_python_loop():
+    got, want, k_got, k_want = {}, {}, KeyChooser(), KeyChooser()
+    for _ in range(3):
+        table = entries_to_stats(recorded_entries())
+        add_stats(got, table, k_got)
+        py_add_stats(want, table, k_want)
+    assert got == want
+
+
+class Boom(Exception):
+    pass
+
+
+def raising_keys(key):
+    raise Boom(key)
+
+
+@pytest.mark.parametrize("args, error, message", [
+    (([], {}, match_key), TypeError, "must be dict"),
+    (({}, {("f", 1, "f"): (1, 1, 0.1)}, match_key), TypeError, "5 fields"),
+    (({}, {("f", 1, "f"): 5}, match_key), TypeError, None),
+    (({}, {("f", 1, "f"): (1, 1, 0.1, 0.1, [])}, match_key), TypeError, "callers must be a dict"),
+    (({}, {("f", 1, "f"): (1, 1, 0.1, 0.1, {("g", 1, "g"): 5})}, match_key), TypeError, None),
+    (({}, {("f", 1, "f"): (1, 1, 0.1, 0.1, {})}, raising_keys), Boom, None),
+    (({}, {("f", 1, "f"): (1, 1, 0.1, 0.1, {})}, 5), TypeError, "keys must be callable"),
+    (({}, {("f", 1, "f"): (1, 1, 0.1, 0.1, {})}, match_key, []), TypeError, "chosen must be a dict"),
+    (({("f", 1, "f"): (1, 1, 0.1, 0.1, {})}, {("f", 1, "f"): (1, 1, 0.1, 0.1, {})}, match_key),
+     TypeError, "the sum's rows must be lists"),
+    (({}, {("f", 1, "f"): ("x", 1, 0.1, 0.1, {})}, match_key), TypeError, None),
+])
+def test_add_stats_refuses_bad_input(args, error, message):
+    with pytest.raises(error, match=message):
+        _fastprof._add_stats(*args)
+
+
+def test_add_stats_with_keys_that_change_the_table():
+    """A keys() that empties the table and the sum while the C loop runs:
+    an exception or a sum, never a crash."""
+    out = {}
+    table = {("f", i, "f"): (1, 1, 0.1, 0.1, {("g", j, "g"): (1, 1, 0.1, 0.1) for j in range(5)})
+             for i in range(20)}
+
+    rows = list(table.values())
+    seen = []
+
+    def keys(key):
+        seen.append(key)
+        table.clear()
+        out.clear()
+        for row in rows:
+            row[4].clear()
+        return key
+    _fastprof._add_stats(out, table, keys)
+    # every row was added (the C loop reads a copy of the items), without
+    # edges (keys() cleared them first); each keys() call emptied the sum
+    assert len(seen) == 20
+    assert out == {("f", 19, "f"): [1, 1, 0.1, 0.1, {}]}
+
+
+@pytest.mark.skipif(not hasattr(sys, "getrefcount"), reason="needs sys.getrefcount")
+def test_no_reference_is_kept_or_lost():
+    key, caller = ("f.py", 1, "f" * 3), ("g.py", 2, "g" * 3)
+    edge = (1, 1, 0.5, 0.5)
+    entries = recorded_entries()
+    code = entries[0].code
+    before = [sys.getrefcount(x) for x in (key, caller, edge, code)]
+    for _ in range(200):
+        out = {}
+        add_stats(out, {key: (1, 1, 0.5, 0.5, {caller: edge})}, KeyChooser())
+        add_stats(out, {key: (1, 1, 0.5, 0.5, {caller: edge})}, match_key)
+        with pytest.raises(TypeError):
+            _fastprof._add_stats(out, {key: (1, 1, 0.5, 0.5, {caller: 5})}, match_key)
+        entries_to_stats(entries)
+        with pytest.raises(TypeError):
+            _fastprof._entries_stats([(code, 1, 0, 0.1, 0.1, [(code,)])])
+        del out
+    assert [sys.getrefcount(x) for x in (key, caller, edge, code)] == before
+
+
+@pytest.mark.parametrize("options", [{}, {"builtins": False}, {"subcalls": False}, {"threads": True}])
+def test_stats_from_the_tables_are_those_of_the_entries(options):
+    """Profiler._stats_and_codes: the dict entries_to_stats(getstats())
+    gives (the Python loop's), in the same order, and the entries' codes;
+    per thread too."""
+    import threading
+
+    import fastprof
+    prof = fastprof.Profile(**options)
+    prof.enable()
+    workload()
+    if options.get("threads"):
+        t = threading.Thread(target=workload)
+        t.start()
+        t.join()
+    prof.disable()
+    stats, codes = prof._stats_and_codes()
+    entries = prof.getstats()
+    want = py_entries_to_stats(entries)
+    assert stats == want
+    assert list(stats) == list(want)
+    assert [list(v[4]) for v in stats.values()] == [list(v[4]) for v in want.values()]
+    assert codes == [e.code for e in entries]
+    for tid, _ident, _native in prof.threads():
+        assert prof._stats_and_codes(tid)[0] == py_entries_to_stats(prof.getstats(tid))
+    assert len(prof.threads()) == (2 if options.get("threads") else 1)
+    with pytest.raises(KeyError):
+        prof._stats_and_codes(10 ** 9)
+    prof.create_stats()
+    assert prof.stats == want
+
+
+def test_stats_from_the_tables_when_memory_runs_out():
+    """The core's allocations failing (the snapshot of the tables): a
+    MemoryError, and the stats are still there afterwards."""
+    import fastprof
+    prof = fastprof.Profile()
+    prof.enable()
+    workload()
+    prof.disable()
+    want = prof._stats_and_codes()
+    failed = 0
+    for n in range(0, 40, 3):
+        _fastprof._mem_fail_after(n)
+        try:
+            got = prof._stats_and_codes()
+        except MemoryError:
+            failed += 1
+            continue
+        finally:
+            _fastprof._mem_fail_after(-1)
+        assert got == want
+    assert failed >= 1
+    assert prof._stats_and_codes() == want
