@@ -272,7 +272,12 @@ def test_stats_from_the_tables_are_those_of_the_entries(options):
     assert codes == [e.code for e in entries]
     for tid, _ident, _native in prof.threads():
         assert prof._stats_and_codes(tid)[0] == py_entries_to_stats(prof.getstats(tid))
-    assert len(prof.threads()) == (2 if options.get("threads") else 1)
+    idents = {ident for _tid, ident, _native in prof.threads()}
+    if options.get("threads"):
+        # (a thread the test runner keeps, as xdist's, may be recorded too)
+        assert {threading.main_thread().ident, t.ident} <= idents
+    else:
+        assert idents == {threading.get_ident()}
     with pytest.raises(KeyError):
         prof._stats_and_codes(10 ** 9)
     prof.create_stats()
