@@ -12,7 +12,7 @@
 - Under the sanitizers, on versions outside tests/sanitizer_sample.py's
   sample, deselects the files of Python-level code (that module says why).
 
-Environment seen by tests: FASTPROF_CALIBRATION_CACHE = build/calibration-cache.json
+Environment seen by tests: FASTPROF_CALIBRATION_CACHE = build/calibration-cache.tsv
 (set here unless set), FASTPROF_SANITIZED=1 under the ASan+UBSan build
 (skip timing-sensitive checks there), PYTHONPATH = the build's lib dir (so a
 ``python -m fastprof`` subprocess imports the same build).
@@ -33,7 +33,7 @@ import sanitizer_sample  # noqa: E402  (lives in tests/)
 
 # the profilers' calibration cache (fastprof/calibration_cache.py) of this
 # checkout, not the user's: a run's costs do not depend on other runs'
-os.environ.setdefault("FASTPROF_CALIBRATION_CACHE", str(REPO_ROOT / "build" / "calibration-cache.json"))
+os.environ.setdefault("FASTPROF_CALIBRATION_CACHE", str(REPO_ROOT / "build" / "calibration-cache.tsv"))
 
 
 def _fastprof_location():

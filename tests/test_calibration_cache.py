@@ -1,7 +1,6 @@
 """The calibration cache (fastprof/calibration_cache.py): each kind of event
 costs the lowest this build has measured, so a calibration made while the
 machine was slow does not remove more than the profiler took."""
-import json
 import os
 import stat
 
@@ -18,7 +17,7 @@ B = "build-a"
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    path = tmp_path / "cache" / "calibration.json"
+    path = tmp_path / "cache" / "calibration.tsv"
     monkeypatch.setenv("FASTPROF_CALIBRATION_CACHE", str(path))
     return path
 
@@ -32,14 +31,14 @@ def test_the_lower_of_measured_and_cached_per_kind(cache):
     assert fastest(B, "k", costs(90e-9)) == costs(40e-9)  # slower now: the cached
     assert fastest(B, "k", costs(30e-9)) == costs(30e-9)  # faster now: kept from now on
     assert fastest(B, "k", costs(35e-9)) == costs(30e-9)
-    assert json.loads(cache.read_text())[B]["k"] == {"call": [15e-9, 30e-9]}
+    assert calibration_cache._load(str(cache))[B]["k"] == {"call": [15e-9, 30e-9]}
 
 
 def test_kinds_not_measured_stay_zero_and_keep_their_cached_cost(cache):
     fastest(B, "k", costs(40e-9, line=20e-9))
     assert fastest(B, "k", costs(50e-9, line=0.0)) == {"call": (20e-9, 40e-9), "line": (0.0, 0.0)}
     fastest(B, "k", costs(10e-9, line=0.0))
-    assert json.loads(cache.read_text())[B]["k"]["line"] == [10e-9, 20e-9]
+    assert calibration_cache._load(str(cache))[B]["k"]["line"] == [10e-9, 20e-9]
 
 
 def test_builds_and_kinds_of_profiler_are_apart(cache):
@@ -53,23 +52,31 @@ def test_the_oldest_builds_go(cache, monkeypatch):
     monkeypatch.setattr(calibration_cache, "MAX_BUILDS", 3)
     for i in range(5):
         fastest("b%d" % i, "k", costs(10e-9))
-    assert list(json.loads(cache.read_text())) == ["b2", "b3", "b4"]
+    assert list(calibration_cache._load(str(cache))) == ["b2", "b3", "b4"]
 
 
 def test_private_file_in_a_new_directory(cache):
     fastest(B, "k", costs(10e-9))
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
     assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
-    assert [p.name for p in cache.parent.iterdir()] == ["calibration.json"]  # no temporary left
+    assert [p.name for p in cache.parent.iterdir()] == ["calibration.tsv"]  # no temporary left
 
 
-@pytest.mark.parametrize("content", ["not json", "[1, 2]", '{"build-a": {"k": {"call": [-1, 5]}}}',
-                                     '{"build-a": {"k": {"call": [9, 5]}}}', '{"build-a": 3}'])
+@pytest.mark.parametrize("content", ["not a table", "build-a\tk\tcall\t1e-9\n",
+                                     "build-a\tk\tcall\t-1e-9\t5e-9\n",
+                                     "build-a\tk\tcall\t9e-9\t5e-9\n",
+                                     "build-a\tk\tcall\tx\t5e-9\n", "build-a\tk\tcall\tnan\tnan\n"])
 def test_a_damaged_file_is_ignored_and_replaced(cache, content):
     cache.parent.mkdir()
     cache.write_text(content)
     assert fastest(B, "k", costs(40e-9)) == costs(40e-9)
-    assert json.loads(cache.read_text())[B]["k"] == {"call": [20e-9, 40e-9]}
+    assert calibration_cache._load(str(cache))[B]["k"] == {"call": [20e-9, 40e-9]}
+
+
+def test_a_file_not_in_utf8_is_ignored(cache):
+    cache.parent.mkdir()
+    cache.write_bytes(b"\xff\xfe\x00")
+    assert fastest(B, "k", costs(40e-9)) == costs(40e-9)
 
 
 def test_an_unwritable_place_is_no_error(tmp_path, monkeypatch):
@@ -91,7 +98,7 @@ def test_off(tmp_path, monkeypatch, value):
 def test_default_place(monkeypatch, tmp_path):
     monkeypatch.delenv("FASTPROF_CALIBRATION_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert calibration_cache.cache_path() == os.path.join(str(tmp_path), "fastprof", "calibration.json")
+    assert calibration_cache.cache_path() == os.path.join(str(tmp_path), "fastprof", "calibration.tsv")
 
 
 def test_the_profilers_costs_come_through_the_cache(cache, monkeypatch):
@@ -99,11 +106,11 @@ def test_the_profilers_costs_come_through_the_cache(cache, monkeypatch):
     monkeypatch.setattr(calibration, "_measured", {})
     key = (False, "wall", True, False, False)
     build = calibration_cache.build_key(_fastprof.__file__)
-    tiny = {kind: [0.0, 1e-12] for kind in calibration.KINDS}
     cache.parent.mkdir()
-    cache.write_text(json.dumps({build: {repr(key): tiny}}))
+    cache.write_text("".join("%s\t%r\t%s\t0.0\t1e-12\n" % (build, key, kind) for kind in calibration.KINDS))
     got = calibration.delivery_costs()
     assert got["call"] == (0.0, 1e-12) and got["resume"] == (0.0, 1e-12)
     assert got["line"] == (0.0, 0.0)  # no lines=: not measured, not taken
-    # and a build whose extension changed does not see it
+    # and a build whose extension changed does not see it; a key is one field
     assert calibration_cache.build_key(_fastprof.__file__ + "x") != build
+    assert "\t" not in build and "\n" not in build

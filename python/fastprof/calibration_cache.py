@@ -15,12 +15,15 @@ changes with any of them). A run on a busy machine then removes a little
 less than the profiler took, never more.
 
 The file: ``$FASTPROF_CALIBRATION_CACHE``, else
-``$XDG_CACHE_HOME/fastprof/calibration.json`` (``~/.cache/...``); the
+``$XDG_CACHE_HOME/fastprof/calibration.tsv`` (``~/.cache/...``); the
 variable set to ``off`` (or empty) turns the cache off. Created private
-(0600), written whole (atomic_file). Anything wrong with it (unreadable,
-not JSON, not writable) is ignored: the costs measured now are used.
+(0600), written whole (atomic_file). One line per cost: build, kind of
+profiler, kind of event, pre and whole seconds, tab-separated (plain
+text, so that no module is imported before a profiled program's first
+line that cProfile does not import; any Python reads it). Anything wrong
+with it (unreadable, a bad line, not writable) is ignored: the costs
+measured now are used.
 """
-import json
 import os
 import sys
 
@@ -38,7 +41,7 @@ def cache_path():
     if path is not None:
         return None if path.strip() in ("", "off") else path
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "fastprof", "calibration.json")
+    return os.path.join(base, "fastprof", "calibration.tsv")
 
 
 def _cpu():
@@ -49,8 +52,7 @@ def _cpu():
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
-    return platform.processor() or platform.machine()
+    return os.uname().machine if hasattr(os, "uname") else sys.platform
 
 
 def build_key(extension_file):
@@ -61,21 +63,38 @@ def build_key(extension_file):
         ext = "%s:%d:%d" % (extension_file, st.st_size, st.st_mtime_ns)
     except OSError:
         ext = extension_file
-    return "%d|%s|%s|%s|%s" % (METHOD, sys.executable, sys.version, ext, _cpu())
+    key = "%d|%s|%s|%s|%s" % (METHOD, sys.executable, sys.version, ext, _cpu())
+    return " ".join(key.split())  # one field of a line: no tab, no newline
 
 
 def _load(path):
+    """{build: {kind_key: {kind: [pre, whole]}}} of the file; bad lines skipped."""
+    data = {}
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) != 5:
+                    continue
+                try:
+                    cost = [float(fields[3]), float(fields[4])]
+                except ValueError:
+                    continue
+                data.setdefault(fields[0], {}).setdefault(fields[1], {})[fields[2]] = cost
+    except (OSError, UnicodeDecodeError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return data
+
+
+def _text(data):
+    return "".join("%s\t%s\t%s\t%r\t%r\n" % (build, kind_key, kind, cost[0], cost[1])
+                   for build, entry in data.items() for kind_key, costs in entry.items()
+                   for kind, cost in costs.items())
 
 
 def _valid(cost):
     return (isinstance(cost, list) and len(cost) == 2
-            and all(isinstance(v, (int, float)) and v >= 0 for v in cost) and cost[0] <= cost[1])
+            and all(v >= 0 for v in cost) and cost[0] <= cost[1])
 
 
 def fastest(build, kind_key, measured):
@@ -120,7 +139,7 @@ def _store(path, data):
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         old = os.umask(0o077)  # private: created 0600
         try:
-            write_atomically(path, lambda f: f.write(json.dumps(data, indent=1).encode()))
+            write_atomically(path, lambda f: f.write(_text(data).encode("utf-8")))
         finally:
             os.umask(old)
     except OSError:
