@@ -92,3 +92,23 @@ def test_cli_output_failing_midway_keeps_the_old_file(old_file, tmp_path):
         "python -m fastprof: error: cannot write %s: No space left on device" % old_file]
     os.unlink(str(prog))
     only_the_old_file(old_file)
+
+
+def test_write_bytes_atomically_writes_whole_or_keeps_the_old_file(old_file, monkeypatch):
+    # the fd-only writer (calibration cache, count files): a short os.write
+    # is continued; a failing one leaves the old file and no temporary file
+    from fastprof import atomic_file
+    data = bytes(range(256)) * 50
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, b: real_write(fd, bytes(b[:1000])))
+    atomic_file.write_bytes_atomically(old_file + ".new", data)
+    with open(old_file + ".new", "rb") as f:
+        assert f.read() == data
+    os.unlink(old_file + ".new")
+
+    def fail(fd, b):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "write", fail)
+    with pytest.raises(OSError):
+        atomic_file.write_bytes_atomically(old_file, data)
+    only_the_old_file(old_file)

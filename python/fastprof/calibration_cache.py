@@ -17,7 +17,7 @@ less than the profiler took, never more.
 The file: ``$FASTPROF_CALIBRATION_CACHE``, else
 ``$XDG_CACHE_HOME/fastprof/calibration.tsv`` (``~/.cache/...``); the
 variable set to ``off`` (or empty) turns the cache off. Created private
-(0600), written whole (atomic_file). One line per cost: build, kind of
+(0600), written whole (atomic_file) without importing io. One line per cost: build, kind of
 profiler, kind of event, pre and whole seconds, tab-separated (plain
 text, so that no module is imported before a profiled program's first
 line that cProfile does not import; any Python reads it). Anything wrong
@@ -27,7 +27,7 @@ measured now are used.
 import os
 import sys
 
-from .atomic_file import write_atomically
+from .atomic_file import write_bytes_atomically
 
 # bump when the measurement changes meaning: older entries are not mixed in
 METHOD = 1
@@ -139,7 +139,7 @@ def _store(path, data):
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         old = os.umask(0o077)  # private: created 0600
         try:
-            write_atomically(path, lambda f: f.write(_text(data).encode("utf-8")))
+            write_bytes_atomically(path, _text(data).encode("utf-8"))
         finally:
             os.umask(old)
     except OSError:

@@ -42,7 +42,7 @@ import weakref
 import pytest
 
 from .. import cmdline, counts
-from ..atomic_file import write_atomically
+from ..atomic_file import write_bytes_atomically
 from ..portable_names import relative_paths
 
 HASH_SEED = "0"
@@ -307,7 +307,7 @@ class CountGate:
                 try:
                     os.makedirs(os.path.dirname(path), exist_ok=True)
                     data = counts.format_tables(kept, "%d.%d" % sys.version_info[:2]).encode("utf-8")
-                    write_atomically(path, lambda f, data=data: f.write(data))
+                    write_bytes_atomically(path, data)
                     self.written.append(path)
                 except OSError as exc:
                     self.problems.append("cannot write %s: %s" % (path, exc.strerror or exc))
