@@ -64,24 +64,6 @@ def timed():
     return 1
 
 
-def test_line_times_add_up_to_cumtime():
-    # the busy-waits spin on the clock until their time is up: raw times
-    # match that time
-    prof = Profile(lines=["test_lines:timed"], compensate=False)
-    prof.runcall(timed)
-    prof.create_stats()
-    key = label(timed.__code__)
-    cumtime = prof.stats[key][3]
-    lines = prof.line_stats()[key]
-    first = timed.__code__.co_firstlineno
-    assert sum(t for _h, t in lines.values()) == pytest.approx(cumtime, rel=0.05)
-    # busy-waits last at least their time (longer if the machine is busy)
-    assert lines[first + 1][1] >= 0.03
-    assert lines[first + 3][0] == 2  # busy(0.02) ran twice
-    assert lines[first + 3][1] >= 0.04
-    assert lines[first + 1][1] + lines[first + 3][1] >= 0.95 * cumtime
-
-
 def spin(n):
     x = 0
     for i in range(n):
@@ -96,23 +78,30 @@ def spun():
     return 1
 
 
-def test_compensated_line_times_add_up_to_cumtime():
-    # compensated times lose the profiler's cost, the same in the lines as
-    # in the profile. The loops make no call, so little is taken out: the
-    # busy-waits above call the clock so often that under ASan the profiler
-    # is nearly all of their time and what is left (~15 us of 70 ms) is
-    # noise, where 5% says nothing
-    prof = Profile(lines=["test_lines:spun"], compensate=True)
-    prof.runcall(spun)
+def line_times(func, compensate):
+    """(cumtime, line stats, first line) of *func* run under lines=."""
+    prof = Profile(lines=["test_lines:" + func.__name__], compensate=compensate)
+    prof.runcall(func)
     prof.create_stats()
-    key = label(spun.__code__)
-    cumtime = prof.stats[key][3]
-    lines = prof.line_stats()[key]
-    first = spun.__code__.co_firstlineno
+    key = label(func.__code__)
+    return prof.stats[key][3], prof.line_stats()[key], func.__code__.co_firstlineno
+
+
+@pytest.mark.parametrize("func, compensate", [(timed, False), (spun, True)])
+def test_line_times_add_up_to_cumtime(func, compensate):
+    # raw: the busy-waits spin on the clock until their time is up, so the
+    # times match that time. Compensated: lines lose the profiler's cost as
+    # the profile does; the loops make no call, so little is taken out (the
+    # busy-waits call the clock so often that under ASan the profiler is
+    # nearly all of their time, and the rest, ~15 us of 70 ms, is noise)
+    cumtime, lines, first = line_times(func, compensate)
     assert cumtime > 0.005
     assert sum(t for _h, t in lines.values()) == pytest.approx(cumtime, rel=0.05)
-    assert lines[first + 3][0] == 2
+    assert lines[first + 3][0] == 2  # the second call ran twice
     assert lines[first + 1][1] + lines[first + 3][1] >= 0.95 * cumtime
+    if not compensate:  # busy-waits last at least their time
+        assert lines[first + 1][1] >= 0.03
+        assert lines[first + 3][1] >= 0.04
 
 
 @pytest.mark.parametrize("text, kind, where, qual", [

@@ -595,39 +595,15 @@ def test_per_test_paths_are_taken_once_per_session(tmp_path):
 # (for the whole table and each thread), the plugin's rows dropped by name,
 # the trailer with each thread's stats spelled out.
 ORACLE_CONFTEST = textwrap.dedent("""\
-    import marshal, os
+    import marshal, os, sys
     import fastprof.profiler
     from fastprof.modes import pytest_plugin
 
+    sys.path.insert(0, os.environ["ORACLE_TESTS_DIR"])
+    from stats_oracle import py_entries_to_stats
+
     ORACLE = os.environ["ORACLE_DIR"]
     PLUGIN_FILE = os.path.splitext(pytest_plugin.__file__)[0]
-
-    def label(code):
-        if isinstance(code, str):
-            return ("~", 0, code)
-        return (code.co_filename, code.co_firstlineno, code.co_name)
-
-    def py_entries_to_stats(entries):
-        stats, labels = {}, {}
-        for code, nc, rc, ct, tt, _calls in entries:
-            func = labels[id(code)] = label(code)
-            cc = nc - rc
-            prev = stats.get(func)
-            if prev is None:
-                stats[func] = cc, nc, tt, ct, {}
-            else:
-                stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
-        for code, _nc, _rc, _ct, _tt, calls in entries:
-            for code2, nc, rc, ct, tt in calls or ():
-                callee = stats.get(labels.get(id(code2)) or label(code2))
-                if callee is None:
-                    continue
-                cc, func = nc - rc, labels[id(code)]
-                if func in callee[4]:
-                    prev = callee[4][func]
-                    nc, cc, tt, ct = nc + prev[0], cc + prev[1], tt + prev[2], ct + prev[3]
-                callee[4][func] = nc, cc, tt, ct
-        return stats
 
     def without_plugin_rows(stats):
         own = {k for k in stats if os.path.splitext(k[0])[0] == PLUGIN_FILE}
@@ -679,7 +655,8 @@ def test_per_test_files_and_sum_hold_what_they_held(tmp_path):
     (tmp_path / "conftest.py").write_text(ORACLE_CONFTEST)
     per, oracle, out = tmp_path / "per", tmp_path / "oracle", tmp_path / "all.prof"
     oracle.mkdir()
-    env = subprocess_env(PYTEST_ADDOPTS="", ORACLE_DIR=str(oracle))
+    env = subprocess_env(PYTEST_ADDOPTS="", ORACLE_DIR=str(oracle),
+                         ORACLE_TESTS_DIR=os.path.dirname(os.path.abspath(__file__)))
     r = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"] + PLUGIN
                    + ["--fastprof-per-test", str(per), "--fastprof=%s" % out,
                       "--fastprof-lines", "test_work:fib"],

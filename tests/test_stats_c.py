@@ -14,43 +14,7 @@ if USING_CPROFILE:
 from fastprof import _fastprof  # noqa: E402
 from fastprof.model import KeyChooser, add_stats, match_key, merge_stats, stats_result  # noqa: E402
 from fastprof.profiler import entries_to_stats  # noqa: E402
-
-
-def py_label(code):
-    if isinstance(code, str):
-        return ("~", 0, code)
-    return (code.co_filename, code.co_firstlineno, code.co_name)
-
-
-def py_entries_to_stats(entries):
-    """The Python loop entries_to_stats was (the oracle)."""
-    stats, labels = {}, {}
-    for code, nc, rc, ct, tt, _calls in entries:
-        func = labels[id(code)] = py_label(code)
-        cc = nc - rc
-        prev = stats.get(func)
-        if prev is None:
-            stats[func] = cc, nc, tt, ct, {}
-        else:
-            stats[func] = cc + prev[0], nc + prev[1], tt + prev[2], ct + prev[3], prev[4]
-    for code, _nc, _rc, _ct, _tt, calls in entries:
-        if calls:
-            func = labels[id(code)]
-            for code, nc, rc, ct, tt in calls:
-                callee = labels.get(id(code))
-                callee = stats.get(callee if callee is not None else py_label(code))
-                if callee is None:
-                    continue
-                callers = callee[4]
-                cc = nc - rc
-                if func in callers:
-                    prev = callers[func]
-                    nc += prev[0]
-                    cc += prev[1]
-                    tt += prev[2]
-                    ct += prev[3]
-                callers[func] = nc, cc, tt, ct
-    return stats
+from stats_oracle import py_entries_to_stats, py_label  # noqa: E402
 
 
 def py_add_stats(out, table, keys):
