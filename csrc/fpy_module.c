@@ -357,6 +357,10 @@ static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored
     PyObject *result = PyList_New(0);
     fp_thread_t *t;
     for (t = p->core.threads; result && t; t = t->hh.next) {
+        /* a thread whose every event returned from a frame begun before
+         * profiling (a runner's thread waking up) has nothing to show */
+        if (t->n_entries == 0)
+            continue;
         PyObject *item = Py_BuildValue("(KKK)", (unsigned long long)t->id, (unsigned long long)t->ident,
                                        (unsigned long long)t->native_id);
         if (!item || PyList_Append(result, item) < 0)
@@ -554,7 +558,8 @@ static PyMethodDef profiler_methods[] = {
     {"callpaths", (PyCFunction)(void (*)(void))profiler_callpaths, METH_VARARGS | METH_KEYWORDS,
      "callpaths($self, /, thread=None)\n--\n\nA list of (parent, code, calls, inlinetime, totaltime)."},
     {"threads", (PyCFunction)profiler_threads, METH_NOARGS,
-     "threads($self, /)\n--\n\nA list of (id, ident, native_id) of the profiled threads."},
+     "threads($self, /)\n--\n\nA list of (id, ident, native_id) of the profiled threads that "
+     "recorded a call."},
     {"memory", (PyCFunction)profiler_memory, METH_NOARGS,
      "memory($self, /)\n--\n\nBytes used by the stats tables."},
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,

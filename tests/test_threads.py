@@ -465,6 +465,49 @@ def test_thread_that_ends_leaves_consistent_stats():
     assert mid_only == {i: refs[i][key(WORKLOADS[i]["only"])][:2] for i in range(4)}
 
 
+def _spin_until(flag, started):
+    started[0] = 1
+    while not flag:  # no call: the thread's only event is this frame's return
+        pass
+
+
+def test_thread_with_nothing_recorded_is_not_listed():
+    """A thread already running when profiling starts whose every event
+    returns from a frame begun before (a test runner's thread waking up,
+    xdist's) has no record to show: thread_stats() and the file list only
+    the threads that recorded a call (a one-thread profile stays one)."""
+    import _thread
+
+    import fastprof
+    flag, started, returned, done, ended = [], [0], [0], [], threading.Event()
+
+    def run():
+        _spin_until(flag, started)
+        returned[0] = 1  # (no call: no event)
+        while not done:
+            pass
+        ended.set()  # a call, after the profile is over
+
+    prof = fastprof.Profile(threads=True)
+    spinner = _thread.start_new_thread(run, ())
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while not started[0] and time.monotonic() < deadline:
+        time.sleep(0.001)
+    prof.enable()
+    try:
+        sum(i for i in range(10))
+        flag.append(1)
+        while not returned[0] and time.monotonic() < deadline:
+            time.sleep(0.001)
+    finally:
+        prof.disable()
+        done.append(1)
+    assert returned[0] and ended.wait(JOIN_TIMEOUT)
+    listed = [ident for _tid, ident, _n, _s in prof.thread_stats()]
+    assert threading.get_ident() in listed and spinner not in listed, listed
+    assert spinner not in [t["ident"] for t in prof.profile_data().threads]
+
+
 # ---------------------------------------------------------------------------
 # disable(this_thread=True): the calling thread stops, the others go on
 # (what python -m fastprof does to the main thread when the script ends)

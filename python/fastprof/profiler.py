@@ -417,7 +417,8 @@ class Profile(_fastprof.Profiler):
     # -- threads -------------------------------------------------------------
 
     def thread_stats(self):
-        """One ``(id, ident, name, stats)`` per profiled thread.
+        """One ``(id, ident, name, stats)`` per profiled thread that
+        recorded a call.
 
         ``id`` is unique per thread for this profiler (idents get reused by
         the OS), ``ident`` is ``threading.get_ident()`` of the thread,
