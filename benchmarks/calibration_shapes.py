@@ -5,7 +5,9 @@
 
 Each round (default 15) calibrates afresh, then for each shape (a loop of
 N calls of an empty function, of one with arguments, of len(), of a
-generator's resumes, of a one-line function, of fib(7)) takes the fastest
+generator's resumes, of a one-line function, of fib(7); of a class with
+no __init__, of one with an empty __init__, of a property, of __add__ by
+``+``, of a method, of a recursion 200 deep) takes the fastest
 of 3 unprofiled runs, one compensated profile and one raw one. Printed,
 medians over the rounds, per loop round in ns: the unprofiled time, the
 residual (compensated total less unprofiled, with its quartiles) and the
@@ -44,6 +46,33 @@ def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
 
+class Plain:  # no __init__: on 3.12+ a CALL and a C_RETURN, neither recorded
+    pass
+
+
+class Init:
+    def __init__(self):
+        pass
+
+
+class Prop:
+    @property
+    def value(self):  # called from C: no CALL event before its start
+        return 1
+
+
+class Num:
+    def __add__(self, other):  # called by BINARY_OP: no CALL event either
+        return self
+
+    def method(self):
+        return self
+
+
+def deep(n):
+    return deep(n - 1) if n else 0
+
+
 def loop_empty(n, f=empty):
     for _ in range(n):
         f()
@@ -75,7 +104,38 @@ def loop_fib(n):
         fib(7)
 
 
-SHAPES = (loop_empty, loop_args, loop_c, loop_gen, loop_small, loop_fib)
+def loop_type(n, cls=Plain):
+    for _ in range(n):
+        cls()
+
+
+def loop_init(n, cls=Init):
+    for _ in range(n):
+        cls()
+
+
+def loop_property(n, obj=Prop()):
+    for _ in range(n):
+        obj.value
+
+
+def loop_dunder(n, obj=Num()):
+    for _ in range(n):
+        obj + obj
+
+
+def loop_method(n, obj=Num()):
+    for _ in range(n):
+        obj.method()
+
+
+def loop_deep(n):
+    for _ in range(n // 200):
+        deep(199)
+
+
+SHAPES = (loop_empty, loop_args, loop_c, loop_gen, loop_small, loop_fib,
+          loop_type, loop_init, loop_property, loop_dunder, loop_method, loop_deep)
 
 
 def unprofiled(fn):
