@@ -644,24 +644,32 @@ def test_merge_of_a_few_files_keeps_threads_apart(tmp_path, capsys):
     assert [t["id"] for t in merged.threads] == list(range(6))
 
 
-def test_merge_memory_does_not_grow_with_the_inputs(tmp_path, capsys):
-    import tracemalloc
+PEAK_OF_MERGES = """\
+import json, sys, tracemalloc
+from fastprof import cli
 
-    from fastprof import cli
+def peak(inputs):
+    tracemalloc.start()
+    try:
+        assert cli.main(["merge"] + inputs + ["-o", "m.prof"]) == 0
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+names = sys.argv[1:]
+print(json.dumps([peak(names[:100]), peak(names)]))
+"""
+
+
+def test_merge_memory_does_not_grow_with_the_inputs(tmp_path):
+    # measured in a child of its own: tracemalloc counts every thread's
+    # allocations, and a thread an earlier test left in this process once
+    # added 0.3 MB to one of the two peaks
     names = write_inputs(tmp_path, 400)
     size = sum(os.path.getsize(n) for n in names)
-
-    def peak(inputs):
-        tracemalloc.start()
-        try:
-            assert cli.main(["merge"] + inputs + ["-o", str(tmp_path / "m.prof")]) == 0
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-            capsys.readouterr()
-
+    r = run(["-c", PEAK_OF_MERGES] + names, tmp_path)
     # both past the 32 inputs whose threads are kept apart: holding every
     # input (or every thread) would take 4x the memory for 4x the inputs
-    few, many = peak(names[:100]), peak(names)
+    few, many = json.loads(r.stdout.splitlines()[-1])
     assert many < 1.3 * few, (few, many, size)
     assert load_profile(str(tmp_path / "m.prof")).stats[("/nonexistent/svc.py", 1, "main")][1] == 400
