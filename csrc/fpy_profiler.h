@@ -54,6 +54,10 @@ enum fpy_cost_kind {
     FPY_COST_C_CALL,   /* a C function's call */
     FPY_COST_C_RETURN, /* its return */
     FPY_COST_LINE,     /* a line event of a LineCounter bound to this profiler */
+    FPY_COST_UNRECORDED_CALL, /* 3.12+ with builtins: the CALL and C_RETURN events of a
+                                 callable that is neither a Python function nor a C
+                                 function cProfile records (a class, a partial...):
+                                 charged whole at the CALL, nothing is recorded */
     FPY_COST_KINDS
 };
 

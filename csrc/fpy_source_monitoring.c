@@ -181,18 +181,34 @@ static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, Py
     return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
 }
 
+/* Whether the interpreter runs `callable` in its own eval loop, with no
+ * C_RETURN after its CALL: a Python function, or a method of one. */
+FP_FORCE_INLINE int runs_inline(PyObject *callable)
+{
+    return Py_IS_TYPE(callable, &PyFunction_Type) ||
+           (Py_IS_TYPE(callable, &PyMethod_Type) && PyFunction_Check(PyMethod_GET_FUNCTION(callable)));
+}
+
 /* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0). CALL comes for
  * Python callables too: the callable is tested before the thread is looked
- * up. */
+ * up. A callable neither recorded nor run inline (a class, a partial) has
+ * its CALL and C_RETURN delivered for nothing: their calibrated cost is
+ * charged here, whole (a Python function's CALL is in its call's cost). */
 static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    const void *key =
-        p && PyVectorcall_NARGS(nargsf) >= 4 ? fpy_cfunc_key(args[2], args[3], p->mon.missing) : NULL;
-    fp_thread_t *t = key ? fpy_mon_thread_for(p) : NULL;
-    if (t)
+    /* most calls are of Python functions: tested first */
+    if (!p || PyVectorcall_NARGS(nargsf) < 4 || Py_IS_TYPE(args[2], &PyFunction_Type))
+        Py_RETURN_NONE;
+    const void *key = fpy_cfunc_key(args[2], args[3], p->mon.missing);
+    fp_thread_t *t = key || (p->cost[FPY_COST_UNRECORDED_CALL].whole && !runs_inline(args[2]))
+                         ? fpy_mon_thread_for(p)
+                         : NULL;
+    if (t && key)
         fpy_record_c_enter(p, t, key, args[2], args[3]);
+    else if (t)
+        t->offset += p->cost[FPY_COST_UNRECORDED_CALL].whole;
     Py_RETURN_NONE;
 }
 

@@ -453,6 +453,73 @@ def test_c_costs_fall_on_both_sides_of_their_reads():
     assert st["<built-in method builtins.len>"] == (1, 0, 0, 0)
 
 
+class Plain:
+    pass
+
+
+class WithInit:
+    def __init__(self):
+        T[0] += 4
+
+
+class Callable:
+    def __call__(self):
+        T[0] += 2
+
+    def method(self):
+        T[0] += 3
+
+
+CALLABLE = Callable()
+
+
+def calls_unrecorded():
+    # the fake clock does not move while the interpreter delivers events no
+    # one reads: the work before each such call is what its charge comes
+    # out of (a charge with no time since the last event stays owed)
+    T[0] += 10
+    Plain()  # 3.12+: CALL and C_RETURN, neither recorded: charged once
+    T[0] += 10
+    WithInit()  # the same, and __init__ recorded as a call
+    T[0] += 10
+    c = Callable()  # a class
+    T[0] += 10
+    c()  # an object with __call__
+    len(())  # recorded: its own costs
+    leaf()  # a Python function: its CALL is in the call's cost
+    CALLABLE.method()  # a method of one: the same
+    bound = CALLABLE.method
+    bound()  # a bound method object of one: the same
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="CALL events are 3.12+ (sys.monitoring)")
+def test_unrecorded_calls_are_charged_their_cost():
+    prof = profiler(builtins=True)
+    prof._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
+    run(prof, calls_unrecorded)
+    st = table(prof)
+    # its work, less the 4 unrecorded calls' 5 each
+    assert st["calls_unrecorded"][2] == 40 - 4 * 5
+    assert st["method"] == (2, 0, 6, 6)
+    assert st["__init__"] == (1, 0, 4, 4)
+    assert st["__call__"] == (1, 0, 2, 2)
+    assert prof._compensation()["costs"]["unrecorded_call"] == (0, 5)
+    # without builtins no CALL event is delivered: nothing charged
+    plain = profiler(builtins=False)
+    plain._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
+    run(plain, calls_unrecorded)
+    assert table(plain)["calls_unrecorded"][2] == 40
+
+
+def test_unrecorded_calls_cost_nothing_before_3_12():
+    if sys.version_info >= (3, 12):
+        pytest.skip("3.12+ charges them (test above)")
+    prof = profiler(builtins=True)
+    prof._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
+    run(prof, calls_unrecorded)
+    assert table(prof)["calls_unrecorded"][2] == 40
+
+
 def test_bad_costs_are_refused():
     prof = profiler()
     with pytest.raises(ValueError):

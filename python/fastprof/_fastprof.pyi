@@ -69,7 +69,7 @@ class _Compensation(TypedDict):
     removed: float  # seconds taken out of the times, every thread (since clear())
     delivery: tuple[int, int, int]  # whole cost, clock ticks: a return, a C call, a line
     resume: int  # whole cost of a generator's resume
-    # per kind (call, return, resume, yield, c_call, c_return, line): (pre, whole)
+    # per kind (call, return, resume, yield, c_call, c_return, line, unrecorded_call): (pre, whole)
     # in clock ticks, pre the part taken from the time before the event's read
     costs: dict[str, tuple[int, int]]
 

@@ -9,7 +9,10 @@ varies, so it is charged as a constant rather than read with a second TSC
 read per event) is measured here, once per process for each kind of
 profiler (event source, clock, builtins), and handed to the C profiler with
 ``_set_compensation``, per kind of event: a Python call, its return, a
-generator's resume or yield, a C function's call or return, a line.
+generator's resume or yield, a C function's call or return, a line, and
+(3.12+) the call of a callable that is neither recorded nor a Python
+function (a class: its CALL and C_RETURN events are delivered, and cost,
+though nothing is recorded).
 
 Each kind's cost is measured by a loop made of that event and nothing
 else: N calls of an empty function, N resumes of a generator, N calls of
@@ -56,7 +59,7 @@ RUNS = 11
 _measured = {}
 
 # _set_compensation's kinds (fpy_cost_kind in csrc/fpy_profiler.h)
-KINDS = ("call", "return", "resume", "yield", "c_call", "c_return", "line")
+KINDS = ("call", "return", "resume", "yield", "c_call", "c_return", "line", "unrecorded_call")
 ZERO = {kind: (0.0, 0.0) for kind in KINDS}
 
 
@@ -95,6 +98,17 @@ def _loop_c(n, f=len, arg=_ARG):
     for _ in range(n):
         f(arg)
         arg.count(0)
+
+
+class _Plain:
+    pass
+
+
+def _loop_types(n, cls=_Plain):
+    # a class called (3.12+ with builtins: its CALL and C_RETURN events,
+    # neither recorded; its instance made without any Python code)
+    for _ in range(n):
+        cls()
 
 
 def _is_loop_c_callee(code):
@@ -232,7 +246,7 @@ def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False
     *callpaths* every event takes the general path, whose second clock
     read leaves more outside the reads (3.12: ~6 ns a call): measured so."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
-    for loop in (_loop_none, _loop_calls, _loop_resumes, _loop_c):
+    for loop in (_loop_none, _loop_calls, _loop_resumes, _loop_c, _loop_types):
         loop(N_CALLS)  # warm: every call site specialised before timing
     make = _maker(builtins, fast, clock, callpaths)
     none = _Run(_loop_none, make, read)  # the loop itself, slower profiled (<= 3.11)
@@ -249,6 +263,10 @@ def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False
     else:
         costs["c_call"] = costs["c_return"] = (0.0, 0.0)
     costs["line"] = _line_costs(fast, clock, read, lines, callpaths) if lines else (0.0, 0.0)
+    costs["unrecorded_call"] = (0.0, 0.0)
+    if builtins and sys.version_info >= (3, 12):  # else no CALL event is delivered
+        types = _Run(_loop_types, _maker(True, fast, clock, callpaths), read)
+        costs["unrecorded_call"] = (0.0, max(types.excess - none.excess, 0.0) / N_CALLS)
     return costs
 
 
