@@ -381,9 +381,8 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
                          p->clock.ticks_per_second);
 }
 
-static const char *const cost_names[FPY_COST_KINDS] = {"call",   "return",   "resume",
-                                                       "yield",  "c_call",   "c_return",
-                                                       "line",   "unrecorded_call"};
+static const char *const cost_names[FPY_COST_KINDS] = {
+    "call", "return", "resume", "yield", "c_call", "c_return", "line", "unrecorded_call"};
 
 /* _set_compensation(on, py, c, line, resume, costs): see the stub
  * (_fastprof.pyi). */
