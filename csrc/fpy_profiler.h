@@ -45,19 +45,19 @@ typedef struct fpy_cost {
 
 /* The kinds of events calibrated apart (_set_compensation's names). */
 enum fpy_cost_kind {
-    FPY_COST_CALL,            /* a Python function's call (3.12+: PY_START, after the call site's
+    FPY_COST_CALL,     /* a Python function's call (3.12+: PY_START, after the call site's
                           CALL event when builtins are on) */
-    FPY_COST_RETURN,          /* its return */
-    FPY_COST_RESUME,          /* a generator or coroutine's resume (and before 3.12 its first
+    FPY_COST_RETURN,   /* its return */
+    FPY_COST_RESUME,   /* a generator or coroutine's resume (and before 3.12 its first
                           start: the legacy hook tells a generator by its code's flags) */
-    FPY_COST_YIELD,           /* its yield (and before 3.12 its last return) */
-    FPY_COST_C_CALL,          /* a C function's call */
-    FPY_COST_C_RETURN,        /* its return */
-    FPY_COST_LINE,            /* a line event of a LineCounter bound to this profiler */
-    FPY_COST_UNRECORDED_CALL, /* 3.12+ with builtins: the CALL and C_RETURN events of a
-                                 callable that is neither a Python function nor a C
-                                 function cProfile records (a class, a partial...):
-                                 charged whole at the CALL, nothing is recorded */
+    FPY_COST_YIELD,    /* its yield (and before 3.12 its last return) */
+    FPY_COST_C_CALL,   /* a C function's call */
+    FPY_COST_C_RETURN, /* its return */
+    FPY_COST_LINE,     /* a line event of a LineCounter bound to this profiler */
+    /* 3.12+ with builtins: the CALL and C_RETURN events of a callable that
+     * is neither a Python function nor a C function cProfile records (a
+     * class, a partial...): charged whole at the CALL, nothing recorded */
+    FPY_COST_UNRECORDED_CALL,
     FPY_COST_KINDS
 };
 
