@@ -382,7 +382,7 @@ static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(igno
 }
 
 static const char *const cost_names[FPY_COST_KINDS] = {
-    "call", "return", "resume", "yield", "c_call", "c_return", "line", "unrecorded_call"};
+    "call", "return", "resume", "yield", "c_call", "c_return", "line", "unrecorded_call", "call_site"};
 
 /* _set_compensation(on, py, c, line, resume, costs): see the stub
  * (_fastprof.pyi). */
@@ -396,9 +396,10 @@ static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
     if (resume < 0)
         resume = py;
     /* each kind's (pre, whole); by default all of it before the read (an
-     * unrecorded call: 0, it is only ever calibrated) */
-    long long v[FPY_COST_KINDS][2] = {{py, py}, {py, py}, {resume, resume}, {resume, resume},
-                                      {c, c},   {c, c},   {line, line},     {0, 0}};
+     * unrecorded call and a call site: 0, they are only ever calibrated) */
+    long long v[FPY_COST_KINDS][2] = {{py, py},         {py, py}, {resume, resume},
+                                      {resume, resume}, {c, c},   {c, c},
+                                      {line, line},     {0, 0},   {0, 0}};
     if (costs != Py_None && !PyDict_Check(costs)) {
         PyErr_SetString(PyExc_TypeError, "costs must be a dict {kind: (pre, whole)}");
         return NULL;
@@ -570,8 +571,8 @@ static PyMethodDef profiler_methods[] = {
      "Private: compensation on or off (on even with a custom timer: tests), and the "
      "delivery cost of each kind of event in clock ticks, all before the event's clock "
      "read (resume < 0: py's); costs: {kind: (pre, whole)} for kinds call, return, resume, "
-     "yield, c_call, c_return, line, unrecorded_call (pre: the part before the read; an "
-     "unrecorded call's whole is charged at its CALL, 3.12+). Only while disabled."},
+     "yield, c_call, c_return, line, unrecorded_call, call_site (pre: the part before the "
+     "read; the last two, 3.12+, are charged whole at a CALL event). Only while disabled."},
     {"_compensation", (PyCFunction)profiler_compensation, METH_NOARGS,
      "_compensation($self, /)\n--\n\n"
      "Private: {'compensate': bool, 'removed': seconds, 'delivery': (py, c, line) ticks, "

@@ -58,6 +58,10 @@ enum fpy_cost_kind {
      * is neither a Python function nor a C function cProfile records (a
      * class, a partial...): charged whole at the CALL, nothing recorded */
     FPY_COST_UNRECORDED_CALL,
+    /* 3.12+ with builtins: a call site's CALL event for a Python function
+     * (run inline: its PY_START follows), charged whole at the CALL; a
+     * function started without one (a property, `+`, from C) is not */
+    FPY_COST_CALL_SITE,
     FPY_COST_KINDS
 };
 

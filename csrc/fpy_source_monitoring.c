@@ -190,25 +190,33 @@ FP_FORCE_INLINE int runs_inline(PyObject *callable)
 }
 
 /* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0). CALL comes for
- * Python callables too: the callable is tested before the thread is looked
- * up. A callable neither recorded nor run inline (a class, a partial) has
- * its CALL and C_RETURN delivered for nothing: their calibrated cost is
- * charged here, whole (a Python function's CALL is in its call's cost). */
+ * every callable. A C function cProfile records is recorded; the others'
+ * events are charged their calibrated cost, whole, to the thread's
+ * account: a Python function's CALL (its call site's, the caller's time;
+ * its PY_START is a call's), and the CALL and later C_RETURN of anything
+ * else (a class, a partial), which nothing records. */
 static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
-    /* most calls are of Python functions: tested first */
-    if (!p || PyVectorcall_NARGS(nargsf) < 4 || Py_IS_TYPE(args[2], &PyFunction_Type))
+    if (!p || PyVectorcall_NARGS(nargsf) < 4)
         Py_RETURN_NONE;
-    const void *key = fpy_cfunc_key(args[2], args[3], p->mon.missing);
-    fp_thread_t *t = key || (p->cost[FPY_COST_UNRECORDED_CALL].whole && !runs_inline(args[2]))
-                         ? fpy_mon_thread_for(p)
-                         : NULL;
-    if (t && key)
-        fpy_record_c_enter(p, t, key, args[2], args[3]);
-    else if (t)
-        t->offset += p->cost[FPY_COST_UNRECORDED_CALL].whole;
+    enum fpy_cost_kind kind = FPY_COST_CALL_SITE;
+    if (!runs_inline(args[2])) {
+        const void *key = fpy_cfunc_key(args[2], args[3], p->mon.missing);
+        if (key) {
+            fp_thread_t *t = fpy_mon_thread_for(p);
+            if (t)
+                fpy_record_c_enter(p, t, key, args[2], args[3]);
+            Py_RETURN_NONE;
+        }
+        kind = FPY_COST_UNRECORDED_CALL;
+    }
+    if (p->cost[kind].whole) {
+        fp_thread_t *t = fpy_mon_thread_for(p);
+        if (t)
+            t->offset += p->cost[kind].whole;
+    }
     Py_RETURN_NONE;
 }
 

@@ -511,6 +511,50 @@ def test_unrecorded_calls_are_charged_their_cost():
     assert table(plain)["calls_unrecorded"][2] == 40
 
 
+class WithProperty:
+    @property
+    def value(self):
+        T[0] += 6
+        return 1
+
+
+WITH_PROPERTY = WithProperty()
+
+
+def calls_sites():
+    T[0] += 10
+    leaf()  # its call site's CALL: charged (from the 10 before it)
+    T[0] += 10
+    WITH_PROPERTY.value  # a getter started without a CALL: not charged
+    T[0] += 10
+    CALLABLE.method()  # a method of a Python function: charged
+    len(())  # a recorded C function: its own c_call cost, not this
+
+
+def sites_outer():
+    # the charges for the call site that started this (run()'s: a CALL
+    # event on 3.14) and for calls_sites' come out of this work: a charge
+    # no time has passed for stays owed, taken from what comes next
+    T[0] += 20
+    calls_sites()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="CALL events are 3.12+ (sys.monitoring)")
+def test_call_sites_are_charged_their_cost():
+    prof = profiler(builtins=True)
+    prof._set_compensation(True, 1, 1, 1, -1, {"call_site": (0, 3)})
+    run(prof, sites_outer)
+    st = table(prof)
+    assert st["calls_sites"][2] == 30 - 2 * 3
+    assert st["value"] == (1, 0, 6, 6)
+    assert st["method"] == (1, 0, 3, 3)
+    # without builtins no CALL event is delivered: nothing charged
+    plain = profiler(builtins=False)
+    plain._set_compensation(True, 1, 1, 1, -1, {"call_site": (0, 3)})
+    run(plain, sites_outer)
+    assert table(plain)["calls_sites"][2] == 30
+
+
 def test_unrecorded_calls_cost_nothing_before_3_12():
     if sys.version_info >= (3, 12):
         pytest.skip("3.12+ charges them (test above)")
@@ -518,6 +562,10 @@ def test_unrecorded_calls_cost_nothing_before_3_12():
     prof._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
     run(prof, calls_unrecorded)
     assert table(prof)["calls_unrecorded"][2] == 40
+    prof = profiler(builtins=True)
+    prof._set_compensation(True, 1, 1, 1, -1, {"call_site": (0, 3)})
+    run(prof, sites_outer)
+    assert table(prof)["calls_sites"][2] == 30
 
 
 def test_bad_costs_are_refused():

@@ -59,7 +59,8 @@ RUNS = 11
 _measured = {}
 
 # _set_compensation's kinds (fpy_cost_kind in csrc/fpy_profiler.h)
-KINDS = ("call", "return", "resume", "yield", "c_call", "c_return", "line", "unrecorded_call")
+KINDS = ("call", "return", "resume", "yield", "c_call", "c_return", "line", "unrecorded_call",
+         "call_site")
 ZERO = {kind: (0.0, 0.0) for kind in KINDS}
 
 
@@ -200,6 +201,23 @@ def _pair(run, none, n):
     return (outside / 2, total / 2), (inside / 2, total / 2)
 
 
+def _call_site_apart(costs):
+    """*costs* with the call site's CALL (3.12+, ``call_site``, measured
+    as a part of a Python call's cost) taken out of the call's and its
+    return's, from their outside halves: charged at the CALL instead, so
+    that a function started without one (a property, ``+``, from C) is
+    not charged it. Done after the cache's lows are taken: the lows of
+    two kinds measured apart would not add up to a call."""
+    site = costs.get("call_site", (0.0, 0.0))[1]
+    (cpre, cwhole), (rpre, rwhole) = costs["call"], costs["return"]
+    site = min(site, 2 * cpre)  # at most the outside (its half is the call's pre)
+    out = dict(costs)
+    out["call"] = (cpre - site / 2, cwhole - site / 2)
+    out["return"] = (rpre, rwhole - site / 2)
+    out["call_site"] = (0.0, site)
+    return out
+
+
 def _line_costs(fast, clock, read, recorder, callpaths=False):
     """(pre, whole) of a line event in seconds: the line loop profiled with
     lines= less without, per line hit, half before its read and half after;
@@ -237,6 +255,12 @@ def _line_costs(fast, clock, read, recorder, callpaths=False):
     return (whole / 2, whole)
 
 
+def _call_events(builtins, fast):
+    """Whether the profiler gets CALL events (3.12+ sys.monitoring with
+    builtins; the frame evaluator of fast mode sees no call site)."""
+    return builtins and not fast and sys.version_info >= (3, 12)
+
+
 def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
     """{kind: (pre, whole)}: the delivery cost per event in seconds,
     measured now; *builtins* as the profiler's (on 3.12+ it makes every
@@ -244,14 +268,18 @@ def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False
     too, before its PY_START); a line's only with *lines*, a callable
     making a line recorder of a list of patterns (0 else). With
     *callpaths* every event takes the general path, whose second clock
-    read leaves more outside the reads (3.12: ~6 ns a call): measured so."""
+    read leaves more outside the reads (3.12: ~6 ns a call): measured so.
+    3.12+ with builtins also: ``unrecorded_call``, a class's call (its
+    CALL and C_RETURN, nothing recorded), and ``call_site``, the CALL
+    part of ``call`` (still in it here: see _call_site_apart)."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
     for loop in (_loop_none, _loop_calls, _loop_resumes, _loop_c, _loop_types):
         loop(N_CALLS)  # warm: every call site specialised before timing
     make = _maker(builtins, fast, clock, callpaths)
     none = _Run(_loop_none, make, read)  # the loop itself, slower profiled (<= 3.11)
     costs = {}
-    costs["call"], costs["return"] = _pair(_Run(_loop_calls, make, read, lambda code: code is _noop.__code__), none, N_CALLS)
+    calls = _Run(_loop_calls, make, read, lambda code: code is _noop.__code__)
+    costs["call"], costs["return"] = _pair(calls, none, N_CALLS)
     if fast:  # the frame evaluator: generators are not recorded
         costs["resume"], costs["yield"] = costs["call"], costs["return"]
     else:
@@ -263,10 +291,15 @@ def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False
     else:
         costs["c_call"] = costs["c_return"] = (0.0, 0.0)
     costs["line"] = _line_costs(fast, clock, read, lines, callpaths) if lines else (0.0, 0.0)
-    costs["unrecorded_call"] = (0.0, 0.0)
-    if builtins and sys.version_info >= (3, 12):  # else no CALL event is delivered
+    costs["unrecorded_call"] = costs["call_site"] = (0.0, 0.0)
+    if _call_events(builtins, fast):
         types = _Run(_loop_types, _maker(True, fast, clock, callpaths), read)
         costs["unrecorded_call"] = (0.0, max(types.excess - none.excess, 0.0) / N_CALLS)
+        # a call site's CALL, a part of "call" (_call_site_apart): the call
+        # loop with builtins less without
+        unsited = _Run(_loop_calls, _maker(False, fast, clock, callpaths), read,
+                       lambda code: code is _noop.__code__)
+        costs["call_site"] = (0.0, max(calls.excess - unsited.excess, 0.0) / N_CALLS)
     return costs
 
 
@@ -287,7 +320,7 @@ def delivery_costs(fast=False, clock="wall", builtins=True, lines=None, callpath
         except (RuntimeError, ValueError, OSError):
             return dict(ZERO)  # e.g. another frame evaluator: fast mode fails anyway
         # a busy machine measures too much: the fastest of this build's runs
-        costs = fastest(build_key(_fastprof.__file__), repr(key), costs)
+        costs = _call_site_apart(fastest(build_key(_fastprof.__file__), repr(key), costs))
         _measured[key] = costs
     return costs
 
