@@ -114,3 +114,33 @@ def test_the_profilers_costs_come_through_the_cache(cache, monkeypatch):
     # and a build whose extension changed does not see it; a key is one field
     assert calibration_cache.build_key(_fastprof.__file__ + "x") != build
     assert "\t" not in build and "\n" not in build
+
+
+def test_call_site_comes_out_of_the_calls_outside_halves():
+    costs = dict(calibration.ZERO, call=(5.0, 10.0), **{"return": (5.0, 10.0)},
+                 call_site=(0.0, 4.0))
+    got = calibration._call_site_apart(costs)
+    # the outside (10: half before the call's read, half after the
+    # return's) loses the site's 4, half from each; the inside stays
+    assert got["call"] == (3.0, 8.0) and got["return"] == (5.0, 8.0)
+    assert got["call_site"] == (0.0, 4.0)
+    # a site measured above the whole outside is cut to it: the call's
+    # total is never charged twice
+    got = calibration._call_site_apart(dict(costs, call_site=(0.0, 30.0)))
+    assert got["call"] == (0.0, 5.0) and got["return"] == (5.0, 5.0)
+    assert got["call_site"] == (0.0, 10.0)
+    assert costs["call"] == (5.0, 10.0)  # the input is left as it was
+
+
+def test_call_site_is_taken_apart_after_the_cache(cache, monkeypatch):
+    # the cache keeps each kind's low as measured (the site still inside
+    # the call): lows of two runs could not add up to a call otherwise
+    monkeypatch.setattr(calibration, "_measured", {})
+    measured = dict(calibration.ZERO, call=(5.0, 10.0), **{"return": (5.0, 10.0)},
+                    call_site=(0.0, 4.0))
+    monkeypatch.setattr(calibration, "measure", lambda *a: dict(measured))
+    monkeypatch.setattr(calibration, "_can_measure", lambda: True)
+    got = calibration.delivery_costs()
+    assert got["call"] == (3.0, 8.0) and got["call_site"] == (0.0, 4.0)
+    text = cache.read_text()
+    assert "\tcall\t5.0\t10.0\n" in text and "\tcall_site\t0.0\t4.0\n" in text

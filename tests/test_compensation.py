@@ -486,29 +486,30 @@ def calls_unrecorded():
     T[0] += 10
     c()  # an object with __call__
     len(())  # recorded: its own costs
-    leaf()  # a Python function: its CALL is in the call's cost
+    leaf()  # a Python function: a call site (call_site, not this)
     CALLABLE.method()  # a method of one: the same
     bound = CALLABLE.method
     bound()  # a bound method object of one: the same
 
 
+def charged(func, costs, builtins=True):
+    """table() of *func* run under a fake-clock profiler charging *costs*."""
+    prof = profiler(builtins=builtins)
+    prof._set_compensation(True, 1, 1, 1, -1, costs)
+    run(prof, func)
+    return table(prof)
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="CALL events are 3.12+ (sys.monitoring)")
 def test_unrecorded_calls_are_charged_their_cost():
-    prof = profiler(builtins=True)
-    prof._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
-    run(prof, calls_unrecorded)
-    st = table(prof)
+    st = charged(calls_unrecorded, {"unrecorded_call": (0, 5)})
     # its work, less the 4 unrecorded calls' 5 each
     assert st["calls_unrecorded"][2] == 40 - 4 * 5
     assert st["method"] == (2, 0, 6, 6)
     assert st["__init__"] == (1, 0, 4, 4)
     assert st["__call__"] == (1, 0, 2, 2)
-    assert prof._compensation()["costs"]["unrecorded_call"] == (0, 5)
     # without builtins no CALL event is delivered: nothing charged
-    plain = profiler(builtins=False)
-    plain._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
-    run(plain, calls_unrecorded)
-    assert table(plain)["calls_unrecorded"][2] == 40
+    assert charged(calls_unrecorded, {"unrecorded_call": (0, 5)}, builtins=False)["calls_unrecorded"][2] == 40
 
 
 class WithProperty:
@@ -541,31 +542,19 @@ def sites_outer():
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="CALL events are 3.12+ (sys.monitoring)")
 def test_call_sites_are_charged_their_cost():
-    prof = profiler(builtins=True)
-    prof._set_compensation(True, 1, 1, 1, -1, {"call_site": (0, 3)})
-    run(prof, sites_outer)
-    st = table(prof)
+    st = charged(sites_outer, {"call_site": (0, 3)})
     assert st["calls_sites"][2] == 30 - 2 * 3
     assert st["value"] == (1, 0, 6, 6)
     assert st["method"] == (1, 0, 3, 3)
     # without builtins no CALL event is delivered: nothing charged
-    plain = profiler(builtins=False)
-    plain._set_compensation(True, 1, 1, 1, -1, {"call_site": (0, 3)})
-    run(plain, sites_outer)
-    assert table(plain)["calls_sites"][2] == 30
+    assert charged(sites_outer, {"call_site": (0, 3)}, builtins=False)["calls_sites"][2] == 30
 
 
 def test_unrecorded_calls_cost_nothing_before_3_12():
     if sys.version_info >= (3, 12):
         pytest.skip("3.12+ charges them (test above)")
-    prof = profiler(builtins=True)
-    prof._set_compensation(True, 1, 1, 1, -1, {"unrecorded_call": (0, 5)})
-    run(prof, calls_unrecorded)
-    assert table(prof)["calls_unrecorded"][2] == 40
-    prof = profiler(builtins=True)
-    prof._set_compensation(True, 1, 1, 1, -1, {"call_site": (0, 3)})
-    run(prof, sites_outer)
-    assert table(prof)["calls_sites"][2] == 30
+    assert charged(calls_unrecorded, {"unrecorded_call": (0, 5)})["calls_unrecorded"][2] == 40
+    assert charged(sites_outer, {"call_site": (0, 3)})["calls_sites"][2] == 30
 
 
 def test_bad_costs_are_refused():
