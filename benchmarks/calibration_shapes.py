@@ -114,17 +114,20 @@ def loop_init(n, cls=Init):
         cls()
 
 
-def loop_property(n, obj=Prop()):
+PROP, NUM = Prop(), Num()
+
+
+def loop_property(n, obj=PROP):
     for _ in range(n):
-        obj.value
+        _value = obj.value
 
 
-def loop_dunder(n, obj=Num()):
+def loop_dunder(n, obj=NUM):
     for _ in range(n):
         obj + obj
 
 
-def loop_method(n, obj=Num()):
+def loop_method(n, obj=NUM):
     for _ in range(n):
         obj.method()
 

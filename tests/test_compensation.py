@@ -526,7 +526,7 @@ def calls_sites():
     T[0] += 10
     leaf()  # its call site's CALL: charged (from the 10 before it)
     T[0] += 10
-    WITH_PROPERTY.value  # a getter started without a CALL: not charged
+    _value = WITH_PROPERTY.value  # a getter started without a CALL: not charged
     T[0] += 10
     CALLABLE.method()  # a method of a Python function: charged
     len(())  # a recorded C function: its own c_call cost, not this

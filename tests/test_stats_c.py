@@ -11,10 +11,11 @@ from helpers import USING_CPROFILE
 if USING_CPROFILE:
     pytest.skip("fastprof's C helpers", allow_module_level=True)
 
+from stats_oracle import py_entries_to_stats, py_label  # noqa: E402
+
 from fastprof import _fastprof  # noqa: E402
 from fastprof.model import KeyChooser, add_stats, match_key, merge_stats, stats_result  # noqa: E402
 from fastprof.profiler import entries_to_stats  # noqa: E402
-from stats_oracle import py_entries_to_stats, py_label  # noqa: E402
 
 
 def py_add_stats(out, table, keys):
