@@ -557,6 +557,14 @@ static PyMethodDef profiler_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "_stats_and_codes($self, /, thread=None)\n--\n\n(pstats dict, codes): "
      "entries_to_stats(getstats(thread)) and the entries' codes, without the entries."},
+    {"_stats_marshal", (PyCFunction)fpy_stats_marshal, METH_O,
+     "_stats_marshal($self, skip_file, /)\n--\n\n"
+     "Private: (marshal bytes of the pstats table, codes of its rows, calls, thread id) of a "
+     "profile one thread recorded, without the rows of file skip_file; None: use _stats_and_codes."},
+    {"_fold_into", (PyCFunction)fpy_stats_fold, METH_VARARGS,
+     "_fold_into($self, other, pairs, /)\n--\n\n"
+     "Private: add the stats of this profiler's threads into another profiler's, never enabled; "
+     "pairs: (thread id here, thread id there) of each thread to add. Line stats are not added."},
     {"callpaths", (PyCFunction)(void (*)(void))profiler_callpaths, METH_VARARGS | METH_KEYWORDS,
      "callpaths($self, /, thread=None)\n--\n\nA list of (parent, code, calls, inlinetime, totaltime)."},
     {"threads", (PyCFunction)profiler_threads, METH_NOARGS,

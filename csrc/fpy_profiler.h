@@ -333,12 +333,27 @@ void fpy_stats_snapshot_free(fp_thread_t *m);
 /* ---- fpy_stats_dict.c: pstats dicts of getstats() entries, or of the
  *      profiler's tables directly ---- */
 
+/* The pstats key of a profiled function's user object (a code object, a
+ * C function's name as a str, or an object with a code's co_ attributes):
+ * new reference, NULL with an exception set. */
+PyObject *fpy_code_key(PyObject *code);
+
 /* _entries_stats(entries) (module function; METH_O). */
 PyObject *fpy_entries_stats(PyObject *module, PyObject *entries);
 
 /* _stats_and_codes(thread=None): (pstats dict, the codes of its entries), what
  * entries_to_stats(getstats(thread)) and the entries' codes are. */
 PyObject *fpy_stats_and_codes(fpy_profiler_t *p, PyObject *thread);
+
+/* ---- fpy_stats_marshal.c: one thread's pstats table as marshal bytes ---- */
+
+/* _stats_marshal(skip_file) (METH_O). */
+PyObject *fpy_stats_marshal(fpy_profiler_t *p, PyObject *skip_file);
+
+/* ---- fpy_stats_fold.c: one profiler's threads added into another's ---- */
+
+/* _fold_into(other, pairs) (METH_VARARGS). */
+PyObject *fpy_stats_fold(fpy_profiler_t *p, PyObject *args);
 
 /* ---- fpy_stats_sum.c: a pstats dict added into a running sum ---- */
 

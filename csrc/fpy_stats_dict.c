@@ -23,8 +23,7 @@
 
 #include <stdlib.h>
 
-/* The pstats key of a code (new reference; NULL: error). */
-static PyObject *code_key(PyObject *code)
+PyObject *fpy_code_key(PyObject *code)
 {
     if (PyUnicode_Check(code))
         return Py_BuildValue("(siO)", "~", 0, code);
@@ -54,7 +53,7 @@ static PyObject *label(PyObject *labels, PyObject *code)
         Py_DECREF(id);
         return Py_NewRef(key);
     }
-    key = PyErr_Occurred() ? NULL : code_key(code);
+    key = PyErr_Occurred() ? NULL : fpy_code_key(code);
     if (key && PyDict_SetItem(labels, id, key) < 0)
         Py_CLEAR(key);
     Py_DECREF(id);

@@ -483,14 +483,14 @@ def test_running_sum_costs_each_input_not_the_sum(monkeypatch):
     if USING_CPROFILE:
         pytest.skip("the plugin")
     import fastprof.model
-    from fastprof.modes import pytest_plugin
+    from fastprof.modes import per_test
     handled = []
     real = fastprof.model.add_stats
     monkeypatch.setattr(fastprof.model, "add_stats",
                         lambda out, table, keys: (handled.append(len(table)), real(out, table, keys)))
     import fastprof.merge
     monkeypatch.setattr(fastprof.merge, "add_stats", fastprof.model.add_stats)
-    total = pytest_plugin._RunningSum()
+    total = per_test.RunningSum()
     for i in range(200):
         total.add(fake_data(5, ["MainThread"], offset=i * 5))  # 5 new functions per test
     assert sum(handled) <= 2 * 200 * 5, sum(handled)
@@ -504,8 +504,8 @@ def test_running_sum_threads_of_one_name_are_one_thread():
     ends): each name's thread sums its tests' tables."""
     if USING_CPROFILE:
         pytest.skip("the plugin")
-    from fastprof.modes import pytest_plugin
-    total = pytest_plugin._RunningSum()
+    from fastprof.modes import per_test
+    total = per_test.RunningSum()
     total.add(fake_data(3, ["MainThread"]))
     total.add(fake_data(3, ["MainThread"]))
     total.add(fake_data(2, ["MainThread", "worker"]))
@@ -624,6 +624,8 @@ ORACLE_CONFTEST = textwrap.dedent("""\
             finally:
                 fastprof.profiler.entries_to_stats = real
             data.stats = without_plugin_rows(data.stats)
+            data.qualnames = {k: q for k, q in data.qualnames.items() if k in data.stats}
+            data.paths = {f: r for f, r in data.paths.items() if f in {k[0] for k in data.stats}}
             for t in data.threads:
                 t["stats"] = without_plugin_rows(t["stats"])
             trailer = data.trailer()
@@ -639,13 +641,17 @@ ORACLE_CONFTEST = textwrap.dedent("""\
 
 
 @fastprof_only
-def test_per_test_files_and_sum_hold_what_they_held(tmp_path):
-    """Each per-test file (a test with a thread, --fastprof-lines) reads as
-    the file written the old way from the same profiler (stats, threads,
-    qualnames, lines, paths, compensation...), its pstats table is the same
-    marshal object, and the session's sum is those files summed in test
-    order by fastprof's merge (exactly: the same additions), each thread
-    name's stats by merge_stats."""
+@pytest.mark.parametrize("lines", [True, False], ids=["lines", "direct"])
+def test_per_test_files_and_sum_hold_what_they_held(tmp_path, lines):
+    """Each per-test file (a test with a thread, and with --fastprof-lines
+    every test, taking the general path; without it the one-thread tests'
+    files written by C) reads as the file written the old way from the
+    same profiler (stats, threads, qualnames, lines, paths, compensation...),
+    its pstats table is the same marshal object, and the session's sum is
+    those files summed in test order by fastprof's merge (with lines:
+    exactly, the same additions; without: the sum folded in clock ticks,
+    the same counts and times to 1e-9), each thread name's stats by
+    merge_stats."""
     import marshal
 
     from fastprof.merge import merge_profiles
@@ -658,8 +664,8 @@ def test_per_test_files_and_sum_hold_what_they_held(tmp_path):
     env = subprocess_env(PYTEST_ADDOPTS="", ORACLE_DIR=str(oracle),
                          ORACLE_TESTS_DIR=os.path.dirname(os.path.abspath(__file__)))
     r = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"] + PLUGIN
-                   + ["--fastprof-per-test", str(per), "--fastprof=%s" % out,
-                      "--fastprof-lines", "test_work:fib"],
+                   + ["--fastprof-per-test", str(per), "--fastprof=%s" % out]
+                   + (["--fastprof-lines", "test_work:fib"] if lines else []),
                    cwd=str(tmp_path), env=env, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     expected = sorted(oracle.iterdir())
@@ -669,19 +675,41 @@ def test_per_test_files_and_sum_hold_what_they_held(tmp_path):
         path = per / want_path.name[5:]
         got, want = load_profile(str(path)), load_profile(str(want_path))
         assert got == want, path.name
-        assert got.lines and got.qualnames is not None and got.paths and got.compensation
+        assert bool(got.lines) == lines and got.paths and got.compensation
+        assert got.qualnames or sys.version_info < (3, 11)
         with open(str(path), "rb") as f, open(str(want_path), "rb") as g:
             assert marshal.load(f) == marshal.load(g)
         mine.append(got)
     assert [len(p.threads) for p in mine].count(2) == 1  # test_thread's
     total = load_profile(str(out))
     summed = merge_profiles([load_profile(str(p)) for p in expected], pair_installs=False)
-    for field in ("stats", "qualnames", "lines", "lines_own", "paths", "compensation", "clock",
-                  "only", "fast"):
+    for field in ("qualnames", "lines", "lines_own", "paths", "clock", "only", "fast"):
         assert getattr(total, field) == getattr(summed, field), field
     by_name = {}
     for p in expected:
         for t in load_profile(str(p)).threads:
             by_name.setdefault(t["name"], []).append(t["stats"])
-    assert {t["name"]: t["stats"] for t in total.threads} == {
-        name: merge_stats(tables) for name, tables in by_name.items()}
+    threads = {t["name"]: t["stats"] for t in total.threads}
+    want_threads = {name: merge_stats(tables) for name, tables in by_name.items()}
+    if lines:
+        assert total.stats == summed.stats and total.compensation == summed.compensation
+        assert threads == want_threads
+        return
+    assert_same_stats(total.stats, summed.stats)
+    assert sorted(threads) == sorted(want_threads)
+    for name, stats in threads.items():
+        assert_same_stats(stats, want_threads[name])
+    assert total.compensation["events"] == summed.compensation["events"]
+    assert total.compensation["removed"] == pytest.approx(summed.compensation["removed"], rel=1e-9)
+
+
+def assert_same_stats(got, want):
+    """Two pstats dicts: the same rows and callers, counts equal, times to 1e-9."""
+    assert list(got) == list(want) or set(got) == set(want)
+    for key, row in want.items():
+        assert got[key][:2] == row[:2], key
+        assert got[key][2:4] == pytest.approx(row[2:4], rel=1e-9, abs=1e-15), key
+        assert set(got[key][4]) == set(row[4]), key
+        for caller, edge in row[4].items():
+            assert got[key][4][caller][:2] == edge[:2], (key, caller)
+            assert got[key][4][caller][2:] == pytest.approx(edge[2:], rel=1e-9, abs=1e-15)

@@ -69,7 +69,8 @@ class _Compensation(TypedDict):
     removed: float  # seconds taken out of the times, every thread (since clear())
     delivery: tuple[int, int, int]  # whole cost, clock ticks: a return, a C call, a line
     resume: int  # whole cost of a generator's resume
-    # per kind (call, return, resume, yield, c_call, c_return, line, unrecorded_call): (pre, whole)
+    # per kind (call, return, resume, yield, c_call, c_return, line, unrecorded_call,
+    # call_site): (pre, whole)
     # in clock ticks, pre the part taken from the time before the event's read
     costs: dict[str, tuple[int, int]]
 
@@ -110,6 +111,15 @@ class Profiler:
     def _stats_and_codes(
         self, /, thread: int | None = None
     ) -> tuple[dict[tuple[str, int, str], tuple[Any, ...]], list[CodeType | str]]: ...
+    # pytest --fastprof-per-test (modes/per_test.py): a profile one thread
+    # recorded, as (its pstats table's marshal bytes, the trailer's qualified
+    # names' marshal bytes or b"", the rows' codes, their files, calls, thread
+    # id), without the rows of file skip_file; None: take _stats_and_codes
+    def _stats_marshal(
+        self, skip_file: str, /
+    ) -> tuple[bytes, bytes, list[CodeType | str], list[str], int, int] | None: ...
+    # add this profiler's threads (id here, id there) into another's, never enabled
+    def _fold_into(self, other: Profiler, pairs: Iterable[tuple[int, int]], /) -> None: ...
     # (index of the parent path or -1, code or C function name, calls, inlinetime, totaltime)
     def callpaths(self, /, thread: int | None = None) -> list[tuple[int, CodeType | str, int, float, float]]: ...
     # (id, ident, native_id) of each profiled thread

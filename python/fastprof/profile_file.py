@@ -223,6 +223,21 @@ def _threads_from_marshal(threads, stats):
     return out
 
 
+def file_bytes(table: bytes, data: ProfileData, qualnames: bytes = b"") -> bytes:
+    """A profile file's bytes, from its pstats table's marshal bytes
+    (``Profiler._stats_marshal``), *data*'s trailer and, if not empty,
+    *qualnames*: the marshal bytes of the trailer's ``qualnames`` list, in
+    place of ``data.qualnames``.  That list refers to objects of its own
+    (marshal's references, counted from the start of the trailer's
+    ``marshal.loads``), so what comes before it in the trailer is written
+    without any (marshal version 2)."""
+    if not qualnames:
+        trailer = data.trailer()
+        return table if trailer is None else table + marshal.dumps(trailer)
+    head = marshal.dumps(data.trailer() or {"format": FORMAT_NAME, "version": FORMAT_VERSION}, 2)
+    return table + head[:-1] + marshal.dumps("qualnames", 2) + qualnames + b"0"  # (b"0": the dict's end)
+
+
 def write_profile(path, data: ProfileData) -> None:
     """Write *data* to *path* (str, PathLike or a binary file object); a
     path is replaced whole or not at all (atomic_file.py)."""

@@ -238,7 +238,8 @@ class FastprofSession:
         self.controller = role == "controller"  # runs no test: sums the workers'
         self.unmatched = None      # --fastprof-lines/-only: patterns no profile matched
         self.profile = None        # the session's profile (with per_test_dir: emptied after each test)
-        self.sum = None            # per_test_dir, the controller: the profiles summed (_RunningSum)
+        self.sum = None            # the controller: the workers' profiles summed (per_test.RunningSum)
+        self.tests = None          # per_test_dir: the tests' files and their sum (per_test.TestProfiles)
         self.times = {}            # node id -> profiled seconds (its three phases)
         self.per_test_files = {}   # file name -> node id
         self.problems = []         # one line each, shown in the summary
@@ -309,35 +310,50 @@ class FastprofSession:
         prof = self.profile
         if prof is None:
             return
-        data = _without_own_rows(prof.profile_data())
         self._note_unmatched(prof)
-        # the next test's profiler is this one emptied: a new one costs its
-        # set-up and its first enable() (on 3.12+ a monitoring tool's
-        # registration), ~0.3 ms a test
-        prof.clear()
         name = safe_file_name(nodeid)
         base, n = name, 1
         while name in self.per_test_files:
             n += 1
             name = "%s-%d" % (base, n)
         self.per_test_files[name] = nodeid
-        from fastprof.profile_file import write_profile  # (deferred: nothing at pytest start-up)
+        tests = self._test_profiles()
+        data = None
         try:
-            write_profile(os.path.join(self.per_test_dir, name + ".prof"), data)
+            data = tests.write(prof, os.path.join(self.per_test_dir, name + ".prof"))
         except OSError as exc:
             self.problems.append("cannot write %s's profile: %s" % (nodeid, exc))
-        self._add(data)
+        try:
+            tests.add(prof, data)
+        except MemoryError:
+            self.problems.append("out of memory: the session's profile lacks part of %s's"
+                                 % nodeid)
+        # the next test's profiler is this one emptied: a new one costs its
+        # set-up and its first enable() (on 3.12+ a monitoring tool's
+        # registration), ~0.3 ms a test
+        prof.clear()
+
+    def _test_profiles(self):
+        if self.tests is None:
+            from fastprof.modes.per_test import TestProfiles  # (deferred: nothing at pytest start-up)
+            self.tests = TestProfiles(self.profile_options, _own_file(),
+                                      lambda prof: _without_own_rows(prof.profile_data()),
+                                      self.paths_memo)
+        return self.tests
 
     def _add(self, data):
         if self.sum is None:
-            self.sum = _RunningSum()
+            from fastprof.modes.per_test import RunningSum  # (deferred: nothing at pytest start-up)
+            self.sum = RunningSum()
         self.sum.add(data)
 
     # -- the end -----------------------------------------------------------
 
     def session_data(self):
-        if self.per_test_dir is not None or self.controller:
+        if self.controller:
             return self.sum.result() if self.sum is not None else None
+        if self.per_test_dir is not None:
+            return self.tests.result() if self.tests is not None else None
         if self.profile is None:
             return None
         data = _without_own_rows(self.profile.profile_data())
@@ -448,6 +464,15 @@ class XdistController:
 
 
 _HERE = os.path.splitext(os.path.abspath(__file__))[0]
+
+
+def _own_file():
+    """The file name of this module's code objects (their co_filename)."""
+    return _profiled_code().co_filename
+
+
+def _profiled_code():
+    return FastprofSession._profiled.__code__
 _is_here = {}  # file name of a key -> whether it is this module (asked once per file)
 
 
@@ -478,11 +503,14 @@ def _drop(stats, own):
 
 def _without_own_rows(data):
     """*data* without the plugin's own rows (nor edges from them, nor call
-    paths through them)."""
+    paths through them, nor their qualified names and files)."""
     own = _own_keys(data.stats)
     if not own:
         return data
     whole, data.stats = data.stats, _drop(data.stats, own)
+    data.qualnames = {k: q for k, q in data.qualnames.items() if k not in own}
+    files = {k[0] for k in data.stats}
+    data.paths = {f: r for f, r in data.paths.items() if f in files}
     for t in data.threads:
         # one thread's stats are the whole table's (a copy): dropped once
         t["stats"] = dict(data.stats) if t["stats"] == whole else _drop(t["stats"], own)
@@ -497,50 +525,6 @@ def _without_own_rows(data):
             nodes.append((keep[parent] if parent >= 0 else -1, func, calls, tt, ct))
         data.callpaths = CallPaths(cp.functions, nodes)
     return data
-
-
-class _RunningSum:
-    """Profiles (each test's, each worker's) added one at a time, each folded
-    into the sum (merge.ProfileSum): a test costs its own profile's size, not
-    the sum's.  The threads of one name are one thread."""
-
-    def __init__(self):
-        from fastprof.merge import ProfileSum  # (deferred: nothing at pytest start-up)
-        self.total = ProfileSum(pair_installs=False)  # one session: one install
-        self.threads = {}  # name -> (the first thread record of that name, its stats summed as lists)
-        # while every input had one thread, the same, whose stats were the
-        # input's: its record (its sum is the total's); False once not
-        self.single = None
-
-    def add(self, data):
-        """Add ProfileData *data* (its threads are taken out of it)."""
-        from fastprof.model import add_stats  # (deferred: nothing at pytest start-up)
-        threads, data.threads = data.threads, []
-        if self.single is not False:
-            if len(threads) == 1 and threads[0]["stats"] == data.stats and (
-                    self.single is None or self.single["name"] == threads[0]["name"]):
-                self.single = self.single or threads[0]
-                self.total.add(data)
-                return
-            if self.single is not None:  # its sum so far is the total's
-                rows = {}
-                add_stats(rows, self.total.result().stats, self.total.keys)
-                self.threads[self.single["name"]] = (self.single, rows)
-            self.single = False
-        self.total.add(data)
-        for t in threads:
-            first, rows = self.threads.setdefault(t["name"], (t, {}))
-            add_stats(rows, t["stats"], self.total.keys)
-
-    def result(self):
-        from fastprof.model import stats_result  # (deferred: nothing at pytest start-up)
-        out = self.total.result()
-        if self.single:
-            out.threads = [dict(self.single, id=0, stats=out.stats)]
-            return out
-        out.threads = [dict(first, id=i, stats=stats_result(rows))
-                       for i, (first, rows) in enumerate(self.threads.values())]
-        return out
 
 
 def summary_lines(data, times):

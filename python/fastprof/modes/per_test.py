@@ -1,0 +1,176 @@
+"""``pytest --fastprof-per-test DIR``: each test's profile as its own file,
+and the session's sum of them, at about the cost of writing the file.
+
+One profiler records every test and is cleared after each one.  Before
+that, its tables go two ways, both in C:
+
+- into the test's file: the pstats table and the trailer's qualified
+  names are written straight to marshal bytes (``Profiler._stats_marshal``),
+  the rest of the trailer by the usual ``ProfileData``;
+- into the session's sum, a second profiler that is never enabled
+  (``Profiler._fold_into``): the tables added as they are, threads of one
+  name into one thread, so the sum is never built as dicts until the end.
+
+A profile that C does not write (line stats, call paths, several threads,
+two functions sharing one pstats key) takes the general path: the
+``ProfileData`` written by ``profile_file``.  With line stats the sum is
+``merge``'s, as for files.
+
+Imported by the pytest plugin when ``--fastprof-per-test`` is given.
+"""
+
+import sys
+
+from .. import cmdline
+from ..atomic_file import write_bytes_atomically
+from ..cost_note import record as cost_record
+from ..profile_file import ProfileData, file_bytes, write_profile
+from ..profiler import qualnames_of_codes
+
+
+class TestProfiles:
+    """Writes each test's profile and keeps their sum.
+
+    *options*: the profiler's (``cmdline.profile_options``); *skip_file*:
+    the file whose functions are left out of every profile (the plugin's
+    own hook wrappers); *general(prof)*: the ProfileData of *prof* without
+    them, for the profiles C does not write; *paths_memo*: the session's
+    ``portable_names.PathsMemo``."""
+
+    def __init__(self, options, skip_file, general, paths_memo):
+        self.options = options
+        self.skip_file = skip_file
+        self.general = general
+        self.paths_memo = paths_memo
+        self.lines = options.get("lines") is not None
+        self.direct = not self.lines and not options.get("callpaths")
+        self.constants = None     # (the profiler, its clock's name, its options)
+        self.thread_records = {}  # thread id -> (the profiler, its record in a file)
+        self.sum = None       # the profiler the tests are folded into (not with line stats)
+        self.sum_ids = {}     # thread name -> its id in self.sum
+        self.merged = None    # with line stats: the files' sum (merge.ProfileSum)
+
+    # -- one test --------------------------------------------------------------
+
+    def write(self, prof, path):
+        """Write *prof*'s profile (disabled) to *path*; return its ProfileData
+        when it took the general path (else None)."""
+        made = self._bytes(prof) if self.direct else None
+        if made is not None:
+            write_bytes_atomically(path, made)
+            return None
+        data = self.general(prof)
+        write_profile(path, data)
+        return data
+
+    def _bytes(self, prof):
+        """The file's bytes, or None when C does not write this profile."""
+        got = prof._stats_marshal(self.skip_file)
+        if got is None:
+            return None
+        table, qualnames, codes, files, calls, tid = got
+        clock, options = self._constants(prof)
+        info = prof._compensation()
+        data = ProfileData({}, clock=clock, only=options.get("only"), fast=options["fast"],
+                           paths=self.paths_memo.relative_paths(files),
+                           compensation=cost_record(info["compensate"], info["removed"], calls))
+        if sys.version_info < (3, 11):  # no co_qualname: read from the modules
+            data.qualnames = qualnames_of_codes(codes)
+        if options["coroutines"] == "wall":
+            data.coroutines = "wall"
+        # one thread: its stats are the file's table (written once)
+        data.threads = [dict(self._thread(prof, tid), stats=data.stats)]
+        return file_bytes(table, data, qualnames)
+
+    def _constants(self, prof):
+        """*prof*'s clock and options, read once."""
+        if self.constants is None or self.constants[0] is not prof:
+            self.constants = (prof, prof.clock_info().get("clock"), prof.options)
+        return self.constants[1:]
+
+    def _thread(self, prof, tid):
+        """The record of *prof*'s thread *tid*, named once: clear() keeps the
+        thread records, and a record is named once (thread_names.py)."""
+        record = self.thread_records.get(tid)
+        if record is None or record[0] is not prof:
+            prof.take_thread_names()
+            ident = next(r[1] for r in prof.threads() if r[0] == tid)
+            record = self.thread_records[tid] = (
+                prof, {"id": tid, "ident": ident, "name": prof._thread_name(tid, ident)})
+        return record[1]
+
+    def add(self, prof, data=None):
+        """Add *prof*'s profile (disabled, not yet cleared; *data*: its
+        ProfileData if it was made) into the sum."""
+        if self.lines:
+            if self.merged is None:
+                self.merged = RunningSum()
+            self.merged.add(data if data is not None else self.general(prof))
+            return
+        if self.sum is None:
+            self.sum = cmdline.new_profile(self.options)
+            self.sum.paths_memo = self.paths_memo
+        prof.take_thread_names()
+        pairs = []
+        for tid, ident, _native in prof.threads():
+            name = prof._thread_name(tid, ident)
+            to = self.sum_ids.get(name)
+            if to is None:
+                to = self.sum_ids[name] = len(self.sum_ids) + 1
+                self.sum._thread_names[to] = name
+            pairs.append((tid, to))
+        prof._fold_into(self.sum, pairs)
+
+    # -- the session -------------------------------------------------------------
+
+    def result(self):
+        """The sum of the tests' profiles (ProfileData), None if none."""
+        if self.merged is not None:
+            return self.merged.result()
+        if self.sum is None:
+            return None
+        return self.general(self.sum)
+
+
+class RunningSum:
+    """Profiles (each test's, each worker's) added one at a time, each folded
+    into the sum (merge.ProfileSum): a test costs its own profile's size, not
+    the sum's.  The threads of one name are one thread."""
+
+    def __init__(self):
+        from fastprof.merge import ProfileSum  # (deferred: nothing at pytest start-up)
+        self.total = ProfileSum(pair_installs=False)  # one session: one install
+        self.threads = {}  # name -> (the first thread record of that name, its stats summed as lists)
+        # while every input had one thread, the same, whose stats were the
+        # input's: its record (its sum is the total's); False once not
+        self.single = None
+
+    def add(self, data):
+        """Add ProfileData *data* (its threads are taken out of it)."""
+        from fastprof.model import add_stats  # (deferred: nothing at pytest start-up)
+        threads, data.threads = data.threads, []
+        if self.single is not False:
+            if len(threads) == 1 and threads[0]["stats"] == data.stats and (
+                    self.single is None or self.single["name"] == threads[0]["name"]):
+                self.single = self.single or threads[0]
+                self.total.add(data)
+                return
+            if self.single is not None:  # its sum so far is the total's
+                rows = {}
+                add_stats(rows, self.total.result().stats, self.total.keys)
+                self.threads[self.single["name"]] = (self.single, rows)
+            self.single = False
+        self.total.add(data)
+        for t in threads:
+            first, rows = self.threads.setdefault(t["name"], (t, {}))
+            add_stats(rows, t["stats"], self.total.keys)
+
+    def result(self):
+        from fastprof.model import stats_result  # (deferred: nothing at pytest start-up)
+        out = self.total.result()
+        if self.single:
+            out.threads = [dict(self.single, id=0, stats=out.stats)]
+            return out
+        out.threads = [dict(first, id=i, stats=stats_result(rows))
+                       for i, (first, rows) in enumerate(self.threads.values())]
+        return out
