@@ -137,6 +137,18 @@ static inline void fpy_exc_restore(fpy_exc_state *s)
 }
 #endif
 
+/* A code object's qualified name (3.11+: co_qualname, borrowed), NULL
+ * before 3.11, which has none. */
+static inline PyObject *fpy_code_qualname(PyCodeObject *code)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return code->co_qualname;
+#else
+    (void)code;
+    return NULL;
+#endif
+}
+
 /* Code flags of generator-like code: these frames can suspend. */
 #define FPY_CO_SUSPENDABLE (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 

@@ -252,23 +252,17 @@ static int put_key(buf_t *b, refs_t *r, PyObject *user)
  * not, -1: a name that cannot be written here. */
 static int put_qualname(buf_t *b, refs_t *r, PyObject *code)
 {
-#if PY_VERSION_HEX >= 0x030B0000
     if (!PyCode_Check(code))
         return 0;
     PyCodeObject *c = (PyCodeObject *)code;
-    PyObject *qual = c->co_qualname;
-    if (!qual || qual == c->co_name || !PyUnicode_Check(qual) ||
-        PyUnicode_Compare(qual, c->co_name) == 0)
+    PyObject *qual = fpy_code_qualname(c);
+    if (!qual || qual == c->co_name || !PyUnicode_Check(qual) || PyUnicode_Compare(qual, c->co_name) == 0)
         return 0;
     put_tuple(b, 4);
     if (put_str(b, r, c->co_filename) < 0)
         return -1;
     put_coded(b, 'i', c->co_firstlineno);
     return put_str(b, r, c->co_name) < 0 || put_str(b, r, qual) < 0 ? -1 : 1;
-#else
-    (void)b, (void)r, (void)code;
-    return 0;
-#endif
 }
 
 /* The marshal bytes of the list of put_qualname's tuples of `codes`, with

@@ -24,6 +24,7 @@ import sys
 from .. import cmdline
 from ..atomic_file import write_bytes_atomically
 from ..cost_note import record as cost_record
+from ..portable_names import PathsMemo
 from ..profile_file import ProfileData, file_bytes, write_profile
 from ..profiler import qualnames_of_codes
 
@@ -34,21 +35,28 @@ class TestProfiles:
     *options*: the profiler's (``cmdline.profile_options``); *skip_file*:
     the file whose functions are left out of every profile (the plugin's
     own hook wrappers); *general(prof)*: the ProfileData of *prof* without
-    them, for the profiles C does not write; *paths_memo*: the session's
-    ``portable_names.PathsMemo``."""
+    them, for the profiles C does not write.  Made before the first test:
+    it makes the sum's profiler."""
 
-    def __init__(self, options, skip_file, general, paths_memo):
+    def __init__(self, options, skip_file, general):
         self.options = options
         self.skip_file = skip_file
         self.general = general
-        self.paths_memo = paths_memo
+        # the files' relative paths, taken once per session (the profilers' too)
+        self.paths_memo = PathsMemo()
         self.lines = options.get("lines") is not None
         self.direct = not self.lines and not options.get("callpaths")
         self.constants = None     # (the profiler, its clock's name, its options)
         self.thread_records = {}  # thread id -> (the profiler, its record in a file)
         self.sum = None       # the profiler the tests are folded into (not with line stats)
         self.sum_ids = {}     # thread name -> its id in self.sum
-        self.merged = None    # with line stats: the files' sum (merge.ProfileSum)
+        self.merged = None    # with line stats: the files' sum (RunningSum)
+        self.summed = False   # whether a test was added
+        if not self.lines:
+            self.sum = cmdline.new_profile(options)
+            self.sum.paths_memo = self.paths_memo
+        else:
+            self.merged = RunningSum()
 
     # -- one test --------------------------------------------------------------
 
@@ -102,14 +110,10 @@ class TestProfiles:
     def add(self, prof, data=None):
         """Add *prof*'s profile (disabled, not yet cleared; *data*: its
         ProfileData if it was made) into the sum."""
+        self.summed = True
         if self.lines:
-            if self.merged is None:
-                self.merged = RunningSum()
             self.merged.add(data if data is not None else self.general(prof))
             return
-        if self.sum is None:
-            self.sum = cmdline.new_profile(self.options)
-            self.sum.paths_memo = self.paths_memo
         prof.take_thread_names()
         pairs = []
         for tid, ident, _native in prof.threads():
@@ -125,11 +129,9 @@ class TestProfiles:
 
     def result(self):
         """The sum of the tests' profiles (ProfileData), None if none."""
-        if self.merged is not None:
-            return self.merged.result()
-        if self.sum is None:
+        if not self.summed:
             return None
-        return self.general(self.sum)
+        return self.merged.result() if self.lines else self.general(self.sum)
 
 
 class RunningSum:

@@ -245,19 +245,19 @@ class FastprofSession:
         self.problems = []         # one line each, shown in the summary
         self.written = None
         self.final = None          # what was written (or shown) at the end
-        self.paths_memo = None     # per_test_dir: the trailers' paths (PathsMemo)
 
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
         prof = cmdline.new_profile(self.profile_options)
         if self.per_test_dir is not None:
-            # the files' relative paths, taken once per session, not per
-            # test (portable_names.PathsMemo)
-            if self.paths_memo is None:
-                from fastprof.portable_names import PathsMemo  # (deferred: nothing at pytest start-up)
-                self.paths_memo = PathsMemo()
-            prof.paths_memo = self.paths_memo
+            if self.tests is None:
+                # made before the first test, as everything that allocates
+                # much: work between two tests moves the collections in them
+                from fastprof.modes.per_test import TestProfiles  # (deferred: nothing at pytest start-up)
+                self.tests = TestProfiles(self.profile_options, _own_file(),
+                                          lambda prof: _without_own_rows(prof.profile_data()))
+            prof.paths_memo = self.tests.paths_memo
         return prof
 
     def _note_unmatched(self, prof=None, lines=None):
@@ -317,7 +317,7 @@ class FastprofSession:
             n += 1
             name = "%s-%d" % (base, n)
         self.per_test_files[name] = nodeid
-        tests = self._test_profiles()
+        tests = self.tests
         data = None
         try:
             data = tests.write(prof, os.path.join(self.per_test_dir, name + ".prof"))
@@ -332,14 +332,6 @@ class FastprofSession:
         # set-up and its first enable() (on 3.12+ a monitoring tool's
         # registration), ~0.3 ms a test
         prof.clear()
-
-    def _test_profiles(self):
-        if self.tests is None:
-            from fastprof.modes.per_test import TestProfiles  # (deferred: nothing at pytest start-up)
-            self.tests = TestProfiles(self.profile_options, _own_file(),
-                                      lambda prof: _without_own_rows(prof.profile_data()),
-                                      self.paths_memo)
-        return self.tests
 
     def _add(self, data):
         if self.sum is None:
