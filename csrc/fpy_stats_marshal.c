@@ -256,7 +256,8 @@ static int put_qualname(buf_t *b, refs_t *r, PyObject *code)
         return 0;
     PyCodeObject *c = (PyCodeObject *)code;
     PyObject *qual = fpy_code_qualname(c);
-    if (!qual || qual == c->co_name || !PyUnicode_Check(qual) || PyUnicode_Compare(qual, c->co_name) == 0)
+    if (!qual || qual == c->co_name || !PyUnicode_Check(qual) ||
+        PyUnicode_Compare(qual, c->co_name) == 0)
         return 0;
     put_tuple(b, 4);
     if (put_str(b, r, c->co_filename) < 0)
