@@ -559,8 +559,10 @@ static PyMethodDef profiler_methods[] = {
      "entries_to_stats(getstats(thread)) and the entries' codes, without the entries."},
     {"_stats_marshal", (PyCFunction)fpy_stats_marshal, METH_O,
      "_stats_marshal($self, skip_file, /)\n--\n\n"
-     "Private: (marshal bytes of the pstats table, codes of its rows, calls, thread id) of a "
-     "profile one thread recorded, without the rows of file skip_file; None: use _stats_and_codes."},
+     "Private: (table, qualnames, codes, files, calls, thread id) of a profile one thread "
+     "recorded: the marshal bytes of its pstats table without the rows of file skip_file and of "
+     "the trailer's qualified names, the rows' codes and files, the calls; None: use "
+     "_stats_and_codes."},
     {"_fold_into", (PyCFunction)fpy_stats_fold, METH_VARARGS,
      "_fold_into($self, other, pairs, /)\n--\n\n"
      "Private: add the stats of this profiler's threads into another profiler's, never enabled; "

@@ -12,7 +12,10 @@ profiler (event source, clock, builtins), and handed to the C profiler with
 generator's resume or yield, a C function's call or return, a line, and
 (3.12+) the call of a callable that is neither recorded nor a Python
 function (a class: its CALL and C_RETURN events are delivered, and cost,
-though nothing is recorded).
+though nothing is recorded), and (3.12+) a Python function's call site
+(its CALL event, charged to the caller when it happens: the call loop
+with builtins less the same loop without; a function started without
+one, a property or ``__init__`` from a class call, is not charged it).
 
 Each kind's cost is measured by a loop made of that event and nothing
 else: N calls of an empty function, N resumes of a generator, N calls of
