@@ -467,6 +467,52 @@ def test_per_test_sum_is_the_sum_of_the_per_test_files(tmp_path):
         assert {k: v[:2] for k, v in got[name].items()} == {k: v[:2] for k, v in want.items()}, name
 
 
+def call_paths_of(callpaths):
+    """{path from the root as function keys: (calls, own time, cumtime)}."""
+    out, paths = {}, []
+    for parent, func, calls, tt, ct in callpaths.nodes:
+        path = (paths[parent] if parent >= 0 else ()) + (tuple(callpaths.functions[func]),)
+        paths.append(path)
+        prev = out.get(path, (0, 0.0, 0.0))
+        out[path] = (prev[0] + calls, prev[1] + tt, prev[2] + ct)
+    return out
+
+
+@fastprof_only
+@pytest.mark.parametrize("lines", [False, True], ids=["folded", "lines"])
+def test_per_test_call_paths_sum_is_the_merge_of_the_files(tmp_path, lines):
+    """With a call-path format (the general path for each file), the
+    session's sum of call paths, folded in C (with line stats: merge's sum)
+    is the per-test files merged."""
+    from fastprof import cmdline
+    from fastprof.merge import merge_profiles
+    from fastprof.modes.per_test import TestProfiles
+    from fastprof.profile_file import load_profile
+    options = {"threads": True, "callpaths": True, "lines": ["%s:fib" % __name__] if lines else None}
+    tests = TestProfiles(options, "<none>", lambda prof: prof.profile_data())
+    prof = cmdline.new_profile(options)
+    prof.paths_memo = tests.paths_memo
+    files = []
+    for i, work in enumerate([lambda: fib(8), lambda: (fib(5), sorted([2, 1])), lambda: fib(8)]):
+        prof.enable()
+        work()
+        prof.disable()
+        path = tmp_path / ("t%d.prof" % i)
+        data = tests.write(prof, str(path))
+        assert data is not None  # call paths: the general path
+        tests.add(prof, data)
+        prof.clear()
+        files.append(load_profile(str(path)))
+    total, want = tests.result(), merge_profiles(files, pair_installs=False)
+    got, expected = call_paths_of(total.callpaths), call_paths_of(want.callpaths)
+    assert set(got) == set(expected) and len(got) > 3
+    for path, (calls, tt, ct) in expected.items():
+        assert got[path][0] == calls, path
+        assert got[path][1:] == pytest.approx((tt, ct), rel=1e-9, abs=1e-12), path
+    assert {k: v[:2] for k, v in total.stats.items()} == {k: v[:2] for k, v in want.stats.items()}
+    assert bool(total.lines) == lines
+
+
 def fake_data(n_funcs, thread_names, offset=0):
     """A ProfileData of *n_funcs* functions, its threads named *thread_names*
     (each with the whole table, as a one-thread profile has)."""

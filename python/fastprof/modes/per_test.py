@@ -1,5 +1,6 @@
 """``pytest --fastprof-per-test DIR``: each test's profile as its own file,
-and the session's sum of them, at about the cost of writing the file.
+and the session's sum of them, at about two small file writes a test
+(docs/pytest-ipython.md).
 
 One profiler records every test and is cleared after each one.  Before
 that, its tables go two ways, both in C:
@@ -35,8 +36,9 @@ class TestProfiles:
     *options*: the profiler's (``cmdline.profile_options``); *skip_file*:
     the file whose functions are left out of every profile (the plugin's
     own hook wrappers); *general(prof)*: the ProfileData of *prof* without
-    them, for the profiles C does not write.  Made before the first test:
-    it makes the sum's profiler."""
+    them, for the profiles C does not write.  Made before the first test,
+    with the sum's profiler: what runs between two tests must allocate
+    little, or it moves the garbage collections inside them."""
 
     def __init__(self, options, skip_file, general):
         self.options = options

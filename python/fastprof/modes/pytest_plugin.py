@@ -456,16 +456,12 @@ class XdistController:
 
 
 _HERE = os.path.splitext(os.path.abspath(__file__))[0]
+_is_here = {}  # file name of a key -> whether it is this module (asked once per file)
 
 
 def _own_file():
     """The file name of this module's code objects (their co_filename)."""
-    return _profiled_code().co_filename
-
-
-def _profiled_code():
-    return FastprofSession._profiled.__code__
-_is_here = {}  # file name of a key -> whether it is this module (asked once per file)
+    return FastprofSession._profiled.__code__.co_filename
 
 
 def _here(filename):
