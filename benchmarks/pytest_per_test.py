@@ -85,6 +85,10 @@ def main():
     parser.add_argument("--repeats", type=int, default=8)
     args = parser.parse_args()
     args.python = os.path.abspath(args.python)  # (the runs start in the suite's directory)
+    if not os.access(args.python, os.X_OK):
+        parser.error("no interpreter at %s" % args.python)
+    if not os.path.isdir(os.path.join(args.pythonpath, "fastprof")):
+        parser.error("no fastprof package in %s (make build-X.Y makes build/pyX.Y/lib)" % args.pythonpath)
     suite = tempfile.mkdtemp(prefix="fastprof-per-test-bench-")
     make_suite(suite, args.tests)
     # the size of a per-test file of this suite, for the file-write run

@@ -116,10 +116,9 @@ class TestProfiles:
         if self.lines:
             self.merged.add(data if data is not None else self.general(prof))
             return
-        prof.take_thread_names()
         pairs = []
-        for tid, ident, _native in prof.threads():
-            name = prof._thread_name(tid, ident)
+        for tid, _ident, _native in prof.threads():
+            name = self._thread(prof, tid)["name"]
             to = self.sum_ids.get(name)
             if to is None:
                 to = self.sum_ids[name] = len(self.sum_ids) + 1
