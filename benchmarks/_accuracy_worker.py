@@ -12,6 +12,8 @@ profiler of ``mode`` enabled around exactly those calls:
   cprofile       cProfile.Profile()
   fastprof       fastprof.Profile()                  (the default: compensated once it can)
   fastprof-raw   fastprof.Profile(compensate=False)  (only where that argument exists)
+  timed          no profiler: the workload's ``timed_run(size)`` times its own
+                 phases (an exact reference; only workloads that have one)
 
 The result (last stdout line, prefixed with ``RESULT_TAG``, JSON) holds the
 region's wall and CPU time and, for a profiler, every function's own time
@@ -116,6 +118,8 @@ def measure(spec):
     prof = own_files = None
     if mode in ("cprofile", "fastprof", "fastprof-raw"):
         prof, own_files = make_profiler(mode)
+    elif mode == "timed":
+        return measure_timed(spec)
     elif mode not in ("none", "sampler"):
         raise SystemExit("unknown mode %r" % mode)
 
@@ -145,6 +149,24 @@ def measure(spec):
             if getter is not None:
                 out["delivery_costs"] = {k: list(v) for k, v in getter()["costs"].items()}
     return out
+
+
+def measure_timed(spec):
+    """The ``timed`` reference: own seconds per function as the workload's
+    ``timed_run`` measures them, unprofiled, in ``counts`` (as a sampler's)."""
+    wl = load(spec["workload"])
+    wl.timed_run(spec.get("warmup_size", wl.SIZES["smoke"]))
+    gc.collect()
+    own, checksum = {}, None
+    t0 = time.perf_counter()
+    for _ in range(spec.get("loops", 1)):
+        checksum, times = wl.timed_run(spec["size"])
+        for func, seconds in times.items():
+            k = _key_str(_label(func.__code__))
+            own[k] = own.get(k, 0.0) + seconds
+    return {"seconds": time.perf_counter() - t0, "cpu_seconds": None, "checksum": repr(checksum),
+            "python": "%d.%d.%d" % sys.version_info[:3], "counts": own, "samples": 0,
+            "rate_achieved": 0.0}
 
 
 def main(argv):

@@ -14,6 +14,10 @@ times, ``size`` chosen so that one call takes about --chunk seconds and
   cprofile      under cProfile
   fastprof      under fastprof, as a user gets it (compensated, once it can be)
   fastprof-raw  under fastprof.Profile(compensate=False), where that exists
+  timed         a workload with ``timed_run`` (fib) times its own phases,
+                unprofiled, twice: an exact reference (own seconds per
+                function), held against the profiles and the samplers alike
+                (py-spy under-samples fib's deep recursion by 15-29 points)
 
 and the report gives, per workload:
 
@@ -52,6 +56,7 @@ Examples:
       --pythonpath 'build/py{minor}/lib' --json benchmarks/accuracy.json
   PYTHONPATH=python python3 benchmarks/accuracy.py --smoke                   # seconds: one workload
   python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json        # re-summarize, re-print
+  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json --add-timed   # + the exact reference
 
 Needs ptrace rights for py-spy (root, or kernel.yama.ptrace_scope=0).
 """
@@ -465,18 +470,21 @@ def run_workload(python, name, args, env, kinds, modes, record):
     order = [("none", None)] * args.repeats
     for kind in kinds:
         order += [(kind, kind), (kind, kind)]
+    if hasattr(wl, "timed_run"):   # an exact reference, held against the samplers too
+        kinds = kinds + ["timed"]
+        order += [("timed", None), ("timed", None)]
     order += [(m, None) for m in modes]
     entry["loadavg"] = [_loadavg()]
     for mode, kind in order:
         t0 = time.perf_counter()
-        if kind:
+        if kind and kind != "timed":
             res = note(mode, *run_sampler(kind, args, python, dict(spec, mode="sampler"), env))
         else:
             res = note(mode, *run_worker(python, dict(spec, mode=mode), env, args.timeout))
         if args.verbose and res is not None:
             print("    %-14s %-13s %7.3f s region, %5.1f s total%s"
                   % (name, mode, res["seconds"], time.perf_counter() - t0,
-                     ", %d samples" % res["samples"] if kind else ""), flush=True)
+                     ", %d samples" % res["samples"] if kind and kind != "timed" else ""), flush=True)
     entry["loadavg"].append(_loadavg())
     entry["summary"] = summarize_workload(entry, kinds, modes)
     if not entry["summary"]["checksums_agree"]:
@@ -535,6 +543,12 @@ def summarize_workload(entry, kinds, modes):
                 k["tvd"][mode] = compare(prs[0]["self"], prs[0]["c_edges"], ref, coarse_names)
                 k["tvd_pooled"][mode] = compare(prs[0]["self"], prs[0]["c_edges"], pooled, coarse_names)
         s[kind] = k
+    if "timed" in s:   # how far each sampler is from the exact reference
+        exact = shares(runs["timed"][0]["counts"])
+        s["timed"]["samplers"] = {
+            kind: tvd(shares(coarse(exact)), shares(coarse(runs[kind][0]["counts"]))) if kind == "stdlib"
+            else tvd(exact, shares(match_sampler_keys(runs[kind][0]["counts"], set(exact))))
+            for kind in kinds if kind != "timed" and runs.get(kind)}
     for mode in modes:
         prs = runs.get(mode, [])
         if prs and walls:
@@ -575,7 +589,7 @@ def run_python(python, args):
     if record["py_spy"]:
         record["py_spy_version"] = subprocess.run([record["py_spy"], "--version"], stdout=subprocess.PIPE,
                                                   universal_newlines=True).stdout.strip()
-    if not kinds:
+    if not kinds and args.samplers:
         record["problems"].append("no sampler: py-spy not found (pip install py-spy, or --py-spy PATH)"
                                   + (" and no profiling.sampling" if "stdlib" in args.samplers else ""))
     print("\n=== Python %s (%s)\n    modes: %s; samplers: %s"
@@ -594,10 +608,17 @@ def run_python(python, args):
     return record
 
 
+def references(record):
+    """What the profiles were held to: the samplers, then ``timed`` where a
+    workload timed its own phases (``timed_run``)."""
+    timed = any("timed" in w.get("summary", {}) for w in record.get("workloads", {}).values())
+    return record.get("samplers", []) + (["timed"] if timed else [])
+
+
 def summarize_record(record):
     """Median and worst over the workloads, per sampler and mode."""
     out = {}
-    for kind in record.get("samplers", []):
+    for kind in references(record):
         rows = [w["summary"][kind] for w in record["workloads"].values()
                 if kind in w.get("summary", {})]
         k = {}
@@ -628,11 +649,15 @@ def markdown_record(record):
     """One markdown table per sampler for one interpreter."""
     lines = []
     modes = record.get("modes", [])
-    for kind in record.get("samplers", []):
-        lines.append("Python %s, sampler %s%s: TVD in points (noise = the sampler against its "
-                     "own second run); total/wall = the profile's total over the unprofiled run"
-                     % (record["python"], kind, " (" + record["py_spy_version"] + ")"
-                        if kind == "py-spy" and record.get("py_spy_version") else ""))
+    for kind in references(record):
+        if kind == "timed":
+            lines.append("Python %s, the exact reference (the workload's phases timed unprofiled, "
+                         "timed_run; noise = its own second run): TVD in points" % record["python"])
+        else:
+            lines.append("Python %s, sampler %s%s: TVD in points (noise = the sampler against its "
+                         "own second run); total/wall = the profile's total over the unprofiled run"
+                         % (record["python"], kind, " (" + record["py_spy_version"] + ")"
+                            if kind == "py-spy" and record.get("py_spy_version") else ""))
         lines.append("")
         head = ["workload", "samples", "noise"] + ["TVD %s" % MODE_LABELS[m] for m in modes] \
             + ["total/wall %s" % MODE_LABELS[m] for m in modes]
@@ -641,10 +666,12 @@ def markdown_record(record):
         for name, w in record["workloads"].items():
             s = w.get("summary", {})
             k = s.get(kind)
+            if not k and kind == "timed":   # (only the workloads that time their phases)
+                continue
             if not k:
                 lines.append("| %s | failed |%s" % (name, " |" * (len(head) - 2)))
                 continue
-            row = [name, str(k["samples"]), _pts(k.get("noise"))]
+            row = [name, "exact" if kind == "timed" else str(k["samples"]), _pts(k.get("noise"))]
             row += [_pts(k["tvd"].get(m)) for m in modes]
             row += ["%.2fx" % s["profiles"][m]["total_over_wall"] if m in s.get("profiles", {}) else "-"
                     for m in modes]
@@ -654,13 +681,20 @@ def markdown_record(record):
         for label, key, twkey in (("**median**", "median", "median"), ("**worst**", "worst", "max")):
             row = [label, "", _pts(sm.get("noise_" + key))]
             row += [_pts(sm.get(m, {}).get(key)) for m in modes]
-            row += ["%.2fx" % tw[m][twkey] if m in tw else "-" for m in modes]
+            row += ["%.2fx" % tw[m][twkey] if m in tw and kind != "timed" else "-" for m in modes]
             lines.append("| " + " | ".join(row) + " |")
         row = ["**excess over noise** (median / worst)", "", ""]
         row += ["%s / %s" % (_pts(sm.get(m, {}).get("excess_median")), _pts(sm.get(m, {}).get("excess_worst")))
                 for m in modes]
         row += [""] * len(modes)
         lines.append("| " + " | ".join(row) + " |")
+        if kind == "timed":
+            for name, w in record["workloads"].items():
+                far = w.get("summary", {}).get("timed", {}).get("samplers")
+                if far:
+                    lines.append("")
+                    lines.append("%s: the samplers against the exact reference: %s" % (
+                        name, ", ".join("%s %s" % (k, _pts(v)) for k, v in sorted(far.items()))))
         lines.append("")
     for p in record.get("problems", []):
         lines.append("PROBLEM: " + p)
@@ -737,8 +771,9 @@ def parse_args(argv):
     p.add_argument("--repeats", type=int, default=3,
                    help="unprofiled runs per workload (their median is the wall time); default 3")
     p.add_argument("--rate", type=int, default=2000, help="samples per second; default 2000")
-    p.add_argument("--samplers", type=lambda s: s.split(","), default=list(SAMPLERS),
-                   help="comma-separated subset of: py-spy,stdlib (stdlib: 3.15+ only); default both")
+    p.add_argument("--samplers", type=lambda s: [k for k in s.split(",") if k], default=list(SAMPLERS),
+                   help="comma-separated subset of: py-spy,stdlib (stdlib: 3.15+ only); default both; "
+                        "'' for none (then only a workload that times its own phases, fib, is compared)")
     p.add_argument("--profilers", type=lambda s: [m for m in s.split(",") if m], default=list(PROFILE_MODES),
                    help="comma-separated subset of: %s (default: all that the interpreter's fastprof has; "
                         "'' for the samplers alone)" % ",".join(PROFILE_MODES))
@@ -761,6 +796,9 @@ def parse_args(argv):
     p.add_argument("--from-json", metavar="FILE",
                    help="do not run: summarize the raw runs of a --json file anew and print the tables "
                         "(with --json: write the new summaries)")
+    p.add_argument("--add-timed", action="store_true",
+                   help="with --from-json: first measure the exact reference (a workload that times "
+                        "its own phases: fib) at each stored run's size, where the file lacks it")
     p.add_argument("--timeout", type=float, default=900, help="seconds per worker")
     p.add_argument("-v", "--verbose", action="store_true", help="print every measurement")
     args = p.parse_args(argv)
@@ -772,10 +810,39 @@ def parse_args(argv):
     bad = [s for s in args.samplers if s not in SAMPLERS]
     if bad:
         p.error("unknown sampler(s): %s" % ", ".join(bad))
+    if args.add_timed and not args.from_json:
+        p.error("--add-timed goes with --from-json")
     if args.smoke:
         args.repeats = 1
         args.seconds = 0.3
     return args
+
+
+def add_timed(results, timeout):
+    """--add-timed: measure the exact reference now, at each run's size, for
+    the stored workloads that have one (``timed_run``) and lack it."""
+    short = dict(results.get("short_paths", {}), **{"{bench}/": HERE + os.sep})   # (this checkout's)
+    for record in results["runs"]:
+        for name, entry in record.get("workloads", {}).items():
+            if name in programs.NAMES:   # (importing one needs its package here)
+                continue
+            wl = load(name)
+            if "loops" not in entry or "timed" in entry["runs"] or not hasattr(wl, "timed_run"):
+                continue
+            spec = {"workload": name, "mode": "timed", "size": entry["size"], "loops": entry["loops"],
+                    "warmup_size": wl.SIZES["smoke"]}
+            for _ in range(2):   # the second run gives its noise
+                res, err = run_worker(record["executable"], spec, worker_env(None), timeout)
+                if res is None:
+                    record["problems"].append("%s/timed: %s" % (name, err))
+                    break
+                counts = {}
+                for key, seconds in res["counts"].items():   # the stored file's short names
+                    for short_name, long in sorted(short.items(), key=lambda kv: -len(kv[1])):
+                        key = key.replace(long, short_name)
+                    counts[key] = seconds
+                res["counts"] = counts
+                entry["runs"].setdefault("timed", []).append(res)
 
 
 def main(argv=None):
@@ -783,10 +850,13 @@ def main(argv=None):
     if args.from_json:
         with open(args.from_json) as f:
             results = json.load(f)
+        if args.add_timed:
+            add_timed(results, args.timeout)
         for record in results["runs"]:   # summaries anew from the raw runs: this version's arithmetic
             for entry in record.get("workloads", {}).values():
                 if "runs" in entry and "loops" in entry:
-                    entry["summary"] = summarize_workload(entry, record["samplers"], record["modes"])
+                    kinds = record["samplers"] + (["timed"] if "timed" in entry["runs"] else [])
+                    entry["summary"] = summarize_workload(entry, kinds, record["modes"])
             record["summary"] = summarize_record(record)
         if args.json:
             write_json(args.json, results)

@@ -284,3 +284,68 @@ def test_accuracy_smoke(tmp_path):
     assert "fastprof" in run["modes"]
     assert ("fastprof-raw" in run["modes"]) == run["probe"]["compensate"]
     assert "| %s |" % acc.SMOKE_WORKLOAD in proc.stdout
+
+
+def _fib_workload():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "fastprof_bench_fib", os.path.join(ROOT, "benchmarks", "workloads", "fib.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fib_timed_run_splits_its_phases_exactly():
+    # a fake clock: fib's phase 1 s, the mutual recursion 2 s, Ackermann 4 s
+    import cProfile
+    import pstats
+    fib = _fib_workload()
+    ticks = iter([10.0, 11.0, 13.0, 17.0])
+    checksum, own = fib.timed_run(12, clock=lambda: next(ticks))
+    assert checksum == fib.run(12)
+    assert own[fib.fib] == 1.0 and own[fib.ackermann] == 4.0
+    assert abs(own[fib.is_even] + own[fib.is_odd] - 2.0) < 1e-12
+    # is_even and is_odd share their phase by their calls, as cProfile counts them
+    prof = cProfile.Profile()
+    prof.runcall(fib.run, 12)
+    calls = {k[2]: v[1] for k, v in pstats.Stats(prof).stats.items() if k[0] == fib.__file__}
+    even = calls["is_even"] / (calls["is_even"] + calls["is_odd"])
+    assert abs(own[fib.is_even] - 2.0 * even) < 1e-12, (own, calls)
+
+
+def test_accuracy_exact_reference_smoke(tmp_path):
+    # --samplers '': no sampler, fib held to its own phase timings alone
+    acc = _accuracy()
+    out = tmp_path / "acc.json"
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--smoke",
+                           "--workloads", "fib", "--samplers", "", "--json", str(out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["problems"] == [] and run["samplers"] == []
+    s = run["workloads"]["fib"]["summary"]
+    assert s["checksums_agree"]
+    timed = s["timed"]
+    assert {k.rsplit("(", 1)[1] for k, _ in timed["top"]} == {"fib)", "ackermann)", "is_even)", "is_odd)"}
+    assert 0 <= timed["noise"] <= 100 and timed["samplers"] == {}
+    for mode in run["modes"]:
+        assert 0 <= timed["tvd"][mode] <= 100
+    assert "the exact reference" in proc.stdout and "| fib | exact |" in proc.stdout
+    # --from-json --add-timed adds it to a file measured without it, at the file's size
+    stored = json.loads(out.read_text())
+    del stored["runs"][0]["workloads"]["fib"]["runs"]["timed"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(stored))
+    again = tmp_path / "again.json"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--from-json",
+                           str(old), "--add-timed", "--json", str(again)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    redone = json.loads(again.read_text())["runs"][0]["workloads"]["fib"]
+    assert len(redone["runs"]["timed"]) == 2
+    assert set(redone["summary"]["timed"]["tvd"]) == set(run["modes"])
+    assert acc.references({"samplers": [], "workloads": {"fib": redone}}) == ["timed"]

@@ -10,7 +10,10 @@ Each workload is a module in this package with:
   look at in the line-level comparison;
 - ``run(n)``: does the work and returns a small deterministic checksum
   (an int or a str).  The harness checks that every profiler gives the same
-  checksum, so a profiler that changes behaviour is caught.
+  checksum, so a profiler that changes behaviour is caught;
+- optionally ``timed_run(n)``: ``run(n)`` timing its own phases, returning
+  ``(checksum, {function: own seconds})``, where phases and functions line up
+  exactly (fib): accuracy.py's exact reference.
 
 Workloads are deterministic (no clock, no randomness without a fixed seed, no
 I/O, no threads) and keep no state between calls, so a warm-up call does not

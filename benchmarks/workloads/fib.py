@@ -37,6 +37,34 @@ def run(n):
     return total
 
 
+def timed_run(n, clock=None):
+    """``run(n)`` with its phases timed: (checksum, {function: own seconds}).
+
+    The exact reference accuracy.py holds profiles and samplers to (no
+    sampler sees deep recursion without bias: py-spy under-samples it).
+    fib and ackermann call nothing but themselves, so a phase's time is
+    their own time; is_even and is_odd share theirs by their calls (the same
+    body each); run's own loop (under 1% of the whole) goes with them.
+    """
+    import time
+    clock = clock or time.perf_counter
+    ms = [200 + k % 50 for k in range(n * 8)]
+    even_calls = sum(m // 2 + 1 for m in ms)   # is_even(m) .. down to 0: is_even at m, m-2, ...
+    odd_calls = sum((m + 1) // 2 for m in ms)
+    t0 = clock()
+    total = fib(n)
+    t1 = clock()
+    for m in ms:
+        total += is_even(m)
+    t2 = clock()
+    total += ackermann(2, n * 10)
+    t3 = clock()
+    mutual = t2 - t1
+    return total, {fib: t1 - t0, ackermann: t3 - t2,
+                   is_even: mutual * even_calls / (even_calls + odd_calls),
+                   is_odd: mutual * odd_calls / (even_calls + odd_calls)}
+
+
 def size_for(factor):
     """Size whose run time is about ``factor`` times the full size's (fib is exponential)."""
     import math
