@@ -349,3 +349,25 @@ def test_accuracy_exact_reference_smoke(tmp_path):
     assert len(redone["runs"]["timed"]) == 2
     assert set(redone["summary"]["timed"]["tvd"]) == set(run["modes"])
     assert acc.references({"samplers": [], "workloads": {"fib": redone}}) == ["timed"]
+
+
+def test_sampler_depth_bias_counts_the_halves():
+    import importlib.util
+    bench = os.path.join(ROOT, "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    spec = importlib.util.spec_from_file_location("fastprof_bench_depth",
+                                                  os.path.join(bench, "sampler_depth_bias.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    top = "<module> (/t/halves.py:1);region (/t/halves.py:18);"
+    text = "".join(line + "\n" for line in (
+        top + "shallow (/t/halves.py:12);work (/t/halves.py:5) 30",
+        top + "deep (/t/halves.py:15);deep (/t/halves.py:15);work (/t/halves.py:5) 10",
+        top.rstrip(";") + " 5",                          # the region's own: neither half
+        "<module> (/t/halves.py:1) 7",                   # start-up: not below region
+    ))
+    assert mod.deep_share(mod.parse_pyspy_raw(text)) == (40, 0.25)
+    stdlib = "tid:1;halves.py:region:18;halves.py:deep:15;halves.py:work:5 3\ntid:1;halves.py:region:18;halves.py:shallow:12 1\n"
+    assert mod.deep_share(mod.parse_stdlib_collapsed(stdlib)) == (4, 0.75)
+    assert mod.deep_share([]) == (0, None)
