@@ -368,6 +368,7 @@ def test_sampler_depth_bias_counts_the_halves():
         "<module> (/t/halves.py:1) 7",                   # start-up: not below region
     ))
     assert mod.deep_share(mod.parse_pyspy_raw(text)) == (40, 0.25)
-    stdlib = "tid:1;halves.py:region:18;halves.py:deep:15;halves.py:work:5 3\ntid:1;halves.py:region:18;halves.py:shallow:12 1\n"
+    stdlib = ("tid:1;halves.py:region:18;halves.py:deep:15;halves.py:work:5 3\n"
+              "tid:1;halves.py:region:18;halves.py:shallow:12 1\n")
     assert mod.deep_share(mod.parse_stdlib_collapsed(stdlib)) == (4, 0.75)
     assert mod.deep_share([]) == (0, None)
