@@ -171,8 +171,37 @@ static void lc_done(line_counter_t *lc)
         fpy_charge(p, t, lc->ev_raw, p->cost[FPY_COST_LINE]);
 }
 
-/* The slot of `line` in `cl`, grown to hold it; -1 when out of memory. */
-static int slot_of(line_counter_t *lc, code_lines_t *cl, int line)
+static request_lines_t *find_request(line_counter_t *lc, uint64_t request);
+
+/* The request of the running thread's events now, without a clock read
+ * (lc_now's, for an event that reads none): 0 when not routing. */
+static uint64_t current_request(line_counter_t *lc)
+{
+    fpy_profiler_t *p = lc->prof;
+    if (!p || !p->route.var)
+        return 0;
+    fp_thread_t *t = p->enabled && !p->failed ? running_thread(p) : NULL;
+    return t ? (t->id >> 32) & FPY_ROUTE_MAX_REQUEST : FPY_LINES_NOWHERE;
+}
+
+/* Lines of `request` were lost for lack of memory: that request's stats()
+ * says so, and no other's. 0 (not routed), or a request not known here
+ * (its own table could not be made): everyone's; FPY_LINES_NOWHERE (no
+ * open request): nothing was to be counted. */
+static void lost_lines(line_counter_t *lc, uint64_t request)
+{
+    if (request == FPY_LINES_NOWHERE)
+        return;
+    request_lines_t *rl = request ? find_request(lc, request) : NULL;
+    if (rl)
+        rl->nomem = 1;
+    else
+        lc->nomem = 1;
+}
+
+/* The slot of `line` in `cl` (a table of `request`'s), grown to hold it;
+ * -1 when out of memory. */
+static int slot_of(line_counter_t *lc, code_lines_t *cl, uint64_t request, int line)
 {
     if (cl->n && line >= cl->base && line < cl->base + cl->n)
         return line - cl->base;
@@ -186,7 +215,7 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, int line)
         PyMem_Free(hits);
         PyMem_Free(ns);
         PyMem_Free(own);
-        lc->nomem = 1;
+        lost_lines(lc, request);
         return -1;
     }
     if (cl->n) {
@@ -277,7 +306,7 @@ static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject
     if (!cl && make) {
         cl = new_code_lines(&rl->codes, code);
         if (!cl)
-            lc->nomem = 1;
+            rl->nomem = 1;
     }
     if (cl) {
         lc->last_cl = cl;
@@ -298,7 +327,7 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int at_stop
     code_lines_t *cl = fl->request ? routed_lines(lc, fl->request, fl->lines->code, 0) : fl->lines;
     if (!cl)
         return; /* not counted, or its request dropped since the line began */
-    int i = slot_of(lc, cl, fl->line);
+    int i = slot_of(lc, cl, fl->request, fl->line);
     if (i < 0)
         return;
     if (at_stop) {
@@ -338,8 +367,10 @@ static code_lines_t *find_code(line_counter_t *lc, PyObject *code)
     return cl;
 }
 
-/* The open line of `frame` (only compared) of `code`, made if `make`. */
-static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *code, int make)
+/* The open line of `frame` (only compared) of `code`, made if `make` (for
+ * an event of `request`, or FPY_LINES_ASK: lost to it when out of memory). */
+static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *code, int make,
+                                uint64_t request)
 {
     frame_line_t *fl;
     HASH_FIND_PTR(lc->frames, &key, fl);
@@ -353,13 +384,13 @@ static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *c
     if (!fl) { /* else: a frame whose exit was not seen, address reused */
         fl = PyMem_Calloc(1, sizeof *fl);
         if (!fl) {
-            lc->nomem = 1;
+            lost_lines(lc, request == FPY_LINES_ASK ? current_request(lc) : request);
             return NULL;
         }
         fl->key = key;
         if (!FP_HASH_ADD(lc->frames, key, sizeof fl->key, fl)) {
             PyMem_Free(fl);
-            lc->nomem = 1;
+            lost_lines(lc, request == FPY_LINES_ASK ? current_request(lc) : request);
             return NULL;
         }
     }
@@ -372,20 +403,20 @@ static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *c
 static frame_line_t *frame_of(line_counter_t *lc, PyObject *code, int make)
 {
     PyFrameObject *frame = PyEval_GetFrame();
-    return frame ? frame_line(lc, frame, code, make) : NULL;
+    return frame ? frame_line(lc, frame, code, make, lc->ev_request) : NULL;
 }
 
 int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int line, int make)
 {
     /* not made: looked up first, so that frames not counted read no clock */
-    frame_line_t *fl = make ? NULL : frame_line(lc, frame, code, 0);
+    frame_line_t *fl = make ? NULL : frame_line(lc, frame, code, 0, 0);
     if (!make && !fl)
         return 0;
     uint64_t t = lc_now(lc);
     if (lc->ev_outside)
         return 1;
     if (make)
-        fl = frame_line(lc, frame, code, 1);
+        fl = frame_line(lc, frame, code, 1, lc->ev_request);
     if (!fl) {
         lc_done(lc);
         return 0;
@@ -393,7 +424,7 @@ int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int li
     charge(lc, fl, t, 0);
     fl->request = lc->ev_request;
     code_lines_t *cl = fl->request ? routed_lines(lc, fl->request, code, 1) : fl->lines;
-    int i = cl ? slot_of(lc, cl, line) : -1;
+    int i = cl ? slot_of(lc, cl, fl->request, line) : -1;
     if (i >= 0)
         cl->hits[i]++;
     fl->line = line;
@@ -412,7 +443,7 @@ static void new_line(line_counter_t *lc, PyObject *code, int line)
 
 void fpy_lines_enter(line_counter_t *lc, const void *frame, PyObject *code)
 {
-    frame_line_t *fl = frame_line(lc, frame, code, 1);
+    frame_line_t *fl = frame_line(lc, frame, code, 1, FPY_LINES_ASK);
     if (fl)
         fl->line = 0; /* a generator's frame resumed: its last line ended at its yield */
 }
@@ -500,7 +531,7 @@ static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *arg
 
 void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code)
 {
-    frame_line_t *fl = frame_line(lc, frame, code, 0);
+    frame_line_t *fl = frame_line(lc, frame, code, 0, 0);
     if (!fl)
         return;
     uint64_t t = lc_now(lc);
@@ -645,6 +676,12 @@ static PyObject *lines_dict(line_counter_t *lc, int own, PyObject *args)
     code_lines_t *codes = lc->codes;
     if (request) {
         request_lines_t *rl = find_request(lc, (uint64_t)request);
+        if (rl && rl->nomem) {
+            rl->nomem = 0;
+            PyErr_Format(PyExc_MemoryError,
+                         "fastprof: line stats of request %llu lost for lack of memory", request);
+            return NULL;
+        }
         codes = rl ? rl->codes : NULL;
     }
     double hz = ticks_per_second(lc);

@@ -40,12 +40,14 @@ typedef struct frame_line {
 } frame_line_t;
 
 #define FPY_LINES_NOWHERE UINT64_MAX
+#define FPY_LINES_ASK (UINT64_MAX - 1) /* an event's request not read yet */
 
 /* The line counts of one request while the bound profiler routes by
  * request (fastprof.middleware): code objects as in `codes`. */
 typedef struct request_lines {
     uint64_t request;
     code_lines_t *codes;
+    int nomem; /* some of its lines lost for lack of memory: stats(request) says so */
     UT_hash_handle hh;
 } request_lines_t;
 
@@ -60,8 +62,8 @@ typedef struct {
     PyObject_HEAD
     code_lines_t *codes;
     frame_line_t *frames;
-    PyObject *disable; /* sys.monitoring.DISABLE */
-    int nomem;
+    PyObject *disable;    /* sys.monitoring.DISABLE */
+    int nomem;            /* lines lost for lack of memory, not of one known request */
     fpy_profiler_t *prof; /* bind(): its clock, and own times; NULL: none */
     int tool_id;          /* the sys.monitoring tool id of these callbacks */
     /* The line event being recorded: its first clock reading and, when the

@@ -40,17 +40,16 @@ static int decide(line_counter_t *lc, PyObject *code, PyFrameObject *frame)
     Py_XDECREF(r);
     if (counted)
         return 1;
+    /* remembered as not counted; out of memory it is decided again next
+     * time, and no line is lost */
     sk = PyMem_Calloc(1, sizeof *sk);
-    if (!sk) {
-        lc->nomem = 1;
+    if (!sk)
         return 0;
-    }
     sk->key = code;
     sk->code = Py_NewRef(code);
     if (!FP_HASH_ADD(lc->skipped, key, sizeof sk->key, sk)) {
         Py_DECREF(code);
         PyMem_Free(sk);
-        lc->nomem = 1;
     }
     return 0;
 }

@@ -580,3 +580,78 @@ def test_line_counter_request_arguments():
         lc.stats(1 << 31)
     with pytest.raises(TypeError):
         lc.stats("x")
+
+
+def test_lines_lost_for_memory_are_the_requests_own():
+    """A line table that cannot be made for request 1 (one of Python's
+    allocations failing, _testcapi's set_nomemory, each in turn) is request
+    1's loss: request 2's lines, asked first, are whole and say nothing of
+    it, and request 1's say MemoryError or are whole."""
+    _testcapi = pytest.importorskip("_testcapi")
+    if not hasattr(_testcapi, "set_nomemory"):
+        pytest.skip("no _testcapi.set_nomemory")
+    want_b = lines_oracle(lines_b, 5, 1)
+    lost = 0
+    for n in range(40):
+        var = contextvars.ContextVar("rid")
+        prof = fastprof.Profile(lines=LINES)
+        prof._route_by(var, {1, 2})
+        prof.enable()
+        try:
+            token = var.set(2)
+            lines_b(5)  # request 2: recorded whole, before anything fails
+            var.reset(token)
+            token = var.set(1)
+            lines_b(5)  # request 1's table exists; lines_a's is made below
+            try:
+                _testcapi.set_nomemory(n, n + 1)  # the n+1-th allocation fails, only it
+                lines_a(3)
+            except MemoryError:
+                pass  # the program's own allocation: nothing of the profiler's
+            finally:
+                try:
+                    _testcapi.remove_mem_hooks()
+                except MemoryError:  # the failing allocation was on its way in
+                    _testcapi.remove_mem_hooks()
+                var.reset(token)
+        finally:
+            try:
+                prof.disable()
+            except MemoryError as exc:  # the allocation was the profiler's own (3.9-3.11)
+                assert "some calls were not recorded" in str(exc), exc
+        assert by_name(prof.request_lines(2)[0]) == want_b, n
+        try:
+            got = by_name(prof.request_lines(1)[0])
+        except MemoryError as exc:
+            assert "request 1 lost" in str(exc), exc
+            lost += 1
+            continue
+        assert got["lines_b"] == want_b["lines_b"], n
+    assert lost >= 1  # some allocation was the line counter's
+
+
+def test_lines_lost_for_memory_keep_the_requests_functions(tmp_path, caplog):
+    # request_lines raising MemoryError (the test above: what C says then)
+    # costs the file its lines only, told once in the log
+    def app(environ, start_response):
+        lines_a(7)
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    mw = WSGIMiddleware(app, tmp_path, every=1, lines=LINES)
+    prof = mw.profiler._profile
+
+    def request_lines(rid):
+        raise MemoryError("fastprof: line stats of request %d lost for lack of memory" % rid)
+
+    prof.request_lines = request_lines
+    with caplog.at_level(logging.WARNING, logger="fastprof.middleware"):
+        for _ in range(2):
+            assert call_wsgi(mw, "/x") == ("200 OK", b"ok")
+        names = written(mw)
+    assert len(names) == 2
+    for name in names:
+        data = load_profile(tmp_path / name)
+        assert ours(data.stats)["lines_a"] == 1 and data.lines == {}
+    msgs = [r.getMessage() for r in caplog.records if r.name == "fastprof.middleware"]
+    assert len(msgs) == 1 and "written without line stats" in msgs[0], msgs

@@ -236,8 +236,12 @@ class RequestProfiler:
         data.clock = prof.clock_info()["clock"]
         data.only = prof.options.get("only")
         data.fast = prof.options["fast"]
-        # lines= (line counts are routed by request too, csrc/fpy_lines.c)
-        data.lines, data.lines_own = prof.request_lines(rid)
+        # lines= (line counts are routed by request too, csrc/fpy_lines.c);
+        # lines lost for lack of memory cost the file its lines, not its functions
+        try:
+            data.lines, data.lines_own = prof.request_lines(rid)
+        except MemoryError as exc:
+            self._log_once("lines", "%s: that request's profile is written without line stats", exc)
         return data
 
     # -- the files ----------------------------------------------------------
