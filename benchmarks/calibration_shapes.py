@@ -4,8 +4,8 @@
     PYTHONPATH=build/py3.12/lib .venv/py3.12/bin/python benchmarks/calibration_shapes.py [ROUNDS [JSON]]
 
 Each round (default 15) calibrates afresh, then for each shape (a loop of
-N calls of an empty function, of one with arguments, of len(), of a
-generator's resumes, of a one-line function, of fib(7); of a class with
+N calls of an empty function, of one with arguments, of len(), of
+dict.get, of isinstance(), of a generator's resumes, of a one-line function, of fib(7); of a class with
 no __init__, of one with an empty __init__, of a property, of __add__ by
 ``+``, of a method, of a recursion 200 deep) takes the fastest
 of 3 unprofiled runs, one compensated profile and one raw one. Printed,
@@ -88,6 +88,19 @@ def loop_c(n, f=len, a=()):
         f(a)
 
 
+DICT = {1: 2}
+
+
+def loop_cmethod(n, d=DICT):   # a C method with an argument: dict.get
+    for _ in range(n):
+        d.get(1)
+
+
+def loop_isinstance(n, f=isinstance, a=1, t=int):   # a builtin with two arguments
+    for _ in range(n):
+        f(a, t)
+
+
 def loop_gen(n):
     for _ in gen(n):
         pass
@@ -137,7 +150,7 @@ def loop_deep(n):
         deep(199)
 
 
-SHAPES = (loop_empty, loop_args, loop_c, loop_gen, loop_small, loop_fib,
+SHAPES = (loop_empty, loop_args, loop_c, loop_cmethod, loop_isinstance, loop_gen, loop_small, loop_fib,
           loop_type, loop_init, loop_property, loop_dunder, loop_method, loop_deep)
 
 

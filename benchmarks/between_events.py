@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""What a hook-fed profiler costs between its events: the program's own
+bytecode, slower while events are on.
+
+Loops of one C call (``len``) after 0, 1, 3 and 9 lines of plain
+arithmetic and dict stores (no call, no event) run unprofiled, under the
+floor (a hook that only reads the clock, benchmarks/floor_hook.py) and under
+fastprof with ``compensate=False``; printed: the time each adds per loop
+round, in ns (best of 5, median over the rounds). A per-event cost is the
+same whatever runs between the events; what grows with the lines between
+them is the interpreter running the program's own code slower, which no
+per-event constant can take out (docs/performance.md).
+
+    PYTHONPATH=build/py3.13/lib python3 benchmarks/between_events.py [ROUNDS]
+"""
+import statistics
+import sys
+import time
+
+from floor_hook import FloorHook, load
+
+import fastprof
+
+N = 20000
+
+
+def work0(n, w="alpha"):
+    for _ in range(n):
+        len(w)
+
+
+def work1(n, w="alpha"):
+    d = {}
+    for i in range(n):
+        x = i % 7; y = x * 3 + 1; d[x] = y  # noqa: E702
+        len(w)
+
+
+def work3(n, w="alpha"):
+    d = {}
+    for i in range(n):
+        x = i % 7; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 5; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 3; y = x * 3 + 1; d[x] = y  # noqa: E702
+        len(w)
+
+
+def work9(n, w="alpha"):
+    d = {}
+    for i in range(n):
+        x = i % 7; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 5; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 3; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 7; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 5; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 3; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 7; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 5; y = x * 3 + 1; d[x] = y  # noqa: E702
+        x = i % 3; y = x * 3 + 1; d[x] = y  # noqa: E702
+        len(w)
+
+
+LOOPS = (work0, work1, work3, work9)
+
+
+def best(loop, hook=None, k=5):
+    """The fastest of ``k`` runs of ``loop``, with ``hook`` enabled around each (s)."""
+    times = []
+    for _ in range(k):
+        if hook is not None:
+            hook.enable()
+        t0 = time.perf_counter()
+        loop(N)
+        t = time.perf_counter() - t0
+        if hook is not None:
+            hook.disable()
+        times.append(t)
+    return min(times)
+
+
+def main(argv):
+    rounds = int(argv[1]) if len(argv) > 1 else 7
+    floor = FloorHook(load())
+    added = {loop: ([], []) for loop in LOOPS}
+    for _ in range(rounds):
+        for loop in LOOPS:
+            plain = best(loop)
+            added[loop][0].append((best(loop, floor) - plain) / N * 1e9)
+            added[loop][1].append((best(loop, fastprof.Profile(compensate=False)) - plain) / N * 1e9)
+    print("Python %s: ns added per loop round (one C call each), floor / fastprof raw"
+          % sys.version.split()[0])
+    for loop, (fl, fp) in added.items():
+        print("  %s (%s lines between calls)  floor %+6.1f  fastprof %+6.1f"
+              % (loop.__name__, loop.__name__[4:], statistics.median(fl), statistics.median(fp)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
