@@ -172,6 +172,8 @@ def profiled(fn, **options):
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+    if rounds < 2:
+        raise SystemExit("calibration_shapes.py: ROUNDS must be at least 2 (the quartiles need two)")
     res = {fn: {"u": [], "c": [], "r": [], "lo": [], "rlo": []} for fn in SHAPES}
     for _ in range(rounds):
         calibration._measured.clear()
