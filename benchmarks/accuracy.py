@@ -53,10 +53,10 @@ one file merged.
 Examples:
   PYTHONPATH=build/py3.11/lib python3 benchmarks/accuracy.py                 # this interpreter
   python3 benchmarks/accuracy.py --python /tmp/fastprof-bench-venvs/venv-3.1{1,3}/bin/python \\
-      --pythonpath 'build/py{minor}/lib' --json benchmarks/accuracy.json
+      --pythonpath 'build/py{minor}/lib' --json benchmarks/accuracy.json.gz
   PYTHONPATH=python python3 benchmarks/accuracy.py --smoke                   # seconds: one workload
-  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json        # re-summarize, re-print
-  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json --add-timed   # + the exact reference
+  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json.gz     # re-summarize, re-print
+  python3 benchmarks/accuracy.py --from-json benchmarks/accuracy.json.gz --add-timed   # + the exact reference
 
 Needs ptrace rights for py-spy (root, or kernel.yama.ptrace_scope=0).
 """
@@ -744,8 +744,16 @@ def write_json(path, results):
     for long, name in sorted(short.items(), key=lambda kv: -len(kv[0])):
         text = text.replace(json.dumps(long)[1:-1], name)
     text = text[:-1] + ',"short_paths":' + json.dumps({v: k for k, v in short.items()}) + "}"
-    with open(path, "w") as f:
+    with _open_json(path, "w") as f:
         f.write(text + "\n")
+
+
+def _open_json(path, mode="r"):
+    """A results file, gzip-compressed when its name ends in .gz (the stored runs are)."""
+    if path.endswith(".gz"):
+        import gzip
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- main
@@ -791,7 +799,7 @@ def parse_args(argv):
     p.add_argument("--smoke", action="store_true",
                    help="seconds: one workload (%s) at its smoke size, 1 repeat, 0.3 s per run"
                         % SMOKE_WORKLOAD)
-    p.add_argument("--json", metavar="FILE", help="write raw results and summaries")
+    p.add_argument("--json", metavar="FILE", help="write raw results and summaries (gzip-compressed: FILE.gz)")
     p.add_argument("--markdown", metavar="FILE.md", help="also write the tables to this file")
     p.add_argument("--from-json", metavar="FILE",
                    help="do not run: summarize the raw runs of a --json file anew and print the tables "
@@ -848,7 +856,7 @@ def add_timed(results, timeout):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.from_json:
-        with open(args.from_json) as f:
+        with _open_json(args.from_json) as f:
             results = json.load(f)
         if args.add_timed:
             add_timed(results, args.timeout)

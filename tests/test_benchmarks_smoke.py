@@ -340,12 +340,14 @@ def test_accuracy_exact_reference_smoke(tmp_path):
     del stored["runs"][0]["workloads"]["fib"]["runs"]["timed"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(stored))
-    again = tmp_path / "again.json"
+    again = tmp_path / "again.json.gz"   # (the stored runs are compressed)
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--from-json",
                            str(old), "--add-timed", "--json", str(again)], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    redone = json.loads(again.read_text())["runs"][0]["workloads"]["fib"]
+    import gzip
+    with gzip.open(str(again), "rt") as f:
+        redone = json.load(f)["runs"][0]["workloads"]["fib"]
     assert len(redone["runs"]["timed"]) == 2
     assert set(redone["summary"]["timed"]["tvd"]) == set(run["modes"])
     assert acc.references({"samplers": [], "workloads": {"fib": redone}}) == ["timed"]
