@@ -374,3 +374,18 @@ def test_sampler_depth_bias_counts_the_halves():
               "tid:1;halves.py:region:18;halves.py:shallow:12 1\n")
     assert mod.deep_share(mod.parse_stdlib_collapsed(stdlib)) == (4, 0.75)
     assert mod.deep_share([]) == (0, None)
+
+
+def test_asyncio_select_share_runs():
+    # the unprofiled share of the event loop's select() and the profile's, printed in one line
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "asyncio_select_share.py"), "400"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    import re
+    m = re.search(r"select\(\) takes (-?[\d.]+)% of the unprofiled run .* fastprof gives it ([\d.]+)%", proc.stdout)
+    assert m, proc.stdout
+    assert 0 < float(m.group(2)) < 100
