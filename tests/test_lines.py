@@ -3,6 +3,7 @@ sys.settrace's line events, line times add up, the .prof trailer, merge,
 the view and the command line."""
 import re
 import sys
+import textwrap
 import time
 
 import lines_corpus
@@ -209,6 +210,41 @@ def test_cli_lines_matches_script_stem_and_writes_trailer(prog, tmp_path):
     nothing = cli_tool("view", out, "--lines", "nomatch")
     assert nothing.returncode == 1
     assert "no function with line stats matches /nomatch/" in nothing.stderr
+
+
+def test_view_lines_before_the_file(prog, tmp_path):
+    # --lines takes an optional NAME: `view --lines FILE` must not take the file for it
+    out = tmp_path / "out.prof"
+    assert fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog).returncode == 0
+    after = cli_tool("view", out, "--lines")
+    before = cli_tool("view", "--lines", out)
+    assert before.returncode == 0, before.stderr
+    assert before.stdout == after.stdout and "total += helper(i)" in before.stdout
+    missing = cli_tool("view", "--lines")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines()[-1] == \
+        "fastprof view: error: the following arguments are required: FILE"
+
+
+def test_profile_in_a_script_names_it_by_its_stem(tmp_path):
+    # `python app.py` with Profile(lines=["app:hot"]) (the middleware's way):
+    # the script is __main__, and answers to its file's name too
+    from helpers import run_python
+    script = tmp_path / "app.py"
+    script.write_text(PROG + textwrap.dedent("""
+        import fastprof
+        prof = fastprof.Profile(lines=["app:hot"], only=["app"])
+        prof.enable()
+        hot(20)
+        prof.disable()
+        print(sorted(k[2] for k in prof.line_stats()), prof.unmatched_line_patterns())
+        print(sorted({e.code.co_name for e in prof.getstats() if not isinstance(e.code, str)}))
+    """))
+    r = run_python([str(script)], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    lines, only = r.stdout.splitlines()[-2:]
+    assert lines == "['hot'] []"
+    assert only == "['helper', 'hot']"
 
 
 def test_cli_prints_lines_and_reports_unmatched_pattern(prog):

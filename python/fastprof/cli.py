@@ -124,7 +124,8 @@ def build_parser():
                "(ncalls), pcalls (primitive), percall, cumpercall, name, file (filename, "
                "module, nfl, stdname), line.\n" + cmdline.SORT_NOTE,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", metavar="FILE", help="a cProfile or fastprof .prof file")
+    # (optional to argparse only: `view --lines FILE`, where --lines took the file, is mended in cmd_view)
+    p.add_argument("file", metavar="FILE", nargs="?", help="a cProfile or fastprof .prof file")
     p.add_argument("-s", "--sort", type=_sort, default="tottime", metavar="SORT",
                    help="sort key (default: tottime; see below)")
     p.add_argument("-n", "--limit", type=_positive_or_zero, default=30, metavar="N",
@@ -296,6 +297,11 @@ def cmd_view(args) -> int:
     from .model import by_match_key  # (deferred: fastprof run imports nothing before the program)
     from .profile_file import ProfileData  # (deferred: fastprof run imports nothing before the program)
     _check_min_percent(args)
+    if args.file is None:
+        # `fastprof view --lines x.prof`: --lines takes an optional NAME, and took the file
+        if not (args.lines and os.path.isfile(args.lines)):
+            raise UsageError("the following arguments are required: FILE")
+        args.file, args.lines = args.lines, ""
     data = _load(_process_file(args.file, args.process))
     micro = view.micro_sign(sys.stdout)
     try:

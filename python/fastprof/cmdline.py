@@ -172,7 +172,8 @@ def profile_options(options, callpaths):
 
 def new_profile(kwargs, main_alias=None):
     """The Profile profile_options() describes; *main_alias*: the name
-    ``__main__`` also answers to in the patterns (the script's stem).
+    ``__main__`` also answers to in the patterns (the script's stem;
+    default: the running ``__main__``'s, func_patterns.script_stem).
     UsageError if the Profile refuses them (--fast where unavailable)."""
     from fastprof.profiler import Profile  # (deferred: nothing before the program)
     kwargs = dict(kwargs)
@@ -181,7 +182,8 @@ def new_profile(kwargs, main_alias=None):
         prof = Profile(**kwargs)
     except (RuntimeError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    prof.set_main_alias(main_alias)
+    if main_alias is not None:  # (else the Profile's own: the running script's stem)
+        prof.set_main_alias(main_alias)
     prof.add_line_keys(line_keys)
     return prof
 

@@ -16,7 +16,8 @@ their own) comprehensions, whose qualified names are ``hot.<locals>...``.
 
 The script that ``python -m fastprof`` runs is the module ``__main__``; it
 also answers to its file's stem (``main_alias``), so ``lines_prog:hot``
-names ``hot`` in ``lines_prog.py`` however it is run.
+names ``hot`` in ``lines_prog.py`` however it is run (``script_stem``: a
+``Profile`` made in a script run as ``python app.py`` takes ``app``).
 """
 
 import os
@@ -26,6 +27,13 @@ from fnmatch import fnmatchcase
 from types import FunctionType, ModuleType
 
 _LOCALS = ".<locals>."
+
+
+def script_stem():
+    """The stem of the running ``__main__``'s file (``app`` for ``python
+    app.py``), the name ``__main__`` also answers to; None without a file."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return os.path.splitext(os.path.basename(main_file))[0] if main_file else None
 
 
 class FunctionPatterns:

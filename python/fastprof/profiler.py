@@ -191,6 +191,11 @@ class Profile(_fastprof.Profiler):
             self._only = FunctionPatterns(list(only))
             self._options["only"] = list(only)
             self._set_scope(_scope_decider(self._only))
+        if lines is not None or only is not None:
+            # the script's functions answer to its name too (`app:score` in
+            # `python app.py`); the run modes set their script's in its place
+            from .func_patterns import script_stem  # (deferred: import fastprof adds nothing to cProfile's imports)
+            self.set_main_alias(script_stem())
         # id from threads() -> thread name, kept after the thread is gone
         self._thread_names = {}
         # (ident, native_id) -> name of the threads alive at enable() time

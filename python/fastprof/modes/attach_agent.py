@@ -190,9 +190,8 @@ class _Session:
         self.attacher = self.options.pop("attacher_pid")
         self.duration = self.options.pop("duration")
         # --lines/--only: the program's script answers to its file's stem too
-        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-        stem = os.path.splitext(os.path.basename(main_file))[0] if main_file else None
-        self.prof = new_profile(self.options, main_alias=stem)
+        # (as any Profile made in it does)
+        self.prof = new_profile(self.options)
         self.helper_ident = None
         self.failed = False
         self.finished = False
