@@ -820,6 +820,8 @@ def parse_args(argv):
         p.error("unknown sampler(s): %s" % ", ".join(bad))
     if args.add_timed and not args.from_json:
         p.error("--add-timed goes with --from-json")
+    if args.from_json and not os.path.isfile(args.from_json):
+        p.error("--from-json %s: no such file" % args.from_json)
     if args.smoke:
         args.repeats = 1
         args.seconds = 0.3

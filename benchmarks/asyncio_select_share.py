@@ -12,6 +12,7 @@ samplers' share in docs/performance.md (21-25% on 3.15).
 
     PYTHONPATH=build/py3.15/lib python3 benchmarks/asyncio_select_share.py [SIZE]
 """
+import argparse
 import os
 import selectors
 import sys
@@ -55,7 +56,14 @@ def profiled_share(run, size):
 
 
 def main(argv):
-    size = int(argv[1]) if len(argv) > 1 else 20000
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("size", nargs="?", type=int, default=20000, metavar="SIZE",
+                   help="the workload's size (items through its queues); default 20000")
+    size = p.parse_args(argv[1:]).size
+    if size < 1:
+        p.error("SIZE must be at least 1")
     wl = load("asyncio_tasks")
     real = SELECTOR.select
     wl.run(wl.SIZES["smoke"])

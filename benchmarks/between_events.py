@@ -13,6 +13,7 @@ per-event constant can take out (docs/performance.md).
 
     PYTHONPATH=build/py3.13/lib python3 benchmarks/between_events.py [ROUNDS]
 """
+import argparse
 import statistics
 import sys
 import time
@@ -79,7 +80,14 @@ def best(loop, hook=None, k=5):
 
 
 def main(argv):
-    rounds = int(argv[1]) if len(argv) > 1 else 7
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("rounds", nargs="?", type=int, default=7, metavar="ROUNDS",
+                   help="rounds of every loop (medians over them); default 7")
+    rounds = p.parse_args(argv[1:]).rounds
+    if rounds < 1:
+        p.error("ROUNDS must be at least 1")
     floor = FloorHook(load())
     added = {loop: ([], []) for loop in LOOPS}
     for _ in range(rounds):

@@ -97,16 +97,28 @@ def run_sampled(kind, python, py_spy, script, rounds, depth):
     return deep_share(stacks)
 
 
+def _depths(text):
+    try:
+        depths = [int(d) for d in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a comma-separated list of depths: %r" % text) from None
+    if any(d < 0 for d in depths):
+        raise argparse.ArgumentTypeError("a depth is 0 or more: %r" % text)
+    return depths
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--python", default=sys.executable, help="the interpreter sampled (default: this one)")
-    p.add_argument("--depths", type=lambda s: [int(d) for d in s.split(",")], default=[0, 30, 100, 500],
+    p.add_argument("--depths", type=_depths, default=[0, 30, 100, 500],
                    help="recursion depths of the deep half, comma-separated; default 0,30,100,500")
     p.add_argument("--rounds", type=int, default=200, help="rounds of both halves per run; default 200")
     p.add_argument("--py-spy", help="py-spy executable (default: beside the interpreter, or on PATH)")
     args = p.parse_args(argv)
+    if not os.access(args.python, os.X_OK):
+        p.error("--python %s: no such interpreter" % args.python)
     kinds = []
     py_spy = find_py_spy(args.py_spy, args.python)
     if py_spy:

@@ -13,6 +13,8 @@ import runpy
 import subprocess
 import sys
 
+import pytest
+
 import fastprof
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -256,7 +258,6 @@ def test_accuracy_smoke(tmp_path):
     stdlib = sys.version_info >= (3, 15)
     if not (shutil.which("py-spy") or os.path.exists(os.path.join(os.path.dirname(sys.executable), "py-spy"))
             or stdlib):
-        import pytest
         pytest.skip("py-spy is not installed (benchmarks/requirements.txt)")
     out = tmp_path / "acc.json"
     env = dict(os.environ)
@@ -267,7 +268,6 @@ def test_accuracy_smoke(tmp_path):
                            "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, env=env, timeout=300)
     if "ptrace" in proc.stdout.lower() or "permission denied" in proc.stdout.lower():
-        import pytest
         pytest.skip("the sampler may not trace here: " + proc.stdout[-300:])
     assert proc.returncode == 0, proc.stdout[-4000:]
     run = json.loads(out.read_text())["runs"][0]
@@ -389,3 +389,22 @@ def test_asyncio_select_share_runs():
     m = re.search(r"select\(\) takes (-?[\d.]+)% of the unprofiled run .* fastprof gives it ([\d.]+)%", proc.stdout)
     assert m, proc.stdout
     assert 0 < float(m.group(2)) < 100
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("sampler_depth_bias.py", ["--depths", "a,b"], "not a comma-separated list of depths"),
+    ("sampler_depth_bias.py", ["--python", "/nonexistent/python"], "no such interpreter"),
+    ("between_events.py", ["0"], "ROUNDS must be at least 1"),
+    ("asyncio_select_share.py", ["x"], "invalid int value"),
+    ("accuracy.py", ["--add-timed"], "--add-timed goes with --from-json"),
+    ("accuracy.py", ["--from-json", "/nonexistent/acc.json.gz"], "no such file"),
+])
+def test_new_benchmark_scripts_refuse_bad_input_in_one_line(script, args, message):
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script)] + args,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert message in proc.stderr.strip().splitlines()[-1] and "Traceback" not in proc.stderr
