@@ -119,7 +119,7 @@ def measure(spec):
     if mode in ("cprofile", "fastprof", "fastprof-raw"):
         prof, own_files = make_profiler(mode)
     elif mode == "timed":
-        return measure_timed(spec)
+        return measure_timed(wl, spec)
     elif mode not in ("none", "sampler"):
         raise SystemExit("unknown mode %r" % mode)
 
@@ -151,10 +151,10 @@ def measure(spec):
     return out
 
 
-def measure_timed(spec):
-    """The ``timed`` reference: own seconds per function as the workload's
-    ``timed_run`` measures them, unprofiled, in ``counts`` (as a sampler's)."""
-    wl = load(spec["workload"])
+def measure_timed(wl, spec):
+    """The ``timed`` reference: own seconds per function as the workload
+    ``wl``'s ``timed_run`` measures them, unprofiled, in ``counts`` (as a
+    sampler's)."""
     wl.timed_run(spec.get("warmup_size", wl.SIZES["smoke"]))
     gc.collect()
     own, checksum = {}, None

@@ -187,9 +187,12 @@ static uint64_t current_request(line_counter_t *lc)
 /* Lines of `request` were lost for lack of memory: that request's stats()
  * says so, and no other's. 0 (not routed), or a request not known here
  * (its own table could not be made): everyone's; FPY_LINES_NOWHERE (no
- * open request): nothing was to be counted. */
+ * open request): nothing was to be counted; FPY_LINES_ASK: the running
+ * thread's request now. */
 static void lost_lines(line_counter_t *lc, uint64_t request)
 {
+    if (request == FPY_LINES_ASK)
+        request = current_request(lc);
     if (request == FPY_LINES_NOWHERE)
         return;
     request_lines_t *rl = request ? find_request(lc, request) : NULL;
@@ -384,13 +387,13 @@ static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *c
     if (!fl) { /* else: a frame whose exit was not seen, address reused */
         fl = PyMem_Calloc(1, sizeof *fl);
         if (!fl) {
-            lost_lines(lc, request == FPY_LINES_ASK ? current_request(lc) : request);
+            lost_lines(lc, request);
             return NULL;
         }
         fl->key = key;
         if (!FP_HASH_ADD(lc->frames, key, sizeof fl->key, fl)) {
             PyMem_Free(fl);
-            lost_lines(lc, request == FPY_LINES_ASK ? current_request(lc) : request);
+            lost_lines(lc, request);
             return NULL;
         }
     }
