@@ -2,7 +2,9 @@
 # The style rules, checked (what `make lint` runs, and `make test` before the tests):
 #   python  ruff check (pyproject.toml [tool.ruff]) on the whole tree
 #   imports import-linter (pyproject.toml [tool.importlinter]) on python/fastprof:
-#           the package's floors (no import circles) and what may not import what
+#           the wings and each wing's floors (no import circles); then
+#           scripts/check_house.py: every module on a floor, no reach-in to
+#           Profile's or a sibling run mode's private names
 #   c       clang-format --dry-run --Werror (.clang-format) on csrc/ and tests/c/
 # `scripts/lint.sh python`, `scripts/lint.sh imports` or `scripts/lint.sh c` runs
 # one part; no argument runs all three.
@@ -56,6 +58,9 @@ lint_imports() {
     echo "lint: lint-imports (pyproject.toml [tool.importlinter]) on python/fastprof"
     # the package from this tree (python/), read, not imported: no build needed
     PYTHONPATH=python "$lint_imports" --config pyproject.toml --no-cache
+    # what import-linter cannot state: every module on a floor, no private reach-in
+    echo "lint: scripts/check_house.py (every module on a floor, no private reach-in)"
+    "$(dirname "$lint_imports")/python" scripts/check_house.py
 }
 
 lint_c() {

@@ -31,7 +31,7 @@ if str(TESTS_DIR) not in sys.path:
 
 import sanitizer_sample  # noqa: E402  (lives in tests/)
 
-# the profilers' calibration cache (fastprof/calibration_cache.py) of this
+# the profilers' calibration cache (fastprof/recording/calibration_cache.py) of this
 # checkout, not the user's: a run's costs do not depend on other runs'
 os.environ.setdefault("FASTPROF_CALIBRATION_CACHE", str(REPO_ROOT / "build" / "calibration-cache.tsv"))
 

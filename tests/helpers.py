@@ -141,7 +141,7 @@ def fmt_key(key):
 def settrace_hits(func, module):
     """The oracle of line hits: sys.settrace's line events per function of
     *module* (a ``__name__``) while ``func()`` runs: {key: {lineno: hits}}."""
-    from fastprof.names import label
+    from fastprof.data.names import label
     hits = {}
 
     def local(frame, event, arg):

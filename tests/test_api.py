@@ -17,8 +17,8 @@ import warnings
 import pytest
 
 import fastprof
-from fastprof import profiler as fp_profiler
-from fastprof.profile_file import load_profile
+from fastprof.data.profile_file import load_profile
+from fastprof.recording import profiler as fp_profiler
 
 HERE = __file__
 try:

@@ -7,8 +7,9 @@ import os
 import pytest
 
 import fastprof
-from fastprof import exports, profile_file
-from fastprof.profile_file import ProfileData, load_profile, write_profile
+from fastprof import exports
+from fastprof.data import profile_file
+from fastprof.data.profile_file import ProfileData, load_profile, write_profile
 from helpers import USING_CPROFILE
 
 OLD = ProfileData({("a.py", 1, "old"): (1, 1, 0.5, 0.5, {})})
@@ -82,7 +83,7 @@ def test_interrupt_midway_keeps_the_old_file(old_file, monkeypatch):
 def test_cli_output_failing_midway_keeps_the_old_file(old_file, tmp_path):
     # the program itself breaks the serializer python -m fastprof then uses
     prog = tmp_path / "prog.py"
-    prog.write_text("from fastprof import profile_file\n\n"
+    prog.write_text("from fastprof.data import profile_file\n\n"
                     "def broken(f, data):\n    f.write(b'x')\n    raise OSError(28, 'No space left on device')\n\n"
                     "profile_file._write = broken\n")
     from helpers import run_python
@@ -97,7 +98,7 @@ def test_cli_output_failing_midway_keeps_the_old_file(old_file, tmp_path):
 def test_write_bytes_atomically_writes_whole_or_keeps_the_old_file(old_file, monkeypatch):
     # the fd-only writer (calibration cache, count files): a short os.write
     # is continued; a failing one leaves the old file and no temporary file
-    from fastprof import atomic_file
+    from fastprof.data import atomic_file
     data = bytes(range(256)) * 50
     real_write = os.write
     monkeypatch.setattr(os, "write", lambda fd, b: real_write(fd, bytes(b[:1000])))

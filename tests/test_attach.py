@@ -15,7 +15,7 @@ import time
 import pytest
 
 import fastprof
-from fastprof.profile_file import load_profile
+from fastprof.data.profile_file import load_profile
 from helpers import TESTS_DIR, cli_env
 
 TARGET = os.path.join(TESTS_DIR, "data", "attach_target.py")
@@ -554,7 +554,7 @@ def test_lines_of_a_function_in_the_target(tmp_path):
         assert status == 0, stderr
         assert "Line by line" in stdout and "total += i * i" in stdout
         # --lines-from: the hottest function of that first profile
-        from fastprof.line_profiling import top_functions
+        from fastprof.recording.line_profiling import top_functions
         (top,) = top_functions(str(out), 1)
         again = tmp_path / "again.prof"
         status, _, stderr = attach(t.pid, "--duration", "0.5", "--lines-from", "%s:1" % out,
@@ -626,8 +626,8 @@ def test_scope_option_errors_before_attaching(tmp_path):
 
 
 def test_summary_line_counts_in_words():
+    from fastprof.data.profile_file import ProfileData
     from fastprof.modes.attach import _summary_line
-    from fastprof.profile_file import ProfileData
     one = ProfileData({("a.py", 1, "f"): (1, 1, 0.1, 0.1, {})})
     two = ProfileData({("a.py", 1, "f"): (2, 2, 0.1, 0.1, {}), ("a.py", 5, "g"): (1, 1, 0.1, 0.1, {})})
     assert _summary_line(7, one, {"duration": 1.0, "threads": 1}, None) == \

@@ -1,4 +1,4 @@
-"""The calibration cache (fastprof/calibration_cache.py): each kind of event
+"""The calibration cache (fastprof/recording/calibration_cache.py): each kind of event
 costs the lowest this build has measured, so a calibration made while the
 machine was slow does not remove more than the profiler took."""
 import os
@@ -6,8 +6,9 @@ import stat
 
 import pytest
 
-from fastprof import _fastprof, calibration, calibration_cache
-from fastprof.calibration_cache import fastest
+from fastprof import _fastprof
+from fastprof.recording import calibration, calibration_cache
+from fastprof.recording.calibration_cache import fastest
 from helpers import USING_CPROFILE
 
 pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")

@@ -161,8 +161,8 @@ def test_bad_input_is_status_2(tmp_path, prog):
 
 
 def test_gc_and_profiler_rows_are_left_out(tmp_path):
-    from fastprof.counts import counts_of_profile
-    from fastprof.profile_file import ProfileData
+    from fastprof.data.profile_file import ProfileData
+    from fastprof.tools.counts import counts_of_profile
     p = cProfile.Profile()
     p.enable()
     os.getcwd()

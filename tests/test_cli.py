@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from fastprof import run_cli
-from fastprof.profile_file import load_profile
+from fastprof.data.profile_file import load_profile
+from fastprof.modes import run_command
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import cli_env as env  # noqa: E402
@@ -336,7 +336,7 @@ def test_exit_status_passes_through_and_stats_are_still_written(project, how, st
         assert "Traceback (most recent call last)" in r.stderr
         assert 'exits.py", line 14, in deeper' in r.stderr
         assert r.stderr.strip().endswith("ValueError: boom")
-        assert "run_cli.py" not in r.stderr and "profiler.py" not in r.stderr
+        assert "run_command.py" not in r.stderr and "profiler.py" not in r.stderr
     if how == "interrupt":
         assert "KeyboardInterrupt" in r.stderr
 
@@ -435,12 +435,12 @@ def test_unwritable_output_directory(project, monkeypatch, capsys):
     # root can write anywhere; ask main() itself with the creation refused
     write(project / "marker.py", MARKER)
     monkeypatch.chdir(str(project))
-    import fastprof.atomic_file
+    import fastprof.data.atomic_file
 
     def refused(path):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr(fastprof.atomic_file, "create_beside", refused)
-    assert run_cli.main(["-o", "x.prof", "marker.py"]) == 2
+    monkeypatch.setattr(fastprof.data.atomic_file, "create_beside", refused)
+    assert run_command.main(["-o", "x.prof", "marker.py"]) == 2
     err = capsys.readouterr().err
     assert "cannot write x.prof: Permission denied" in err and len(err.strip().splitlines()) == 1
     assert not (project / "ran.marker").exists()
@@ -456,7 +456,7 @@ def test_no_arguments_prints_usage(project):
 def test_help_mentions_every_option(project):
     r = fp("--help", cwd=project)
     assert r.returncode == 0 and r.stderr == ""
-    for option in run_cli.build_parser().option_list:
+    for option in run_command.build_parser().option_list:
         for opt in option._short_opts + option._long_opts:
             assert opt in r.stdout
     for word in ("examples:", ".callgrind", ".speedscope.json", ".collapsed", ".html",
@@ -465,11 +465,11 @@ def test_help_mentions_every_option(project):
 
 
 def test_default_threads_is_one_constant():
-    assert run_cli.build_parser().parse_args([])[0].threads is run_cli.DEFAULT_THREADS
+    assert run_command.build_parser().parse_args([])[0].threads is run_command.DEFAULT_THREADS
 
 
 def test_split_argv():
-    split = run_cli.split_argv
+    split = run_command.split_argv
     assert split(["-o", "x", "s.py", "-o", "y"]) == (["-o", "x"], ["s.py", "-o", "y"])
     assert split(["-ox", "-scalls", "s.py"]) == (["-ox", "-scalls"], ["s.py"])
     assert split(["--sort=calls", "--clock", "cpu", "-m", "mod", "a"]) == \

@@ -13,7 +13,8 @@ import textwrap
 import pytest
 
 import fastprof
-from fastprof import cli, formats
+from fastprof import cli
+from fastprof.data import formats
 
 PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
 

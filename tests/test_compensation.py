@@ -627,7 +627,7 @@ def _written(path, **options):
 
 
 def test_the_file_says_what_was_removed(tmp_path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     on = load_profile(_written(tmp_path / "on.prof"))
     off = load_profile(_written(tmp_path / "off.prof", compensate=False))
     # 20 calls of fact and the C disable() call, each a call and a return
@@ -640,7 +640,7 @@ def test_the_file_says_what_was_removed(tmp_path):
 
 
 def test_notes_and_merge():
-    from fastprof import cost_note
+    from fastprof.data import cost_note
     on = {"on": True, "removed": 0.5043, "events": 12_300_000}
     assert cost_note.note(on) == "profiler cost removed: 41 ns/event, 12.3 M events"
     assert cost_note.note({"on": False, "removed": 0.0, "events": 10}) == cost_note.RAW_NOTE
@@ -653,9 +653,9 @@ def test_notes_and_merge():
 
 
 def test_view_html_merge_and_cli_header(tmp_path):
+    from fastprof.data.profile_file import load_profile
     from fastprof.exports.html import report_data
-    from fastprof.merge import merge_profiles
-    from fastprof.profile_file import load_profile
+    from fastprof.tools.merge import merge_profiles
     from helpers import cli_env, run_python
     on, off = _written(tmp_path / "on.prof"), _written(tmp_path / "off.prof", compensate=False)
     out = run_python(["-m", "fastprof.cli", "view", on], env=cli_env()).stdout

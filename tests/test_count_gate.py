@@ -46,7 +46,7 @@ def gate(tmp_path, *args, env=None, base="counts"):
 
 
 def tables(tmp_path, base="counts", module="test_work.py"):
-    from fastprof.counts import read_tables
+    from fastprof.tools.counts import read_tables
     return read_tables(str(tmp_path / base / VERSION / (module + ".counts")))
 
 
@@ -527,7 +527,7 @@ def test_the_plugin_imports_no_gate_without_its_option(tmp_path):
 
         def test_nothing_imported():
             assert "fastprof.modes.pytest_plugin" in sys.modules
-            heavy = [m for m in ("fastprof._fastprof", "fastprof.profiler", "fastprof.counts",
+            heavy = [m for m in ("fastprof._fastprof", "fastprof.recording.profiler", "fastprof.tools.counts",
                                  "fastprof.modes.count_gate") if m in sys.modules]
             assert heavy == []
         """)

@@ -14,8 +14,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
-from fastprof import cli, diff  # noqa: E402
-from fastprof.profile_file import ProfileData, write_profile  # noqa: E402
+from fastprof import cli  # noqa: E402
+from fastprof.data.profile_file import ProfileData, write_profile  # noqa: E402
+from fastprof.tools import diff
 
 
 def call(capsys, *args):
@@ -179,7 +180,7 @@ def test_two_runs_of_the_same_program_are_unchanged(tmp_path, capsys):
 
 
 def diff_stats_args(a, b):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     return load_profile(a).stats, load_profile(b).stats
 
 
@@ -278,7 +279,7 @@ def test_line_changes_beyond_noise_biggest_time_change_first(tmp_path, capsys):
     assert [r[0] for r in line_section(out)["f  /p.py:10"]] == [14, 13]
     assert "2 of 3 changed lines shown (-n 0 shows all)" in out
     # the API: the same answer
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     a, b = load_profile(base), load_profile(new)
     changes = diff.diff_stats(a.stats, b.stats)
     both, found = diff.line_changes(changes, a.lines, b.lines, diff.make_noise(1.0, 1.0))

@@ -17,9 +17,9 @@ import textwrap
 import pytest
 
 import helpers
-from fastprof.calltree import build_tree, tree_from_callers
+from fastprof.data.calltree import build_tree, tree_from_callers
+from fastprof.data.profile_file import CallPaths, ProfileData, load_profile
 from fastprof.exports import FORMATS, export, format_for_path, render
-from fastprof.profile_file import CallPaths, ProfileData, load_profile
 
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "speedscope",
                       "file-format-schema.json")
@@ -637,7 +637,7 @@ def test_collapsed_of_a_cprofile_file_is_not_empty(tmp_path, capsys):
 # ---------------------------------------------------------------- --min-percent
 
 def test_prune_folds_small_paths_into_their_parent():
-    from fastprof.calltree import prune
+    from fastprof.data.calltree import prune
     tree = build_tree(synthetic_data())
     cut = prune(tree, 0.25)  # leaf under beta is 20% of the total: folded into beta
     paths = _paths(cut)

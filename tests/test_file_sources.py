@@ -58,7 +58,7 @@ def test_html_report_shows_stored_source(tmp_path):
 
 
 def test_only_listed_lines_are_stored(tmp_path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     data = load_profile(str(record(tmp_path)))
     (filename, texts), = data.sources.items()
     assert filename == "app.py" or filename.endswith(os.sep + "app.py")
@@ -68,14 +68,14 @@ def test_only_listed_lines_are_stored(tmp_path):
 
 def test_stored_text_wins_over_the_file_now(tmp_path):
     """A file read later shows the code as recorded, not the file as edited since."""
-    from fastprof.profile_file import ProfileData, load_profile, write_profile
+    from fastprof.data.profile_file import ProfileData, load_profile, write_profile
     src = tmp_path / "mod.py"
     src.write_text("def f():\n    return 1\n")
     key = (str(src), 1, "f")
     path = tmp_path / "p.prof"
     write_profile(str(path), ProfileData({key: (1, 1, 0.1, 0.1, {})}, lines={key: {2: (1, 0.1)}}))
     src.write_text("def f():\n    return 2  # edited\n")
-    from fastprof.line_view import function_listing
+    from fastprof.tools.line_view import function_listing
     data = load_profile(str(path))
     listing = "\n".join(function_listing(key, data.lines[key], sources=data.sources))
     assert "return 1" in listing and "edited" not in listing
@@ -93,7 +93,7 @@ def cut_points(path):
 def test_file_cut_inside_the_trailer_warns(tmp_path):
     prof = record(tmp_path)
     raw, end = cut_points(prof)
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     whole = load_profile(str(prof))
     for cut in sorted({end + 1, end + 2, end + 9, end + 30, (end + len(raw)) // 2, len(raw) - 1}):
         part = tmp_path / ("cut%d.prof" % cut)
@@ -112,7 +112,7 @@ def test_file_cut_at_the_end_of_the_pstats_table_is_a_cprofile_file(tmp_path):
     raw, end = cut_points(record(tmp_path))
     part = tmp_path / "plain.prof"
     part.write_bytes(raw[:end])
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     assert load_profile(str(part)).damaged is None
     r = run_python(["-m", "fastprof.cli", "view", str(part)])
     assert r.returncode == 0 and r.stderr == ""

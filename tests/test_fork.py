@@ -97,7 +97,7 @@ def rows(stats, *names):
 
 def child_side(prof, t_enable):
     """Runs in the fork child; returns what the parent checks."""
-    from fastprof.profiler import entries_to_stats
+    from fastprof.recording.profiler import entries_to_stats
     t_fork = time.perf_counter()
     spent = child_work(CHILD_RUN)
     th = threading.Thread(target=child_thread_work)
@@ -158,7 +158,7 @@ def read_child(pid, fd):
 def test_fork_while_profiling_threads():
     import fastprof
     from fastprof import _fastprof
-    from fastprof.profiler import entries_to_stats
+    from fastprof.recording.profiler import entries_to_stats
 
     # raw times: the child's "spent" is read by the profiled code, the profiler's cost included
     prof = fastprof.Profile(threads=True, compensate=False)
@@ -249,7 +249,7 @@ def test_fork_child_can_restart_profiling():
     """In the child, disable() then a fresh enable() on the inherited
     profiler, and a new profiler, both work."""
     import fastprof
-    from fastprof.profiler import entries_to_stats
+    from fastprof.recording.profiler import entries_to_stats
 
     prof = fastprof.Profile(threads=True)
     stop = threading.Event()

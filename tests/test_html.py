@@ -33,8 +33,8 @@ from fastprof.exports import export  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
+from fastprof.data.profile_file import CallPaths, ProfileData, load_profile  # noqa: E402
 from fastprof.exports.html import render_html, report_data  # noqa: E402
-from fastprof.profile_file import CallPaths, ProfileData, load_profile  # noqa: E402
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser",
                        "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable")

@@ -19,10 +19,11 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
-from fastprof import cli, diff, merge  # noqa: E402
-from fastprof.portable_names import portable_names  # noqa: E402
-from fastprof.profile_file import load_profile  # noqa: E402
-from fastprof.view import format_count  # noqa: E402
+from fastprof import cli  # noqa: E402
+from fastprof.data.portable_names import portable_names  # noqa: E402
+from fastprof.data.profile_file import load_profile  # noqa: E402
+from fastprof.tools import diff, merge
+from fastprof.tools.view import format_count  # noqa: E402
 
 CORE_V1 = '''\
 def _helper(x):
@@ -250,7 +251,7 @@ def test_cprofile_files_of_two_site_packages_pair_by_name(tmp_path, capsys):
 
 
 def test_pairing_by_qualified_name_and_order_not_short_name():
-    from fastprof.portable_names import pair_functions, portable_parts
+    from fastprof.data.portable_names import pair_functions, portable_parts
     fa, fb = "/a/site-packages/m.py", "/b/m.py"
     # two classes' methods named run, two lambdas of f; b adds a lambda in g
     base = [(fa, 3, "run"), (fa, 9, "run"), (fa, 20, "<lambda>"), (fa, 21, "<lambda>")]

@@ -189,7 +189,7 @@ CORPUS = 'sys.path.insert(0, %r)\nshell.run_cell("import lines_corpus, only_app"
 def test_lines_in_the_file_and_after_the_table(tmp_path):
     import lines_corpus
 
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     out, err = run_shell(tmp_path, CORPUS + textwrap.dedent("""\
         cell("%fastprof -o lines.prof --lines lines_corpus --lines nope lines_corpus.run_all()")
         cell("%%fastprof --lines __main__:fib\\nfib(6)\\n")
@@ -209,8 +209,8 @@ def test_lines_in_the_file_and_after_the_table(tmp_path):
 def test_lines_from_an_earlier_profile(tmp_path):
     import lines_corpus
 
-    from fastprof.line_profiling import top_functions
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
+    from fastprof.recording.line_profiling import top_functions
     run_shell(tmp_path, CORPUS + textwrap.dedent("""\
         cell("%fastprof -o old.prof lines_corpus.loop_branches(3000); fib(5)")
         cell("%fastprof -o new.prof --lines-from old.prof:1 lines_corpus.loop_branches(3000)")

@@ -10,8 +10,8 @@ import lines_corpus
 import pytest
 
 from fastprof import Profile
-from fastprof.func_patterns import FunctionPatterns, parse_pattern
-from fastprof.names import label
+from fastprof.data.names import label
+from fastprof.recording.func_patterns import FunctionPatterns, parse_pattern
 from helpers import USING_CPROFILE, line_hits, settrace_hits
 
 pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
@@ -186,7 +186,7 @@ def hot_table(path):
 def test_cli_lines_matches_script_stem_and_writes_trailer(prog, tmp_path):
     import pstats
 
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     out = tmp_path / "out.prof"
     r = fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog)
     assert r.returncode == 0, r.stderr
@@ -264,7 +264,7 @@ def test_cli_bad_pattern_is_a_usage_error(prog):
 
 
 def test_lines_from_old_profile(prog, tmp_path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     old = tmp_path / "old.prof"
     assert fastprof_cli("-o", old, prog).returncode == 0
     new = tmp_path / "new.prof"
@@ -278,7 +278,7 @@ def test_lines_from_old_profile(prog, tmp_path):
 
 
 def test_merge_sums_lines(prog, tmp_path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     a, b, m = tmp_path / "a.prof", tmp_path / "b.prof", tmp_path / "m.prof"
     for out in (a, b):
         assert fastprof_cli("--lines", "lines_prog:hot", "-o", out, prog).returncode == 0
@@ -330,7 +330,7 @@ def test_function_defined_after_start_is_matched_when_it_first_runs():
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
 def test_no_free_tool_id_is_a_clear_error():
-    from fastprof.line_profiling import TOOL_IDS, LineRecorderError
+    from fastprof.recording.line_profiling import TOOL_IDS, LineRecorderError
     mon = sys.monitoring
     taken = [t for t in TOOL_IDS if mon.get_tool(t) is None]
     for t in taken:
@@ -347,7 +347,7 @@ def test_no_free_tool_id_is_a_clear_error():
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the trace function is 3.9-3.11's")
 def test_trace_function_already_set_is_a_clear_error():
-    from fastprof.line_profiling import LineRecorderError
+    from fastprof.recording.line_profiling import LineRecorderError
 
     def debugger(frame, event, arg):
         return None
@@ -422,7 +422,7 @@ def test_frames_get_their_line_events_back_after_the_profile():
 
 def test_listing_title_names_a_method_once():
     # the qualified name replaces the plain one: "Box.grow (file:line)"
-    from fastprof.line_view import function_listing
+    from fastprof.tools.line_view import function_listing
     key = ("/src/box.py", 10, "grow")
     table = {11: (2, 0.5)}
     assert function_listing(key, table, qualname="Box.grow")[0] == "Box.grow (/src/box.py:10)"

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from fastprof import Profile
-from fastprof.line_profiling import MONITORING
-from fastprof.names import label
+from fastprof.data.names import label
+from fastprof.recording.line_profiling import MONITORING
 from helpers import USING_CPROFILE
 
 pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")
@@ -183,9 +183,9 @@ def test_a_thread_the_profiler_does_not_record_has_no_own_time():
 
 
 def test_file_merge_and_view(tmp_path):
-    from fastprof.line_view import function_listing
-    from fastprof.merge import ProfileSum
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
+    from fastprof.tools.line_view import function_listing
+    from fastprof.tools.merge import ProfileSum
     prof = profiled(own_work, 2)
     path = str(tmp_path / "a.prof")
     prof.dump_stats(path)
@@ -223,7 +223,7 @@ def test_cli_view_shows_own_column(tmp_path):
     assert view.returncode == 0, view.stderr
     header = [ln for ln in view.stdout.splitlines() if ln.startswith("Line")]
     assert header and header[0].split()[:4] == ["Line", "Hits", "Time", "Own"], view.stdout
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     data = load_profile(str(out))
     (key, own), = data.lines_own.items()
     # the call's line: own well under its time (leaf's time excluded)

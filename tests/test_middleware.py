@@ -18,7 +18,7 @@ import types
 
 import pytest
 
-from fastprof.profile_file import load_profile
+from fastprof.data.profile_file import load_profile
 from helpers import line_hits, settrace_hits
 
 httpx = pytest.importorskip("httpx")
@@ -47,7 +47,7 @@ WORK = textwrap.dedent("""
 FASTAPI_APP = WORK + textwrap.dedent("""
     import asyncio, os
     from fastapi import FastAPI
-    from fastprof.middleware import ASGIMiddleware
+    from fastprof.modes.middleware import ASGIMiddleware
 
     api = FastAPI()
 
@@ -85,7 +85,7 @@ FASTAPI_APP = WORK + textwrap.dedent("""
 FLASK_APP = WORK + textwrap.dedent("""
     import os
     from flask import Flask
-    from fastprof.middleware import WSGIMiddleware
+    from fastprof.modes.middleware import WSGIMiddleware
 
     app = Flask(__name__)
 

@@ -6,9 +6,9 @@ import only_app
 import pytest
 
 from fastprof import Profile
+from fastprof.data.profile_file import load_profile
 from fastprof.exports.html import report_data
-from fastprof.merge import merge_profiles
-from fastprof.profile_file import load_profile
+from fastprof.tools.merge import merge_profiles
 from helpers import USING_CPROFILE, cli_env, run_python
 
 pytestmark = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only feature")

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(helpers.USING_CPROFILE, reason="checks fastprof'
 PROFILE_FIB = textwrap.dedent("""
     import gc, json
     import fastprof._fastprof as mod
-    import fastprof.profiler  # Profile, built on the first module (the package face is lazy)
+    import fastprof.recording.profiler  # Profile, built on the first module (the package face is lazy)
 
     def fib(n):
         return n if n < 2 else fib(n - 1) + fib(n - 2)

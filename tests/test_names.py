@@ -12,8 +12,9 @@ import textwrap
 import pytest
 
 import fastprof
-from fastprof import diff, merge, model, names
-from fastprof.profile_file import ProfileData, load_profile, write_profile
+from fastprof.data import model, names
+from fastprof.data.profile_file import ProfileData, load_profile, write_profile
+from fastprof.tools import diff, merge
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import cli_env as env  # noqa: E402
@@ -252,7 +253,7 @@ def test_per_thread_prints_one_table_per_group(tmp_path):
 
 
 def test_clock_hint_rule():
-    from fastprof.view import clock_hint
+    from fastprof.tools.view import clock_hint
     lock = ("~", 0, "<method 'acquire' of '_thread.lock' objects>")
     work = ("w.py", 1, "work")
     assert clock_hint({lock: (1, 1, 6.0, 6.0, {}), work: (1, 1, 4.0, 4.0, {})}, "tsc")

@@ -24,7 +24,7 @@ os._exit(%d)
 
 
 def load(path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     return load_profile(str(path))
 
 

@@ -16,8 +16,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
-from fastprof.func_patterns import FunctionPatterns, module_covered  # noqa: E402
-from fastprof.profile_file import load_profile  # noqa: E402
+from fastprof.data.profile_file import load_profile  # noqa: E402
+from fastprof.recording.func_patterns import FunctionPatterns, module_covered  # noqa: E402
 
 FILES = {
     "myapp/__init__.py": '''\

@@ -18,8 +18,8 @@ if USING_CPROFILE:
 
 import fastprof  # noqa: E402
 from fastprof import _fastprof  # noqa: E402
-from fastprof.model import merge_stats  # noqa: E402
-from fastprof.names import qualnames_of  # noqa: E402
+from fastprof.data.model import merge_stats  # noqa: E402
+from fastprof.data.names import qualnames_of  # noqa: E402
 
 ELSEWHERE = "<elsewhere>"  # the file of the functions standing for the plugin's own
 

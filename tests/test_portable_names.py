@@ -5,8 +5,8 @@ import subprocess
 import sys
 import textwrap
 
-from fastprof.portable_names import path_roots, portable_names, relative_path, relative_paths
-from fastprof.profile_file import ProfileData, load_profile, write_profile
+from fastprof.data.portable_names import path_roots, portable_names, relative_path, relative_paths
+from fastprof.data.profile_file import ProfileData, load_profile, write_profile
 
 
 def test_relative_to_the_longest_sys_path_entry():
@@ -131,7 +131,7 @@ def test_paths_memo_says_what_relative_paths_says(tmp_path, monkeypatch):
     reads sys.modules again only then."""
     import types
 
-    from fastprof.portable_names import PathsMemo
+    from fastprof.data.portable_names import PathsMemo
     pkg = tmp_path / "memo_pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")

@@ -18,8 +18,8 @@ import textwrap
 
 import pytest
 
+from fastprof.data.profile_file import CallPaths, ProfileData, load_profile, write_profile
 from fastprof.exports import export, render, render_bytes
-from fastprof.profile_file import CallPaths, ProfileData, load_profile, write_profile
 from helpers import cli_env
 
 # ---------------------------------------------------------------- wire-format reader
@@ -161,7 +161,7 @@ def check_pprof(data, prof, time_type="wall"):
         for _fname, line, _name in keys:
             assert line >= 0
     # call counts per function are the profile's, which are cProfile's
-    from fastprof.names import stdname
+    from fastprof.data.names import stdname
     expected = {stdname(k): v[1] for k, v in data.stats.items() if v[1]}
     assert {k: v for k, v in calls.items() if v} == expected
     total = sum(v[2] for v in data.stats.values())
@@ -352,7 +352,7 @@ def test_convert_with_call_paths(work_dir):
             path.append(tuple(cp.functions[cp.nodes[n][1]]))
             n = cp.nodes[n][0]
         recorded.add(tuple(reversed(path)))
-    from fastprof.names import stdname
+    from fastprof.data.names import stdname
     by_std = {stdname(k): k for k in cp.functions}
     got = set()
     for s in prof["samples"]:

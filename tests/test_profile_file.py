@@ -13,7 +13,7 @@ from helpers import USING_CPROFILE
 if USING_CPROFILE:
     pytest.skip("fastprof's file format", allow_module_level=True)
 
-from fastprof.profile_file import STATS_OF_FILE, ProfileData, load_profile, write_profile  # noqa: E402
+from fastprof.data.profile_file import STATS_OF_FILE, ProfileData, load_profile, write_profile  # noqa: E402
 
 
 def work(n):
@@ -98,7 +98,7 @@ def test_one_thread_with_other_stats_keeps_them(tmp_path):
 
 
 def test_merge_of_one_thread_files_sums_the_threads(tmp_path):
-    from fastprof.merge import merge_profiles
+    from fastprof.tools.merge import merge_profiles
     data = recorded()
     path = tmp_path / "p.prof"
     write_profile(str(path), data)

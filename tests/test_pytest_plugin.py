@@ -221,10 +221,10 @@ def test_imports_nothing_without_its_options(tmp_path):
 
         def test_nothing_imported(pytestconfig):
             assert "fastprof.modes.pytest_plugin" in sys.modules      # loaded, as every plugin
-            heavy = [m for m in ("fastprof._fastprof", "fastprof.profiler",
-                                 "fastprof.exports", "fastprof.merge",
-                                 "fastprof.profile_file", "fastprof.view", "fastprof.names",
-                                 "fastprof.thread_names")
+            heavy = [m for m in ("fastprof._fastprof", "fastprof.recording.profiler",
+                                 "fastprof.exports", "fastprof.tools.merge",
+                                 "fastprof.data.profile_file", "fastprof.tools.view", "fastprof.data.names",
+                                 "fastprof.recording.thread_names")
                      if m in sys.modules]
             assert heavy == []
             assert pytestconfig.pluginmanager.get_plugin("fastprof-session") is None
@@ -266,7 +266,7 @@ def run_pytest_with_corpus(tmp_path, *args):
 
 
 def hits_of(path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     from helpers import line_hits
     return line_hits(load_profile(str(path)).lines)
 
@@ -333,7 +333,7 @@ def test_fast_has_no_c_functions_and_cprofiles_counts(tmp_path):
 @fastprof_only
 @pytest.mark.parametrize("flag, on", [(None, True), ("--fastprof-no-compensate", False)])
 def test_no_compensate_is_in_the_file(tmp_path, flag, on):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     make_tests(tmp_path, "def f():\n    return 1\n\ndef test_a():\n    f()\n")
     out = tmp_path / "out.prof"
     r = run_pytest_with_corpus(tmp_path, "--fastprof=%s" % out, *([flag] if flag else []))
@@ -423,7 +423,7 @@ def test_xdist_workers_profiles_are_summed(tmp_path):
 def test_lines_from_an_earlier_profile(tmp_path):
     import lines_corpus
 
-    from fastprof.line_profiling import top_functions
+    from fastprof.recording.line_profiling import top_functions
     make_tests(tmp_path, "import lines_corpus\n\n"
                          "def test_a():\n    lines_corpus.loop_branches(30000)\n")
     old, new = tmp_path / "old.prof", tmp_path / "new.prof"
@@ -446,9 +446,9 @@ def test_per_test_sum_is_the_sum_of_the_per_test_files(tmp_path):
     threads of one name as one thread (MainThread, then test_thread's thread)."""
     if USING_CPROFILE:
         pytest.skip("the plugin")
-    from fastprof.merge import merge_profiles
-    from fastprof.model import merge_stats
-    from fastprof.profile_file import load_profile
+    from fastprof.data.model import merge_stats
+    from fastprof.data.profile_file import load_profile
+    from fastprof.tools.merge import merge_profiles
     make_tests(tmp_path)
     per, out = tmp_path / "per", tmp_path / "all.prof"
     r = run_pytest(tmp_path, *PLUGIN, "--fastprof-per-test", str(per), "--fastprof=%s" % out)
@@ -488,13 +488,13 @@ def test_per_test_call_paths_sum_is_the_merge_of_the_files(tmp_path, lines):
     """With a call-path format (the general path for each file), the
     session's sum of call paths, folded in C (with line stats: merge's sum)
     is the per-test files merged."""
-    from fastprof import cmdline
-    from fastprof.merge import merge_profiles
+    from fastprof.data.profile_file import load_profile
+    from fastprof.modes import run_options
     from fastprof.modes.per_test import TestProfiles
-    from fastprof.profile_file import load_profile
+    from fastprof.tools.merge import merge_profiles
     options = {"threads": True, "callpaths": True, "lines": ["%s:fib" % __name__] if lines else None}
     tests = TestProfiles(options, "<none>", lambda prof: prof.profile_data())
-    prof = cmdline.new_profile(options)
+    prof = run_options.new_profile(options)
     prof.paths_memo = tests.paths_memo
     files = []
     for i, work in enumerate([lambda: fib(8), lambda: (fib(5), sorted([2, 1])), lambda: fib(8)]):
@@ -520,7 +520,7 @@ def test_per_test_call_paths_sum_is_the_merge_of_the_files(tmp_path, lines):
 def fake_data(n_funcs, thread_names, offset=0):
     """A ProfileData of *n_funcs* functions, its threads named *thread_names*
     (each with the whole table, as a one-thread profile has)."""
-    from fastprof.profile_file import ProfileData
+    from fastprof.data.profile_file import ProfileData
     stats = {("f.py", offset + i, "f%d" % (offset + i)): (1, 1, 0.5, 0.5, {}) for i in range(n_funcs)}
     threads = [{"id": i, "ident": 100 + i, "name": name, "stats": dict(stats)}
                for i, name in enumerate(thread_names)]
@@ -532,14 +532,14 @@ def test_running_sum_costs_each_input_not_the_sum(monkeypatch):
     that profile's, however big the sum (before: the sum rebuilt per test)."""
     if USING_CPROFILE:
         pytest.skip("the plugin")
-    import fastprof.model
+    import fastprof.data.model
     from fastprof.modes import per_test
     handled = []
-    real = fastprof.model.add_stats
-    monkeypatch.setattr(fastprof.model, "add_stats",
+    real = fastprof.data.model.add_stats
+    monkeypatch.setattr(fastprof.data.model, "add_stats",
                         lambda out, table, keys: (handled.append(len(table)), real(out, table, keys)))
-    import fastprof.merge
-    monkeypatch.setattr(fastprof.merge, "add_stats", fastprof.model.add_stats)
+    import fastprof.tools.merge
+    monkeypatch.setattr(fastprof.tools.merge, "add_stats", fastprof.data.model.add_stats)
     total = per_test.RunningSum()
     for i in range(200):
         total.add(fake_data(5, ["MainThread"], offset=i * 5))  # 5 new functions per test
@@ -571,7 +571,7 @@ def test_running_sum_threads_of_one_name_are_one_thread():
 
 PATHS_COUNTER = textwrap.dedent("""\
     import json, os
-    from fastprof import portable_names
+    from fastprof.data import portable_names
 
     calls = {"scans": 0, "whole_scans": 0, "memo": 0, "differ": []}
     _memo, _scan, _whole = (portable_names.PathsMemo.relative_paths,
@@ -646,7 +646,7 @@ def test_per_test_paths_are_taken_once_per_session(tmp_path):
 # the trailer with each thread's stats spelled out.
 ORACLE_CONFTEST = textwrap.dedent("""\
     import marshal, os, sys
-    import fastprof.profiler
+    import fastprof.recording.profiler
     from fastprof.modes import pytest_plugin
 
     sys.path.insert(0, os.environ["ORACLE_TESTS_DIR"])
@@ -667,12 +667,12 @@ ORACLE_CONFTEST = textwrap.dedent("""\
     def test_done(self, nodeid):
         prof = self.profile
         if prof is not None:
-            real = fastprof.profiler.entries_to_stats
-            fastprof.profiler.entries_to_stats = py_entries_to_stats
+            real = fastprof.recording.profiler.entries_to_stats
+            fastprof.recording.profiler.entries_to_stats = py_entries_to_stats
             try:
                 data = prof.profile_data()
             finally:
-                fastprof.profiler.entries_to_stats = real
+                fastprof.recording.profiler.entries_to_stats = real
             data.stats = without_plugin_rows(data.stats)
             data.qualnames = {k: q for k, q in data.qualnames.items() if k in data.stats}
             data.paths = {f: r for f, r in data.paths.items() if f in {k[0] for k in data.stats}}
@@ -704,9 +704,9 @@ def test_per_test_files_and_sum_hold_what_they_held(tmp_path, lines):
     merge_stats."""
     import marshal
 
-    from fastprof.merge import merge_profiles
-    from fastprof.model import merge_stats
-    from fastprof.profile_file import load_profile
+    from fastprof.data.model import merge_stats
+    from fastprof.data.profile_file import load_profile
+    from fastprof.tools.merge import merge_profiles
     make_tests(tmp_path)
     (tmp_path / "conftest.py").write_text(ORACLE_CONFTEST)
     per, oracle, out = tmp_path / "per", tmp_path / "oracle", tmp_path / "all.prof"

@@ -76,7 +76,7 @@ def test_file_layout(prof_file):
     assert set(NAMES) <= names
     if not helpers.USING_CPROFILE:
         assert rest, "callpaths=True wrote no trailer"
-        from fastprof.profile_file import load_profile
+        from fastprof.data.profile_file import load_profile
         data = load_profile(prof_file)
         assert data.callpaths is not None and data.callpaths.nodes
         assert data.stats == stats

@@ -20,9 +20,9 @@ import time
 import pytest
 
 import fastprof
-from fastprof.middleware import ASGIMiddleware, WSGIMiddleware
-from fastprof.profile_file import load_profile
-from fastprof.profiler import entries_to_stats
+from fastprof.data.profile_file import load_profile
+from fastprof.modes.middleware import ASGIMiddleware, WSGIMiddleware
+from fastprof.recording.profiler import entries_to_stats
 from helpers import line_hits, settrace_hits
 
 HERE = __file__.rstrip("c")
@@ -60,7 +60,7 @@ def route_records(prof, rid):
 
 
 def request_stats(prof, rid):
-    from fastprof.model import merge_stats
+    from fastprof.data.model import merge_stats
     return merge_stats(entries_to_stats(prof.getstats(t)) for t in route_records(prof, rid))
 
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import fastprof
-from fastprof.profile_file import ProfileFileError, load_profile
+from fastprof.data.profile_file import ProfileFileError, load_profile
 
 ROW = ("work.py", 3, "crunch")
 

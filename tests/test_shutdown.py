@@ -25,7 +25,7 @@ import pytest
 
 import fastprof as fastprof_pkg
 import helpers
-from fastprof.profile_file import load_profile
+from fastprof.data.profile_file import load_profile
 
 pytestmark = pytest.mark.skipif(helpers.USING_CPROFILE, reason="runs python -m fastprof")
 

@@ -27,7 +27,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402
-from fastprof.profile_file import load_profile  # noqa: E402
+from fastprof.data.profile_file import load_profile  # noqa: E402
 from helpers import cli_env  # noqa: E402
 
 pytestmark = [

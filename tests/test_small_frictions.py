@@ -20,7 +20,7 @@ def view(*args, cwd=None):
 
 
 def load(path):
-    from fastprof.profile_file import load_profile
+    from fastprof.data.profile_file import load_profile
     return load_profile(str(path))
 
 
@@ -96,7 +96,7 @@ def test_overlap_note_of_wall_coroutines(tmp_path):
 
 
 def test_overlap_note_with_threads_recorded(tmp_path):
-    from fastprof.profile_file import ProfileData, write_profile
+    from fastprof.data.profile_file import ProfileData, write_profile
     stats = {("app.py", 1, "f"): (2, 2, 0.01, 0.5, {}), ("app.py", 9, "main"): (1, 1, 0.09, 0.1, {})}
     write_profile(str(tmp_path / "t.prof"), ProfileData(stats, threads=[
         {"id": 0, "ident": 1, "name": "a", "stats": stats}]))
@@ -137,9 +137,9 @@ def test_output_check_leaves_nothing_behind(tmp_path):
     (tmp_path / "prog.py").write_text("import os, sys\nprint(sorted(os.listdir('.')))\nos._exit(0)\n")
     (tmp_path / "old.prof").write_bytes(b"kept")
     before = sorted(os.listdir(str(tmp_path)))
-    from fastprof import cmdline
-    cmdline.check_output_path(str(tmp_path / "new.prof"))
-    cmdline.check_output_path(str(tmp_path / "old.prof"))
+    from fastprof.modes import run_options
+    run_options.check_output_path(str(tmp_path / "new.prof"))
+    run_options.check_output_path(str(tmp_path / "old.prof"))
     assert sorted(os.listdir(str(tmp_path))) == before
     assert (tmp_path / "old.prof").read_bytes() == b"kept"
 
@@ -165,7 +165,7 @@ def test_one_line_function_says_what_the_rest_is(tmp_path):
 
 
 def test_call_share_only_for_one_line_functions():
-    from fastprof.line_view import call_share
+    from fastprof.tools.line_view import call_share
     assert call_share({2: (10, 1.0)}, 4.0) == pytest.approx(75.0)
     assert call_share({2: (10, 1.0), 3: (10, 1.0)}, 4.0) is None
     assert call_share({2: (10, 1.0)}, None) is None
@@ -213,7 +213,7 @@ def test_html_flame_graph_folds_nested_imports(tmp_path):
 
 
 def test_fold_import_frames_keeps_every_time():
-    from fastprof.calltree import CallTree
+    from fastprof.data.calltree import CallTree
     from fastprof.exports._fold_imports import fold_import_frames
     boot = "<frozen importlib._bootstrap>"
     funcs = [("main.py", 1, "<module>"), (boot, 1, "_find_and_load"), (boot, 2, "_load_unlocked"),

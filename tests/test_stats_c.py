@@ -14,8 +14,8 @@ if USING_CPROFILE:
 from stats_oracle import py_entries_to_stats, py_label  # noqa: E402
 
 from fastprof import _fastprof  # noqa: E402
-from fastprof.model import KeyChooser, add_stats, match_key, merge_stats, stats_result  # noqa: E402
-from fastprof.profiler import entries_to_stats  # noqa: E402
+from fastprof.data.model import KeyChooser, add_stats, match_key, merge_stats, stats_result  # noqa: E402
+from fastprof.recording.profiler import entries_to_stats  # noqa: E402
 
 
 def py_add_stats(out, table, keys):

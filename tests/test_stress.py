@@ -61,7 +61,7 @@ def _child_main(seconds, coroutines, seed):
     import time
 
     import fastprof
-    from fastprof.profiler import entries_to_stats
+    from fastprof.recording.profiler import entries_to_stats
 
     faulthandler.enable()
     # A hang with the GIL held would stop any Python-level watchdog too.

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from fastprof.profile_file import load_profile
+from fastprof.data.profile_file import load_profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helpers  # noqa: E402

@@ -220,7 +220,7 @@ def records_by_ident(prof):
 
 def test_eight_threads_match_cprofile_alone(fast_switching, tmp_path):
     import fastprof
-    from fastprof.profiler import entries_to_stats
+    from fastprof.recording.profiler import entries_to_stats
 
     refs = [reference_stats(i) for i in range(N_THREADS)]
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from fastprof import cli
-from fastprof.profile_file import CallPaths, ProfileData, load_profile, write_profile
+from fastprof.data.profile_file import CallPaths, ProfileData, load_profile, write_profile
 
 try:
     from helpers import subprocess_env
@@ -239,7 +239,9 @@ def test_min_percent_has_one_check_and_one_message(tmp_path, capsys, value):
     # fastprof view / convert, python -m fastprof and the API (view.tree_lines,
     # exports) all run arguments.check_percent: the same words, with the
     # option's or the keyword's name
-    from fastprof import exports, run_cli, view
+    from fastprof import exports
+    from fastprof.modes import run_command
+    from fastprof.tools import view
     prof = make_profile(tmp_path, "w.prof")
     said = "must be between 0 and 100, not %s" % value
     for args in (["view", prof, "--tree"], ["convert", prof, "-o", tmp_path / "x.html"]):
@@ -247,7 +249,7 @@ def test_min_percent_has_one_check_and_one_message(tmp_path, capsys, value):
         assert rc == 2 and out == ""
         assert err.strip() == "fastprof %s: error: --min-percent %s" % (args[0], said)
     assert not (tmp_path / "x.html").exists()
-    assert run_cli.main(["--min-percent", value, str(tmp_path / "w.prof")]) == 2
+    assert run_command.main(["--min-percent", value, str(tmp_path / "w.prof")]) == 2
     assert capsys.readouterr().err.strip() == "python -m fastprof: error: --min-percent " + said
     data = load_profile(prof)
     with pytest.raises(ValueError, match="^min_percent " + said):
@@ -576,7 +578,7 @@ def test_top_level_help_lists_commands():
 def test_run_delegates_to_the_profiler_cli(tmp_path):
     try:
         import fastprof  # noqa: F401
-        from fastprof import run_cli as _rc  # noqa: F401
+        from fastprof.modes import run_command as _rc  # noqa: F401
     except Exception as exc:
         pytest.skip("fastprof's run CLI is not available: %s" % exc)
     script = tmp_path / "workload.py"

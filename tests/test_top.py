@@ -19,8 +19,8 @@ import time
 import pytest
 
 import fastprof
+from fastprof.data.profile_file import load_profile
 from fastprof.modes import top
-from fastprof.profile_file import load_profile
 from helpers import TESTS_DIR, cli_env
 
 TARGET = os.path.join(TESTS_DIR, "data", "top_target.py")

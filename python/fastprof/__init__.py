@@ -17,11 +17,11 @@ __version__ = "0.1.0"
 
 # The package's face is lazy (PEP 562): each name is imported on first use,
 # so that ``import fastprof`` imports nothing cProfile does not, and
-# importing a submodule (the pytest plugin's cmdline.RUN_OPTIONS) does not
-# load the C extension. label lives in fastprof.names (with the other naming
+# importing a submodule (the pytest plugin's run_options.RUN_OPTIONS) does not
+# load the C extension. label lives in fastprof.data.names (with the other naming
 # helpers, which import typing and re), the signal toggle in its run mode.
-_LAZY = {"Profile": "profiler", "profile": "profiler", "run": "profiler", "runctx": "profiler",
-         "label": "names", "install_signal_toggle": "modes.signal_toggle",
+_LAZY = {"Profile": "recording.profiler", "profile": "recording.profiler", "run": "recording.profiler",
+         "runctx": "recording.profiler", "label": "data.names", "install_signal_toggle": "modes.signal_toggle",
          "uninstall_signal_toggle": "modes.signal_toggle"}
 
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from fastprof.run_cli import main
+from .modes.run_command import main
 
 if __name__ == "__main__":
     sys.exit(main())

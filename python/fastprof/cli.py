@@ -23,8 +23,9 @@ program the interpreter ``python -m fastprof`` leaves it.
 import os
 import sys
 
-from . import cmdline, formats
-from .cmdline import UsageError
+from .data import formats
+from .modes import run_options
+from .modes.run_options import UsageError
 
 PROG = "fastprof"
 
@@ -62,7 +63,7 @@ def _regex(text: str) -> str:
 
 def _sort(text: str) -> str:
     argparse = _argparse()
-    from .view import parse_sort  # (deferred: fastprof run imports nothing before the program)
+    from .tools.view import parse_sort  # (deferred: fastprof run imports nothing before the program)
     try:
         return parse_sort(text)
     except ValueError as exc:
@@ -82,17 +83,17 @@ def _type(check):
 
 
 def _diff_metric(text: str) -> str:
-    from .diff import check_metric  # (deferred: fastprof run imports nothing before the program)
+    from .tools.diff import check_metric  # (deferred: fastprof run imports nothing before the program)
     return check_metric(text)
 
 
 def _diff_threshold(text: str) -> float:
-    from .diff import parse_threshold  # (deferred: fastprof run imports nothing before the program)
+    from .tools.diff import parse_threshold  # (deferred: fastprof run imports nothing before the program)
     return parse_threshold(text)
 
 
 def _diff_min_time(text: str) -> str:
-    from .diff import parse_min_time  # (deferred: fastprof run imports nothing before the program)
+    from .tools.diff import parse_min_time  # (deferred: fastprof run imports nothing before the program)
     parse_min_time(text)
     return text
 
@@ -101,7 +102,7 @@ FORMATS_HELP = formats.formats_help()
 
 
 def _check_tolerance(text: str) -> float:
-    from .counts import parse_tolerance  # (deferred: fastprof run imports nothing before the program)
+    from .tools.counts import parse_tolerance  # (deferred: fastprof run imports nothing before the program)
     return parse_tolerance(text)
 
 
@@ -122,7 +123,7 @@ def build_parser():
                     "percent of the total profiled time (the sum of all tottimes).",
         epilog="sort keys: tottime (time, tt, self), cumtime (cumulative, cum, ct), calls "
                "(ncalls), pcalls (primitive), percall, cumpercall, name, file (filename, "
-               "module, nfl, stdname), line.\n" + cmdline.SORT_NOTE,
+               "module, nfl, stdname), line.\n" + run_options.SORT_NOTE,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     # (optional to argparse only: `view --lines FILE`, where --lines took the file, is mended in cmd_view)
     p.add_argument("file", metavar="FILE", nargs="?", help="a cProfile or fastprof .prof file")
@@ -253,7 +254,7 @@ def _version() -> str:
 # ---------------------------------------------------------------- commands
 
 def _load(path):
-    from .profile_file import load_profile  # (deferred: fastprof run imports nothing before the program)
+    from .data.profile_file import load_profile  # (deferred: fastprof run imports nothing before the program)
     data = load_profile(path)  # ProfileFileError: reported by main()
     if data.damaged:
         print("%s: warning: %s: %s" % (PROG, path, data.damaged), file=sys.stderr)
@@ -268,7 +269,7 @@ def _say(lines):
 
 def _check_min_percent(args) -> None:
     """--min-percent, checked as python -m fastprof and the exports check it."""
-    from .arguments import check_percent  # (deferred: fastprof run imports nothing before the program)
+    from .data.arguments import check_percent  # (deferred: fastprof run imports nothing before the program)
     if args.min_percent is not None:
         try:
             check_percent("--min-percent", args.min_percent)
@@ -293,9 +294,9 @@ def _process_file(path, pid):
 
 
 def cmd_view(args) -> int:
-    from . import view  # (deferred: fastprof run imports nothing before the program)
-    from .model import by_match_key  # (deferred: fastprof run imports nothing before the program)
-    from .profile_file import ProfileData  # (deferred: fastprof run imports nothing before the program)
+    from .data.model import by_match_key  # (deferred: fastprof run imports nothing before the program)
+    from .data.profile_file import ProfileData  # (deferred: fastprof run imports nothing before the program)
+    from .tools import view  # (deferred: fastprof run imports nothing before the program)
     _check_min_percent(args)
     if args.file is None:
         # `fastprof view --lines x.prof`: --lines takes an optional NAME, and took the file
@@ -346,8 +347,8 @@ def cmd_view(args) -> int:
 
 
 def _line_listings(data, shown, args, name, micro):
-    from . import view  # (deferred: fastprof run imports nothing before the program)
-    from .line_view import listings  # (deferred: fastprof run imports nothing before the program)
+    from .tools import view  # (deferred: fastprof run imports nothing before the program)
+    from .tools.line_view import listings  # (deferred: fastprof run imports nothing before the program)
     if not data.lines:
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
@@ -359,7 +360,7 @@ def _line_listings(data, shown, args, name, micro):
 
 
 def cmd_diff(args) -> int:
-    from . import diff, view  # (deferred: fastprof run imports nothing before the program)
+    from .tools import diff, view  # (deferred: fastprof run imports nothing before the program)
     base = _load(args.base)
     new = _load(args.new)
     _say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
@@ -369,7 +370,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from . import check, view  # (deferred: fastprof run imports nothing before the program)
+    from .tools import check, view  # (deferred: fastprof run imports nothing before the program)
     base = _load(args.base)
     new = _load(args.new)
     result = check.check(base, new, args.tolerance, args.c_tolerance, time=args.time,
@@ -381,7 +382,7 @@ def cmd_check(args) -> int:
 
 def _write(data, out: str, fmt: str, title: str, min_percent=None) -> None:
     try:
-        cmdline.write_output(data, out, fmt, title=title, min_percent=min_percent)
+        run_options.write_output(data, out, fmt, title=title, min_percent=min_percent)
     except OSError as exc:
         raise UsageError("cannot write %s: %s" % (out, exc.strerror or exc)) from None
 
@@ -395,8 +396,8 @@ def _note_estimated(data, fmt: str, out: str, command: str) -> None:
 
 def cmd_convert(args) -> int:
     _check_min_percent(args)
-    fmt = cmdline.output_format(args.output, args.to)
-    cmdline.check_output_path(args.output, [args.file])
+    fmt = run_options.output_format(args.output, args.to)
+    run_options.check_output_path(args.output, [args.file])
     data = _load(args.file)
     _note_estimated(data, fmt, args.output, "convert")
     from .exports import folding_note  # (deferred: fastprof run imports nothing before the program)
@@ -425,10 +426,10 @@ def _profiles_in(inputs):
 
 
 def cmd_merge(args) -> int:
-    from .merge import ProfileSum  # (deferred: fastprof run imports nothing before the program)
-    fmt = cmdline.output_format(args.output, args.to)
+    from .tools.merge import ProfileSum  # (deferred: fastprof run imports nothing before the program)
+    fmt = run_options.output_format(args.output, args.to)
     inputs = _profiles_in(args.inputs)
-    cmdline.check_output_path(args.output, inputs)
+    run_options.check_output_path(args.output, inputs)
     # one input read at a time and folded into the sum: 1,000 files need one
     # file handle and the memory of one input plus the sum, not of all inputs
     total = ProfileSum()
@@ -466,8 +467,8 @@ COMMANDS = {"view": cmd_view, "diff": cmd_diff, "check": cmd_check, "merge": cmd
 
 
 def _run(argv) -> int:
-    from . import run_cli  # (deferred: fastprof run imports nothing before the program)
-    return run_cli.main(argv)
+    from .modes import run_command  # (deferred: fastprof run imports nothing before the program)
+    return run_command.main(argv)
 
 
 def main(argv=None) -> int:
@@ -475,7 +476,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         return _run(argv[1:])
-    from .profile_file import ProfileFileError  # (deferred: fastprof run imports nothing before the program)
+    from .data.profile_file import ProfileFileError  # (deferred: fastprof run imports nothing before the program)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -487,7 +488,7 @@ def main(argv=None) -> int:
     try:
         return COMMANDS[args.command](args)
     except (UsageError, ProfileFileError) as exc:
-        cmdline.report("%s %s" % (PROG, args.command), exc)
+        run_options.report("%s %s" % (PROG, args.command), exc)
         return 2
     except NothingMatched as exc:
         print("%s %s: %s" % (PROG, args.command, exc), file=sys.stderr)

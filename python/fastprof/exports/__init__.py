@@ -5,7 +5,7 @@
     export(load_profile("out.prof"), "out.html")          # format from the name
     export(load_profile("out.prof"), "out.txt", "collapsed")
 
-Formats: fastprof.formats.FORMAT_TABLE (one row each, naming its writer
+Formats: fastprof.data.formats.FORMAT_TABLE (one row each, naming its writer
 here, one module each; see each module's docstring).
 
 The flame-graph-like formats (speedscope, collapsed, the HTML flame graph)
@@ -23,10 +23,10 @@ import importlib
 import io
 from typing import Optional
 
-from ..arguments import check_percent
-from ..atomic_file import write_atomically
-from ..formats import FOLDED_FORMATS, FORMATS, check_format, format_for_path
-from ..profile_file import ProfileData
+from ..data.arguments import check_percent
+from ..data.atomic_file import write_atomically
+from ..data.formats import FOLDED_FORMATS, FORMATS, check_format, format_for_path
+from ..data.profile_file import ProfileData
 
 __all__ = ["FORMATS", "DEFAULT_MIN_PERCENT", "export", "render", "render_bytes",
            "format_for_path", "folding_note", "check_min_percent"]

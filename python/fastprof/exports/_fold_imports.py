@@ -14,8 +14,8 @@ tree, and totals are unchanged.
 
 from typing import Dict, List, Tuple
 
-from ..calltree import CallTree
-from ..model import FuncKey
+from ..data.calltree import CallTree
+from ..data.model import FuncKey
 
 IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 EXEC = ("~", 0, "<built-in method builtins.exec>")

@@ -17,8 +17,8 @@ below its busiest caller (or alone, as a root).
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 # The one import of the call-tree module by the sample formats.
-from ..calltree import CallTree, build_tree, tree_from_callers
-from ..profile_file import FuncKey, ProfileData
+from ..data.calltree import CallTree, build_tree, tree_from_callers
+from ..data.profile_file import FuncKey, ProfileData
 
 
 class Sample(NamedTuple):

@@ -18,9 +18,9 @@ calls a) stays; KCachegrind shows it as a cycle.
 from collections import defaultdict
 from typing import Dict, Optional, TextIO
 
-from ..model import by_match_key, is_builtin
-from ..names import readable_name
-from ..profile_file import FuncKey, ProfileData
+from ..data.model import by_match_key, is_builtin
+from ..data.names import readable_name
+from ..data.profile_file import FuncKey, ProfileData
 
 BUILTIN_FILE = "<built-in>"
 

@@ -15,14 +15,14 @@ added to their caller's line (the format has no comments: the CLI says so
 on stderr), so the weights still add up to the total.
 
 A cProfile file without call paths gets the tree estimated from its callers
-(see ``fastprof.calltree``); the CLI says so on stderr.
+(see ``fastprof.data.calltree``); the CLI says so on stderr.
 """
 
 from typing import Iterator, Optional, TextIO, Tuple
 
-from ..calltree import build_tree
-from ..names import func_label
-from ..profile_file import ProfileData
+from ..data.calltree import build_tree
+from ..data.names import func_label
+from ..data.profile_file import ProfileData
 
 
 def _frame(key, qualnames=None) -> str:

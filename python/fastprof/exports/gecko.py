@@ -49,9 +49,9 @@ import os
 import platform
 from typing import Dict, List, Optional, TextIO
 
-from ..model import is_builtin
-from ..names import readable_name
-from ..profile_file import ProfileData
+from ..data.model import is_builtin
+from ..data.names import readable_name
+from ..data.profile_file import ProfileData
 from ._stacks import Stacks, profile_stacks, thread_stacks
 
 FORMAT_VERSION = 32

@@ -33,12 +33,12 @@ import pkgutil
 import re
 from typing import Dict, List, Optional, TextIO, Tuple
 
-from .. import cost_note, line_sources
-from ..calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
-from ..line_view import function_total, hottest
-from ..model import is_builtin
-from ..names import readable_name, short_path
-from ..profile_file import FuncKey, ProfileData
+from ..data import cost_note, line_sources
+from ..data.calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
+from ..data.model import is_builtin
+from ..data.names import readable_name, short_path
+from ..data.profile_file import FuncKey, ProfileData
+from ..tools.line_view import function_total, hottest
 from ._fold_imports import fold_import_frames
 
 MAX_SOURCE_LINES = 300

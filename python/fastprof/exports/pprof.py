@@ -24,9 +24,9 @@ What fastprof writes:
 import gzip
 from typing import BinaryIO, Dict, List, Optional
 
-from ..model import is_builtin
-from ..names import readable_name, stdname
-from ..profile_file import ProfileData
+from ..data.model import is_builtin
+from ..data.names import readable_name, stdname
+from ..data.profile_file import ProfileData
 from ._protobuf import Message
 from ._stacks import profile_stacks
 

@@ -3,7 +3,7 @@ trailer (fastprof.profile_file), as a row of the format table."""
 
 from typing import BinaryIO, Optional
 
-from ..profile_file import ProfileData, write_profile
+from ..data.profile_file import ProfileData, write_profile
 
 
 def write_pstats(data: ProfileData, out: BinaryIO, title: Optional[str] = None) -> None:

@@ -8,7 +8,7 @@ of the calls (a deterministic profile keeps totals, not a timeline): read
 the "Left Heavy" and "Sandwich" views, not "Time Order", as time.
 
 A cProfile file without call paths gets the tree estimated from its callers
-(see ``fastprof.calltree``); the profile name then says "(estimated call paths)".  Paths
+(see ``fastprof.data.calltree``); the profile name then says "(estimated call paths)".  Paths
 below *min_fraction* of the total are folded into their callers' self time,
 and the name says that too.
 """
@@ -16,10 +16,10 @@ and the name says that too.
 import json
 from typing import List, Optional, TextIO, Tuple
 
-from ..calltree import CallTree, build_tree
-from ..model import is_builtin
-from ..names import readable_name
-from ..profile_file import ProfileData
+from ..data.calltree import CallTree, build_tree
+from ..data.model import is_builtin
+from ..data.names import readable_name
+from ..data.profile_file import ProfileData
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 

@@ -18,12 +18,12 @@ import os
 import sys
 import time
 
-from .. import cmdline, formats
-from ..cmdline import UsageError
-from ..model import pstats_of, sort_args
-from ..profile_file import load_profile
-from . import attach_agent
+from ..data import formats
+from ..data.model import pstats_of, sort_args
+from ..data.profile_file import load_profile
+from . import attach_agent, run_options
 from .process_alive import alive as _alive
+from .run_options import UsageError
 
 PROG = "fastprof attach"
 
@@ -69,7 +69,7 @@ def add_parser(sub, formatter_class):
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="give up (and withdraw the request) if the target's main thread "
                         "has not run Python code within SECONDS (default 30)")
-    cmdline.add_run_options(p.add_argument, argparse_style=True)
+    run_options.add_run_options(p.add_argument, argparse_style=True)
     return p
 
 
@@ -161,7 +161,8 @@ def _exists(directory, name):
     return os.path.exists(os.path.join(directory, name))
 
 
-def _read(directory, name):
+def read_agent_file(directory, name):
+    """The text of the agent's file *name* in *directory*, "" if it cannot be read."""
     try:
         with open(os.path.join(directory, name)) as f:
             return f.read()
@@ -184,9 +185,9 @@ def _problem(directory, pid):
     """The error or busy marker's line, if either was written."""
     if _exists(directory, "busy"):
         return ("process %d is already being profiled (%s holds sys.monitoring's profiler "
-                "slot): not attaching; stop that profiler first" % (pid, _read(directory, "busy")))
+                "slot): not attaching; stop that profiler first" % (pid, read_agent_file(directory, "busy")))
     if _exists(directory, "error"):
-        return _read(directory, "error").strip()
+        return read_agent_file(directory, "error").strip()
     return None
 
 
@@ -227,7 +228,7 @@ def _wait_done(directory, pid, duration, say):
     try:
         while not _exists(directory, "done"):
             if _exists(directory, "error"):
-                raise AttachError(_read(directory, "error").strip())
+                raise AttachError(read_agent_file(directory, "error").strip())
             if not _alive(pid):
                 break
             if duration is not None and time.monotonic() - t0 >= duration + 5.0:
@@ -237,11 +238,11 @@ def _wait_done(directory, pid, duration, say):
         say("stopping (Ctrl-C): collecting the profile from process %d" % pid)
     # the helper may still run: ask it to stop, then wait for its profile
     if not _exists(directory, "done"):
-        _write_stop(directory)
+        ask_agent_to_stop(directory)
         stop_at = time.monotonic()
         while not _exists(directory, "done"):
             if _exists(directory, "error"):
-                raise AttachError(_read(directory, "error").strip())
+                raise AttachError(read_agent_file(directory, "error").strip())
             if not _alive(pid):
                 if _exists(directory, "done"):
                     break
@@ -255,10 +256,11 @@ def _wait_done(directory, pid, duration, say):
             except KeyboardInterrupt:
                 raise AttachError("interrupted while process %d wrote its profile" % pid) from None
     import ast
-    return ast.literal_eval(_read(directory, "done"))
+    return ast.literal_eval(read_agent_file(directory, "done"))
 
 
-def _write_stop(directory):
+def ask_agent_to_stop(directory):
+    """Ask the agent to stop: its "stop" file (a failure is left to the wait's timeout)."""
     try:
         fd = os.open(os.path.join(directory, "stop"), os.O_WRONLY | os.O_CREAT, 0o600)
         os.close(fd)
@@ -266,7 +268,8 @@ def _write_stop(directory):
         pass
 
 
-def _remove(directory):
+def remove_agent_files(directory):
+    """Remove the session's private directory and what the agent left in it."""
     import shutil
     shutil.rmtree(directory, ignore_errors=True)
 
@@ -294,7 +297,7 @@ def start_agent(directory, pid, agent_options, timeout, say, agent="attach_agent
             raise err from None
         # the target took the request already: let it start, then stop at once
         _wait_started(directory, pid, timeout, say)
-        _write_stop(directory)
+        ask_agent_to_stop(directory)
     except AttachError as err:
         # withdrawn while the target still holds the request: it reads
         # the script when its main thread wakes, then removes the directory
@@ -324,7 +327,7 @@ def attach(pid, options, duration, timeout, say):
         return data, summary
     finally:
         if not keep:
-            _remove(directory)
+            remove_agent_files(directory)
 
 
 def _summary_line(pid, data, summary, output):
@@ -350,39 +353,39 @@ def run(args):
             raise UsageError("--duration must be more than 0, not %g" % args.duration)
         if not args.timeout > 0:
             raise UsageError("--timeout must be more than 0, not %g" % args.timeout)
-        cmdline.check_run_options(args)
+        run_options.check_run_options(args)
         if args.to is not None and args.output is None:
             raise UsageError("--to needs -o FILE")
         fmt = None
         sort = None
         if args.output is not None:
-            fmt = cmdline.output_format(args.output, args.to)
-            cmdline.check_output_path(args.output)
+            fmt = run_options.output_format(args.output, args.to)
+            run_options.check_output_path(args.output)
         else:
-            sort = cmdline.parse_cprofile_sort(args.sort)
+            sort = run_options.parse_cprofile_sort(args.sort)
         check_remote_debug_allowed(pid)
-        options = cmdline.profile_options(args, args.callpaths or fmt in formats.TREE_FORMATS)
+        options = run_options.profile_options(args, args.callpaths or fmt in formats.TREE_FORMATS)
         # refused here as the target would refuse it (same Python version):
         # --fast where it is unavailable, bad patterns
-        probe = cmdline.new_profile(options)
+        probe = run_options.new_profile(options)
         data, summary = attach(pid, options, args.duration, args.timeout, say)
     except (AttachError, UsageError) as exc:
-        cmdline.report(PROG, exc)
+        run_options.report(PROG, exc)
         return 2
     for line in summary.get("unmatched", ()):
         say(line)
     if args.output is not None:
         try:
-            cmdline.write_output(data, args.output, fmt, title="process %d" % pid,
+            run_options.write_output(data, args.output, fmt, title="process %d" % pid,
                                  min_percent=args.min_percent)
         except OSError as exc:
-            cmdline.report(PROG, "cannot write %s: %s" % (args.output, exc.strerror or exc))
+            run_options.report(PROG, "cannot write %s: %s" % (args.output, exc.strerror or exc))
             return 2
     else:
         if probe.scope_note() is not None:  # --only: what the table leaves out
             print(probe.scope_note())
         pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(sort)).print_stats()
-        cmdline.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
+        run_options.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
         sys.stdout.flush()
     say(_summary_line(pid, data, summary, args.output))
     return 0

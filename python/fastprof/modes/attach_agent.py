@@ -7,7 +7,7 @@ Two parts, both here so everything the target runs is in one place:
   checks for pending work, in a fresh namespace.  It claims the request
   (or sees it withdrawn and removes its directory), makes fastprof
   importable if it must, and calls ``start()``.
-- ``start()`` and ``_Session``: enable fastprof for all threads and start a
+- ``start()`` and ``Session``: enable fastprof for all threads and start a
   helper thread that stops it, writes the profile to the private directory
   and cleans up.  ``start()`` returns at once: the main thread is not held.
 
@@ -133,15 +133,16 @@ def profiler_in_use():
 
 # the modules the helper needs later, imported before profiling starts (and
 # before the sys.path entry the bootstrap may have added is removed)
-_NEEDED = ("fastprof.profiler", "fastprof.profile_file", "fastprof.names",
-           "fastprof.thread_names", "fastprof.merge", "fastprof.model", "fastprof.cmdline") + (
-    ("fastprof.func_patterns",) if sys.version_info < (3, 11) else ())  # (qualnames_of_codes)
+_NEEDED = ("fastprof.recording.profiler", "fastprof.data.profile_file", "fastprof.data.names",
+           "fastprof.recording.thread_names", "fastprof.tools.merge", "fastprof.data.model",
+           "fastprof.modes.run_options") + (
+    ("fastprof.recording.func_patterns",) if sys.version_info < (3, 11) else ())  # (qualnames_of_codes)
 
 
 def start(directory, options, added_path=None, modules_before=(), session_class=None,
           needed=()):
     """Start profiling this process for the attaching command; return at once.
-    *session_class*: a _Session subclass (``fastprof top``'s), *needed*: the
+    *session_class*: a Session subclass (``fastprof top``'s), *needed*: the
     modules it imports later, imported here with _NEEDED."""
     try:
         busy = profiler_in_use()
@@ -152,7 +153,7 @@ def start(directory, options, added_path=None, modules_before=(), session_class=
         import importlib
         for name in _NEEDED + tuple(needed):
             importlib.import_module(name)
-        session = (session_class or _Session)(directory, options, added_path, modules_before)
+        session = (session_class or Session)(directory, options, added_path, modules_before)
     except BaseException as exc:
         note(directory, "error", "cannot start fastprof in process %d: %s: %s"
              % (os.getpid(), type(exc).__name__, exc))
@@ -174,7 +175,7 @@ def _forget(added_path, modules_before):
             del sys.modules[name]
 
 
-class _Session:
+class Session:
     """One attach: the profiler, the helper thread, the way out."""
 
     POLL = 0.05  # seconds between looks at the stop marker
@@ -182,7 +183,7 @@ class _Session:
     def __init__(self, directory, options, added_path, modules_before):
         import _thread
 
-        from fastprof.cmdline import new_profile  # (deferred: imported by start(), see _NEEDED)
+        from .run_options import new_profile  # (deferred: imported by start(), see _NEEDED)
         self.directory = directory
         self.options = dict(options)
         self.added_path = added_path
@@ -292,14 +293,14 @@ class _Session:
                 _forget(self.added_path, self.modules_before)
 
     def write(self, duration, reason):
-        from fastprof.profile_file import write_profile  # (deferred: imported by start(), see _NEEDED)
+        from ..data.profile_file import write_profile  # (deferred: imported by start(), see _NEEDED)
         data = self.profile_data()
         tmp = os.path.join(self.directory, "profile.prof.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             write_profile(f, data)
         os.replace(tmp, os.path.join(self.directory, "profile.prof"))
-        from fastprof.cmdline import unmatched_patterns  # (deferred: imported by start(), see _NEEDED)
+        from .run_options import unmatched_patterns  # (deferred: imported by start(), see _NEEDED)
         note(self.directory, "done", repr({
             "duration": duration, "reason": reason,
             "threads": len(data.threads) if self.options.get("threads") else 1,
@@ -307,10 +308,13 @@ class _Session:
 
     def profile_data(self):
         """Profile.profile_data() without the helper thread's record."""
-        from fastprof.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
-        from fastprof.profiler import callpaths_to_file, qualnames_of_codes  # (deferred: imported by start(), see _NEEDED)
+        from ..data.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
+        from ..data.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
+        from ..recording.profiler import (  # (deferred: imported by start(), see _NEEDED)
+            callpaths_to_file,
+            qualnames_of_codes,
+        )
+        from ..tools.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
         prof.take_thread_names()
         kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]

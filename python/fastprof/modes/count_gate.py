@@ -41,9 +41,10 @@ import weakref
 
 import pytest
 
-from .. import cmdline, counts
-from ..atomic_file import write_bytes_atomically
-from ..portable_names import relative_paths
+from ..data.atomic_file import write_bytes_atomically
+from ..data.portable_names import relative_paths
+from ..tools import counts
+from . import run_options
 
 HASH_SEED = "0"
 SKIP_MARK = "fastprof_counts_skip"   # a test (class, module) the gate leaves alone
@@ -177,8 +178,8 @@ class CountGate:
         self.profile_options = options
         try:
             os.makedirs(self.directory, exist_ok=True)
-            cmdline.new_profile(self.profile_options)  # refused now, not at the first test
-        except (cmdline.UsageError, OSError) as exc:
+            run_options.new_profile(self.profile_options)  # refused now, not at the first test
+        except (run_options.UsageError, OSError) as exc:
             raise pytest.UsageError("fastprof: --fastprof-counts: %s" % exc) from None
         self.worker = hasattr(config, "workerinput")
         self.controller = getattr(config.option, "dist", "no") != "no" and not self.worker
@@ -203,7 +204,7 @@ class CountGate:
             if self.reset is not None:
                 self.reset()
         if self.profile is None:
-            self.profile = cmdline.new_profile(self.profile_options)
+            self.profile = run_options.new_profile(self.profile_options)
         prof = self.profile
         try:
             prof.enable()

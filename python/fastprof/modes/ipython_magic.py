@@ -3,7 +3,7 @@
     %fastprof [options] statement      profile one statement
     %%fastprof [options]               profile the whole cell
 
-The options are ``python -m fastprof``'s (run_cli.build_parser(), without
+The options are ``python -m fastprof``'s (run_command.build_parser(), without
 -m): ``-s`` sorts the printed table, ``-o FILE`` writes the profile instead
 (format by the name), ``--no-threads``, ``--clock cpu``... The code runs
 in the user's namespace. In a front end that shows HTML (Jupyter) the
@@ -18,8 +18,9 @@ import html
 import os
 import re
 
-from .. import cmdline, formats, run_cli
-from ..cmdline import UsageError
+from ..data import formats
+from . import run_command, run_options
+from .run_options import UsageError
 
 MAGIC = "fastprof"
 USAGE = ("%%%s [options] statement\n   or: %%%%%s [options]   (the cell below is profiled)"
@@ -45,7 +46,7 @@ _TOKEN = re.compile(r"""\s*("[^"]*"|'[^']*'|\S+)""")
 
 def build_parser():
     """python -m fastprof's parser, for the magic."""
-    p = run_cli.build_parser()
+    p = run_command.build_parser()
     for opt in NOT_HERE:
         p.remove_option(opt)
     p.prog = "%" + MAGIC
@@ -105,17 +106,17 @@ def parse(parser, words):
     options, extra = parser.parse_args(words)
     if extra:
         raise UsageError("unrecognized arguments: %s" % " ".join(extra))
-    options.sort = (cmdline.parse_cprofile_sort(options.sort)
-                    if options.sort is not None else run_cli.DEFAULT_SORT)
-    cmdline.check_run_options(options)
+    options.sort = (run_options.parse_cprofile_sort(options.sort)
+                    if options.sort is not None else run_command.DEFAULT_SORT)
+    run_options.check_run_options(options)
     if options.to is not None and options.outfile is None:
         raise UsageError("--to needs -o FILE")
     options.fmt = None
     if options.outfile is not None:
-        if options.outfile == cmdline.STDOUT:
+        if options.outfile == run_options.STDOUT:
             raise UsageError("-o - (stdout) is for the command line; give a file name")
-        options.fmt = cmdline.output_format(options.outfile, options.to)
-        cmdline.check_output_path(options.outfile)
+        options.fmt = run_options.output_format(options.outfile, options.to)
+        run_options.check_output_path(options.outfile)
     return options
 
 
@@ -185,7 +186,7 @@ class FastprofMagic:
         inline = options.outfile is None and shows_html(shell)
         callpaths = options.callpaths or inline or options.fmt in formats.TREE_FORMATS
         try:
-            prof = cmdline.new_profile(cmdline.profile_options(options, callpaths))
+            prof = run_options.new_profile(run_options.profile_options(options, callpaths))
         except UsageError as exc:  # --fast where it is not available
             raise IPythonUsageError("%%%s: %s" % (MAGIC, exc)) from None
         source = shell.transform_cell(source)
@@ -214,9 +215,9 @@ class FastprofMagic:
             raise error
 
     def report(self, prof, options, inline, failures):
-        """End the run as python -m fastprof does (run_cli.finish_profile)."""
+        """End the run as python -m fastprof does (run_command.finish_profile)."""
         fmt = options.fmt if options.outfile is not None else None
-        status = run_cli.finish_profile(prof, options, fmt, failures, 0, prog="%" + MAGIC)
+        status = run_command.finish_profile(prof, options, fmt, failures, 0, prog="%" + MAGIC)
         if options.outfile is not None:
             if status == (1 if failures else 0):  # (else: it said why it could not write)
                 print("%%%s: profile written to %s" % (MAGIC, os.path.abspath(options.outfile)))

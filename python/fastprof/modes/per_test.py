@@ -22,18 +22,18 @@ Imported by the pytest plugin when ``--fastprof-per-test`` is given.
 
 import sys
 
-from .. import cmdline
-from ..atomic_file import write_bytes_atomically
-from ..cost_note import record as cost_record
-from ..portable_names import PathsMemo
-from ..profile_file import ProfileData, file_bytes, write_profile
-from ..profiler import qualnames_of_codes
+from ..data.atomic_file import write_bytes_atomically
+from ..data.cost_note import record as cost_record
+from ..data.portable_names import PathsMemo
+from ..data.profile_file import ProfileData, file_bytes, write_profile
+from ..recording.profiler import qualnames_of_codes
+from . import run_options
 
 
 class TestProfiles:
     """Writes each test's profile and keeps their sum.
 
-    *options*: the profiler's (``cmdline.profile_options``); *skip_file*:
+    *options*: the profiler's (``run_options.profile_options``); *skip_file*:
     the file whose functions are left out of every profile (the plugin's
     own hook wrappers); *general(prof)*: the ProfileData of *prof* without
     them, for the profiles C does not write.  Made before the first test,
@@ -55,7 +55,7 @@ class TestProfiles:
         self.merged = None    # with line stats: the files' sum (RunningSum)
         self.summed = False   # whether a test was added
         if not self.lines:
-            self.sum = cmdline.new_profile(options)
+            self.sum = run_options.new_profile(options)
             self.sum.paths_memo = self.paths_memo
         else:
             self.merged = RunningSum()
@@ -75,12 +75,12 @@ class TestProfiles:
 
     def _bytes(self, prof):
         """The file's bytes, or None when C does not write this profile."""
-        got = prof._stats_marshal(self.skip_file)
+        got = prof.one_thread_marshal(self.skip_file)
         if got is None:
             return None
         table, qualnames, codes, files, calls, tid = got
         clock, options = self._constants(prof)
-        info = prof._compensation()
+        info = prof.compensation_info()
         data = ProfileData({}, clock=clock, only=options.get("only"), fast=options["fast"],
                            paths=self.paths_memo.relative_paths(files),
                            compensation=cost_record(info["compensate"], info["removed"], calls))
@@ -106,7 +106,7 @@ class TestProfiles:
             prof.take_thread_names()
             ident = next(r[1] for r in prof.threads() if r[0] == tid)
             record = self.thread_records[tid] = (
-                prof, {"id": tid, "ident": ident, "name": prof._thread_name(tid, ident)})
+                prof, {"id": tid, "ident": ident, "name": prof.thread_name(tid, ident)})
         return record[1]
 
     def add(self, prof, data=None):
@@ -122,9 +122,9 @@ class TestProfiles:
             to = self.sum_ids.get(name)
             if to is None:
                 to = self.sum_ids[name] = len(self.sum_ids) + 1
-                self.sum._thread_names[to] = name
+                self.sum.name_thread(to, name)
             pairs.append((tid, to))
-        prof._fold_into(self.sum, pairs)
+        prof.fold_into(self.sum, pairs)
 
     # -- the session -------------------------------------------------------------
 
@@ -141,7 +141,7 @@ class RunningSum:
     the sum's.  The threads of one name are one thread."""
 
     def __init__(self):
-        from fastprof.merge import ProfileSum  # (deferred: nothing at pytest start-up)
+        from ..tools.merge import ProfileSum  # (deferred: nothing at pytest start-up)
         self.total = ProfileSum(pair_installs=False)  # one session: one install
         self.threads = {}  # name -> (the first thread record of that name, its stats summed as lists)
         # while every input had one thread, the same, whose stats were the
@@ -150,7 +150,7 @@ class RunningSum:
 
     def add(self, data):
         """Add ProfileData *data* (its threads are taken out of it)."""
-        from fastprof.model import add_stats  # (deferred: nothing at pytest start-up)
+        from ..data.model import add_stats  # (deferred: nothing at pytest start-up)
         threads, data.threads = data.threads, []
         if self.single is not False:
             if len(threads) == 1 and threads[0]["stats"] == data.stats and (
@@ -169,7 +169,7 @@ class RunningSum:
             add_stats(rows, t["stats"], self.total.keys)
 
     def result(self):
-        from fastprof.model import stats_result  # (deferred: nothing at pytest start-up)
+        from ..data.model import stats_result  # (deferred: nothing at pytest start-up)
         out = self.total.result()
         if self.single:
             out.threads = [dict(self.single, id=0, stats=out.stats)]

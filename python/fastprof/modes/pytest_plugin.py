@@ -29,7 +29,8 @@ import os
 
 import pytest
 
-from .. import cmdline, formats
+from ..data import formats
+from . import run_options
 
 DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
@@ -38,7 +39,7 @@ TOP_FUNCTIONS = 10
 RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast", "--no-compensate")
 # their dest and default in python -m fastprof's parser
 _RUN_ROWS = {flags[-1]: (dest, default)
-             for flags, dest, _a, _k, default, _m, _h in cmdline.RUN_OPTIONS}
+             for flags, dest, _a, _k, default, _m, _h in run_options.RUN_OPTIONS}
 PREFIX = "--fastprof-"
 
 
@@ -70,7 +71,7 @@ def pytest_addoption(parser):
              "named after the test's node id")
     # python -m fastprof's --lines, --lines-from, --only, --fast and
     # --no-compensate, as it declares them
-    for flags, _d, action, kind, default, metavar, text in cmdline.RUN_OPTIONS:
+    for flags, _d, action, kind, default, metavar, text in run_options.RUN_OPTIONS:
         if flags[-1] not in RUN_OPTIONS:
             continue
         kwargs = {"action": action, "help": _respelled(text).replace("%", "%%"),
@@ -159,9 +160,9 @@ def _configure_counts(config, directory):
     from .count_gate import CountGate  # (deferred: nothing at pytest start-up)
     try:
         options = _run_options(config)
-        cmdline.check_scope_options(options, name=_spelled)
-        profile_options = cmdline.profile_options(options, True)
-    except cmdline.UsageError as exc:
+        run_options.check_scope_options(options, name=_spelled)
+        profile_options = run_options.profile_options(options, True)
+    except run_options.UsageError as exc:
         raise pytest.UsageError("fastprof: %s" % exc) from None
     config.pluginmanager.register(CountGate(config, directory, profile_options),
                                   "fastprof-counts")
@@ -185,7 +186,7 @@ def _run_options(config):
     """The run options as python -m fastprof's parser gives them (the
     plugin's own values where it takes them, the defaults elsewhere)."""
     import types
-    values = dict(cmdline.RUN_DEFAULTS)
+    values = dict(run_options.RUN_DEFAULTS)
     for option in RUN_OPTIONS:
         values[_RUN_ROWS[option][0]] = config.getoption(_dest(option))
     return types.SimpleNamespace(**values)
@@ -213,23 +214,23 @@ class FastprofSession:
         try:
             if outfile is not None:
                 if _looks_like_test_path(outfile):
-                    raise cmdline.UsageError(
+                    raise run_options.UsageError(
                         "--fastprof took %r for its FILE: write --fastprof=FILE, or put "
                         "--fastprof after the test paths" % outfile)
                 outfile = os.path.abspath(outfile)  # a test may chdir
-                self.fmt = cmdline.output_format(outfile)
-                cmdline.check_output_path(outfile)
+                self.fmt = run_options.output_format(outfile)
+                run_options.check_output_path(outfile)
             if per_test_dir is not None:
                 per_test_dir = os.path.abspath(per_test_dir)
                 os.makedirs(per_test_dir, exist_ok=True)
-                cmdline.check_output_path(os.path.join(per_test_dir, "x.prof"))
+                run_options.check_output_path(os.path.join(per_test_dir, "x.prof"))
             options = _run_options(config)
-            cmdline.check_scope_options(options, name=_spelled)
+            run_options.check_scope_options(options, name=_spelled)
             self.callpaths = self.fmt in formats.TREE_FORMATS
-            self.profile_options = cmdline.profile_options(options, self.callpaths)
+            self.profile_options = run_options.profile_options(options, self.callpaths)
             self.profile_options["threads"] = True
-            cmdline.new_profile(self.profile_options)  # refused now, not at the first test
-        except (cmdline.UsageError, OSError) as exc:
+            run_options.new_profile(self.profile_options)  # refused now, not at the first test
+        except (run_options.UsageError, OSError) as exc:
             raise pytest.UsageError("fastprof: %s" % exc) from None
         self.outfile = outfile
         self.per_test_dir = per_test_dir
@@ -249,12 +250,12 @@ class FastprofSession:
     # -- the phases --------------------------------------------------------
 
     def _new_profile(self):
-        prof = cmdline.new_profile(self.profile_options)
+        prof = run_options.new_profile(self.profile_options)
         if self.per_test_dir is not None:
             if self.tests is None:
                 # made before the first test, as everything that allocates
                 # much: work between two tests moves the collections in them
-                from fastprof.modes.per_test import TestProfiles  # (deferred: nothing at pytest start-up)
+                from .per_test import TestProfiles  # (deferred: nothing at pytest start-up)
                 self.tests = TestProfiles(self.profile_options, _own_file(),
                                           lambda prof: _without_own_rows(prof.profile_data()))
             prof.paths_memo = self.tests.paths_memo
@@ -264,7 +265,7 @@ class FastprofSession:
         """Keep the patterns that named nothing in any of the profiles (of
         *prof*, or a worker's *lines*)."""
         if prof is not None:
-                lines = cmdline.unmatched_patterns(prof, name=_spelled)
+                lines = run_options.unmatched_patterns(prof, name=_spelled)
         self.unmatched = lines if self.unmatched is None else [
             line for line in self.unmatched if line in lines]
 
@@ -335,7 +336,7 @@ class FastprofSession:
 
     def _add(self, data):
         if self.sum is None:
-            from fastprof.modes.per_test import RunningSum  # (deferred: nothing at pytest start-up)
+            from .per_test import RunningSum  # (deferred: nothing at pytest start-up)
             self.sum = RunningSum()
         self.sum.add(data)
 
@@ -362,7 +363,7 @@ class FastprofSession:
         if self.final is None or self.outfile is None:
             return
         try:
-            cmdline.write_output(self.final, self.outfile, self.fmt)
+            run_options.write_output(self.final, self.outfile, self.fmt)
             self.written = self.outfile
         except OSError as exc:
             self.problems.append("cannot write %s: %s" % (self.outfile, exc.strerror or exc))
@@ -376,7 +377,7 @@ class FastprofSession:
         out = {"times": self.times, "per_test_files": self.per_test_files,
                "problems": self.problems, "unmatched": self.unmatched, "profile": None}
         if self.final is not None:
-            from fastprof.profile_file import write_profile  # (deferred: nothing at pytest start-up)
+            from ..data.profile_file import write_profile  # (deferred: nothing at pytest start-up)
             path = os.path.join(config.workerinput["fastprof_dir"],
                                 "%s.prof" % config.workerinput.get("workerid", os.getpid()))
             try:
@@ -400,7 +401,7 @@ class FastprofSession:
         if output["unmatched"] is not None:
             self._note_unmatched(lines=output["unmatched"])
         if output["profile"] is not None:
-            from fastprof.profile_file import ProfileFileError, load_profile  # (deferred: nothing at pytest start-up)
+            from ..data.profile_file import ProfileFileError, load_profile  # (deferred: nothing at pytest start-up)
             try:
                 data = load_profile(output["profile"])
             except ProfileFileError as exc:
@@ -504,7 +505,7 @@ def _without_own_rows(data):
         t["stats"] = dict(data.stats) if t["stats"] == whole else _drop(t["stats"], own)
     cp = data.callpaths
     if cp is not None:
-        from fastprof.profile_file import CallPaths  # (deferred: nothing at pytest start-up)
+        from ..data.profile_file import CallPaths  # (deferred: nothing at pytest start-up)
         keep, nodes = {}, []
         for i, (parent, func, calls, tt, ct) in enumerate(cp.nodes):
             if tuple(cp.functions[func]) in own or (parent >= 0 and parent not in keep):
@@ -517,8 +518,8 @@ def _without_own_rows(data):
 
 def summary_lines(data, times):
     """The terminal summary: slowest tests, then top functions by own time."""
-    from fastprof.names import func_label  # (deferred: nothing at pytest start-up)
-    from fastprof.view import format_percent, format_time, micro_sign, render_table  # (deferred: nothing at pytest start-up)
+    from ..data.names import func_label  # (deferred: nothing at pytest start-up)
+    from ..tools.view import format_percent, format_time, micro_sign, render_table  # (deferred: nothing at pytest start-up)
     micro = micro_sign()
     lines = ["profiled time %s in %d tests (setup, call and teardown)"
              % (format_time(sum(times.values()), micro), len(times))]

@@ -25,9 +25,10 @@ How the pieces keep the profile clean and the program safe:
 import os
 import sys
 
-from .. import cmdline, formats
-from ..cmdline import UsageError
-from ..profiler import Profile
+from ..data import formats
+from ..recording.profiler import Profile
+from . import run_options
+from .run_options import UsageError
 
 # signals a process cannot catch
 _UNCATCHABLE = ("SIGKILL", "SIGSTOP")
@@ -108,10 +109,10 @@ class SignalToggle:
         self.writes = 0
         self._prog = prog
         self._pid = os.getpid()
-        self._want_on = False     # what the signals asked for so far
+        self.want_on = False     # what the signals asked for so far
         self._unwritten = False   # stats collected since the last write
         self._busy = False        # a write (or the final one) is running
-        self._closing = False     # the program ended: a signal may stop, not start
+        self.closing = False     # the program ended: a signal may stop, not start
         self._installed = False
         self._previous = None     # SIG's handler before ours
         self._original_signal = None
@@ -165,7 +166,7 @@ class SignalToggle:
         self._original_signal = original
         _signal.signal = self._guarded_signal
         self._installed = True
-        self._want_on = bool(start)
+        self.want_on = bool(start)
         _active = self
 
     def _guarded_signal(self, signalnum, handler, /):
@@ -187,7 +188,7 @@ class SignalToggle:
             # signal handlers can be changed from the main thread only: the
             # toggle stays, stopped, with what it collected written
             self._stopped(error, was_enabled)
-            self._want_on = False
+            self.want_on = False
             self._busy = True
             try:
                 self._write_unwritten()
@@ -238,7 +239,7 @@ class SignalToggle:
         if os.getpid() != self._pid or not self._installed:
             return False  # a fork child (the file is the parent's), or taken out
         self._stopped(error, was_enabled)
-        self._want_on = not self._want_on
+        self.want_on = not self.want_on
         if self._busy:
             return False  # the running write decides once it is done
         self._busy = True
@@ -246,11 +247,11 @@ class SignalToggle:
             self._write_unwritten()
         finally:
             self._busy = False
-        if self._want_on and not self._closing:
+        if self.want_on and not self.closing:
             self.profiler.prepare_enable()
         # read last, with no call after it (no signal is handled between
         # this and the C enable): a signal handled meanwhile is counted
-        return self._want_on and not self._closing
+        return self.want_on and not self.closing
 
     def _write_unwritten(self):
         while self._unwritten:
@@ -262,7 +263,7 @@ class SignalToggle:
         in the same directory, then os.replace: exports.export)."""
         try:
             data = self.profiler.profile_data()
-            cmdline.write_output(data, self.filename, self.format,
+            run_options.write_output(data, self.filename, self.format,
                                  min_percent=self.min_percent)
             self.writes += 1
         except Exception as exc:
@@ -280,7 +281,7 @@ class SignalToggle:
     def begin_exit(self):
         """The program is ending: signals may still stop profiling but no
         longer start it, and a write in progress is not interrupted."""
-        self._closing = True
+        self.closing = True
         self._busy = True
 
     def end_exit(self):
@@ -338,10 +339,10 @@ def install_signal_toggle(sig, filename, *, idle=True, to=None, min_percent=None
     """
     signum = parse_signal(sig)
     path = os.fspath(filename)
-    fmt = cmdline.output_format(path, to)
-    if path == cmdline.STDOUT:
+    fmt = run_options.output_format(path, to)
+    if path == run_options.STDOUT:
         raise ValueError("the signal toggle writes a file; '-' (stdout) is not one")
-    cmdline.check_output_path(path)
+    run_options.check_output_path(path)
     if min_percent is not None and not 0 <= min_percent <= 100:
         raise ValueError("min_percent must be between 0 and 100, not %r" % (min_percent,))
     if fmt in formats.TREE_FORMATS:

@@ -43,7 +43,7 @@ import shutil
 import sys
 import tempfile
 
-from .. import exit_hook
+from ..recording import exit_hook
 from . import package_parent
 
 ENV = "FASTPROF_SUBPROCESSES"
@@ -155,8 +155,8 @@ class Follower:
         """The parent's profile *own* (ProfileData) plus its children's; the
         per-process profiles are kept in OUTFILE.processes/ when *outfile*
         is a file."""
-        from ..merge import ProfileSum  # (deferred: nothing in a child before its program)
-        from ..profile_file import ProfileFileError, load_profile, write_profile  # (deferred)
+        from ..data.profile_file import ProfileFileError, load_profile, write_profile  # (deferred)
+        from ..tools.merge import ProfileSum  # (deferred: nothing in a child before its program)
         # multiprocessing joins its children at exit (its atexit hook): do
         # it now, so that their profiles are there to merge
         util = sys.modules.get("multiprocessing.util")
@@ -279,7 +279,7 @@ def start_child(cfg):
 
 
 def _new_profiler(cfg):
-    from ..cmdline import new_profile  # (deferred: nothing in a child before its program)
+    from .run_options import new_profile  # (deferred: nothing in a child before its program)
     return new_profile(cfg["options"], main_alias=cfg.get("main_alias"))
 
 
@@ -357,14 +357,14 @@ def _write(state):
     except Exception:
         pass
     try:
-        from ..cmdline import unmatched_patterns  # (deferred: nothing in a child before its program)
-        from ..profile_file import write_profile  # (deferred: nothing in a child before its program)
+        from ..data.profile_file import write_profile  # (deferred: nothing in a child before its program)
+        from .run_options import unmatched_patterns  # (deferred: nothing in a child before its program)
         prof.take_thread_names()
         data = prof.profile_data()
         # first what this process's patterns missed (the parent reports a
         # pattern only if every process missed it), then the profile: the
         # parent takes a child whose PID.prof is there
-        from ..atomic_file import write_atomically  # (deferred: nothing in a child before its program)
+        from ..data.atomic_file import write_atomically  # (deferred: nothing in a child before its program)
         missed = json.dumps(unmatched_patterns(prof)).encode()
         write_atomically(os.path.join(state.cfg["dir"], "%d%s" % (state.pid, _UNMATCHED_SUFFIX)),
                          lambda f: f.write(missed))

@@ -20,14 +20,13 @@ import signal
 import sys
 import time
 
-from .. import cmdline
-from ..cmdline import UsageError
-from ..model import match_key
-from ..names import readable_name
-from ..view import format_count, format_time, micro_sign
-from . import attach
+from ..data.model import match_key
+from ..data.names import readable_name
+from ..tools.view import format_count, format_time, micro_sign
+from . import attach, run_options
 from .attach import AttachError
 from .process_alive import alive as _alive
+from .run_options import UsageError
 
 PROG = "fastprof top"
 
@@ -327,7 +326,7 @@ class Session:
         """The target's side: a new snapshot (True), an end (self.ended)."""
         d = self.directory
         if os.path.exists(os.path.join(d, "error")):
-            self.ended = "error: " + attach._read(d, "error").strip()
+            self.ended = "error: " + attach.read_agent_file(d, "error").strip()
             return False
         if os.path.exists(os.path.join(d, "done")) or not _alive(self.pid):
             self.ended = "process %d exited" % self.pid
@@ -357,16 +356,16 @@ class Session:
         error = os.path.join(self.directory, "profile-%d.error" % n)
         if os.path.exists(error):
             self.waiting = None
-            text = attach._read(self.directory, "profile-%d.error" % n).strip()
+            text = attach.read_agent_file(self.directory, "profile-%d.error" % n).strip()
             os.unlink(error)
             return "could not write %s: %s" % (output, text)
         if not os.path.exists(path):
             return None
         self.waiting = None
-        from ..profile_file import load_profile  # (deferred: only when written)
+        from ..data.profile_file import load_profile  # (deferred: only when written)
         try:
             data = load_profile(path)
-            cmdline.write_output(data, output, fmt, title="process %d" % self.pid)
+            run_options.write_output(data, output, fmt, title="process %d" % self.pid)
         except OSError as exc:
             return "cannot write %s: %s" % (output, exc.strerror or exc)
         except Exception as exc:  # the screen stays; the status line says it
@@ -383,7 +382,7 @@ class Session:
     def stop(self):
         """Stop profiling in the target and wait until it has (its helper
         writes the done marker once the profiler is off)."""
-        attach._write_stop(self.directory)
+        attach.ask_agent_to_stop(self.directory)
         t0 = time.monotonic()
         while time.monotonic() - t0 < STOP_TIMEOUT:
             if os.path.exists(os.path.join(self.directory, "done")) or \
@@ -528,7 +527,7 @@ def add_parser(sub, formatter_class):
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="give up (and withdraw the request) if the target's main thread "
                         "has not run Python code within SECONDS (default 30)")
-    cmdline.add_run_options(p.add_argument, argparse_style=True)
+    run_options.add_run_options(p.add_argument, argparse_style=True)
     return p
 
 
@@ -579,9 +578,9 @@ def check_args(args):
         args.output = "fastprof-top-%d.prof" % pid
     fmt = None
     if args.output is not None:
-        fmt = cmdline.output_format(args.output)
-        cmdline.check_output_path(args.output)
-    cmdline.check_run_options(args)
+        fmt = run_options.output_format(args.output)
+        run_options.check_output_path(args.output)
+    run_options.check_run_options(args)
     attach.check_remote_debug_allowed(pid)
     return pid, fmt
 
@@ -595,14 +594,14 @@ def run(args):
     try:
         pid, fmt = check_args(args)
     except (AttachError, UsageError) as exc:
-        cmdline.report(PROG, _for_top(str(exc)))
+        run_options.report(PROG, _for_top(str(exc)))
         return 2
-    from ..formats import TREE_FORMATS  # (deferred: as the rest of the command)
-    options = cmdline.profile_options(args, args.callpaths or fmt in TREE_FORMATS)
+    from ..data.formats import TREE_FORMATS  # (deferred: as the rest of the command)
+    options = run_options.profile_options(args, args.callpaths or fmt in TREE_FORMATS)
     try:
-        cmdline.new_profile(options)  # refused here as the target would refuse it
+        run_options.new_profile(options)  # refused here as the target would refuse it
     except UsageError as exc:
-        cmdline.report(PROG, exc)
+        run_options.report(PROG, exc)
         return 2
     options.update(duration=None, attacher_pid=os.getpid(), interval=args.interval)
     directory = tempfile.mkdtemp(prefix="fastprof-top-")  # 0700, unpredictable name
@@ -616,7 +615,7 @@ def run(args):
             attach.start_agent(directory, pid, options, args.timeout, say, agent="top_agent")
         except AttachError as err:
             keep = getattr(err, "keep", False)
-            cmdline.report(PROG, _for_top(str(err)))
+            run_options.report(PROG, _for_top(str(err)))
             return 2
         try:
             if args.thread is not None:
@@ -639,7 +638,7 @@ def run(args):
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (Detach)
             pass
         except UsageError as exc:
-            cmdline.report(PROG, exc)
+            run_options.report(PROG, exc)
             status = 2
         except BaseException:
             session.stop()  # whatever went wrong here, the target is left as it was
@@ -668,4 +667,4 @@ def run(args):
         for s, handler in old.items():
             signal.signal(s, handler)
         if not keep:
-            attach._remove(directory)
+            attach.remove_agent_files(directory)

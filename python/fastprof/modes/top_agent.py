@@ -53,7 +53,7 @@ def start(directory, options, added_path=None, modules_before=()):
                        session_class=TopSession, needed=_NEEDED)
 
 
-class TopSession(attach_agent._Session):
+class TopSession(attach_agent.Session):
     """attach_agent's session, writing a snapshot every interval."""
 
     def __init__(self, directory, options, added_path, modules_before):
@@ -104,7 +104,7 @@ class TopSession(attach_agent._Session):
             for tid, ident, _n in records:
                 newest[ident] = max(tid, newest.get(ident, tid))
             now = sys._current_frames()
-            threads = [[tid, prof._thread_name(tid, ident), ident in now and newest[ident] == tid]
+            threads = [[tid, prof.thread_name(tid, ident), ident in now and newest[ident] == tid]
                        for tid, ident, _n in records if tid != helper]
             wanted = self.wanted_thread()
             at = time.monotonic()
@@ -144,7 +144,7 @@ class TopSession(attach_agent._Session):
     def add_functions(self, codes):
         import json
 
-        from fastprof.names import label  # (deferred: imported by start(), see attach_agent._NEEDED)
+        from ..data.names import label  # (deferred: imported by start(), see attach_agent._NEEDED)
         lines = []
         for code in codes:
             key = label(code)
@@ -159,7 +159,7 @@ class TopSession(attach_agent._Session):
 
     def write_so_far(self):
         """The viewer's write key: the profile so far, profiling going on."""
-        from fastprof.profile_file import write_profile  # (deferred: imported by start(), see attach_agent._NEEDED)
+        from ..data.profile_file import write_profile  # (deferred: imported by start(), see attach_agent._NEEDED)
         request = os.path.join(self.directory, "write")
         try:
             with open(request) as f:

@@ -11,7 +11,7 @@ must import nothing the program could notice (os and sys only).
 import os
 import sys
 
-from . import arguments, formats
+from ..data import arguments, formats
 
 
 class UsageError(ValueError):
@@ -134,8 +134,8 @@ def check_scope_options(options, name=lambda option: option):
     _check_patterns(name("--only"), options.only)
     if options.lines_from is None:
         return
-    from fastprof.line_profiling import parse_lines_from, top_functions  # (deferred: nothing before the program)
-    from fastprof.profile_file import ProfileFileError  # (deferred: nothing before the program)
+    from ..data.profile_file import ProfileFileError  # (deferred: nothing before the program)
+    from ..recording.line_profiling import parse_lines_from, top_functions  # (deferred: nothing before the program)
     try:
         path, n = parse_lines_from(options.lines_from)
         keys = top_functions(path, n)
@@ -149,7 +149,7 @@ def check_scope_options(options, name=lambda option: option):
 def _check_patterns(option, patterns):
     if not patterns:
         return  # (func_patterns imports fnmatch: not without the option)
-    from fastprof.func_patterns import parse_pattern  # (deferred: nothing before the program)
+    from ..recording.func_patterns import parse_pattern  # (deferred: nothing before the program)
     for text in patterns:
         try:
             parse_pattern(text)
@@ -175,7 +175,7 @@ def new_profile(kwargs, main_alias=None):
     ``__main__`` also answers to in the patterns (the script's stem;
     default: the running ``__main__``'s, func_patterns.script_stem).
     UsageError if the Profile refuses them (--fast where unavailable)."""
-    from fastprof.profiler import Profile  # (deferred: nothing before the program)
+    from ..recording.profiler import Profile  # (deferred: nothing before the program)
     kwargs = dict(kwargs)
     line_keys = kwargs.pop("line_keys", ())
     try:
@@ -210,8 +210,8 @@ def print_line_listings(lines, stats, qualnames, own=None):
     *own*: the lines' own times where known."""
     if not lines:
         return
-    from fastprof.line_view import listings  # (deferred: nothing before the program)
-    from fastprof.view import micro_sign  # (deferred: nothing before the program)
+    from ..tools.line_view import listings  # (deferred: nothing before the program)
+    from ..tools.view import micro_sign  # (deferred: nothing before the program)
     out = listings(lines, stats, qualnames, micro=micro_sign(sys.stdout), own=own)
     print("\nLine by line (time of a line: from its start to the next line or the "
           "function's exit, callees included; own: less them)\n")
@@ -220,7 +220,7 @@ def print_line_listings(lines, stats, qualnames, own=None):
 
 # -- output formats ------------------------------------------------------------
 
-# The formats are fastprof.formats' table (its ValueErrors become usage errors here).
+# The formats are fastprof.data.formats' table (its ValueErrors become usage errors here).
 
 # "-o -": the profile goes to stdout (the format must then be given)
 STDOUT = "-"
@@ -277,7 +277,7 @@ def check_output_path(path, inputs=()):
             return  # a device or FIFO (/dev/stdout): written in place
     # what the write will do (atomic_file.py): create a file beside it,
     # tried now and removed (os.access says yes to root, and to /proc or /sys)
-    from fastprof.atomic_file import create_beside  # (deferred: nothing before the program)
+    from ..data.atomic_file import create_beside  # (deferred: nothing before the program)
     try:
         tmp, f = create_beside(path)
     except OSError as exc:
@@ -292,7 +292,7 @@ def check_output_path(path, inputs=()):
 def write_output(data, path, fmt, title=None, min_percent=None):
     """Write profile *data* (a ProfileData) to *path* ('-': stdout) in *fmt*;
     *min_percent*: exports.export's cut of small call paths."""
-    from fastprof import exports  # (deferred: nothing before the program)
+    from .. import exports  # (deferred: nothing before the program)
     if path != STDOUT:
         exports.export(data, path, fmt, title=title, min_percent=min_percent)
     elif fmt in formats.BINARY_FORMATS:

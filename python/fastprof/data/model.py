@@ -18,7 +18,7 @@ program's own imports before (re and typing are imported by names too).
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-from . import _fastprof
+from .. import _fastprof
 
 FuncKey = Tuple[str, int, str]
 

@@ -3,7 +3,7 @@
 A pstats key ``(file, line, name)`` (``label`` makes one from a code object
 or a C function's name) is what cProfile writes and what every
 reader matches on; this module never changes one.  It only says how a key is
-*shown* (which keys are the same function across runs: fastprof.model):
+*shown* (which keys are the same function across runs: fastprof.data.model):
 
 - C functions named with an address (``<built-in method __new__ of type
   object at 0x7f...>``) get a new address every run (ASLR);

@@ -38,13 +38,15 @@ import os
 import sys
 import threading
 
+from ..data.names import label
 from .func_patterns import FunctionPatterns
-from .names import label
 
 MONITORING = sys.version_info >= (3, 12)
 
-# the directory of this package, as its code objects name it (and absolute)
-_OWN_DIRS = tuple({d + os.sep for d in (os.path.dirname(__file__), os.path.dirname(os.path.abspath(__file__)))})
+# the fastprof package's directory (this module is in fastprof/recording/), as
+# its code objects name it (and absolute)
+_OWN_DIRS = tuple({os.path.dirname(d) + os.sep
+                   for d in (os.path.dirname(__file__), os.path.dirname(os.path.abspath(__file__)))})
 
 # sys.monitoring ids tried in turn: the optimizer's slot first, then the
 # two fastprof's profiler leaves to a second profiler, then the debugger's
@@ -66,7 +68,7 @@ class _LineRecorder:
         self.seen = {}    # code object -> its line table, or None if not matched
         self.running = False
         self.profiler = None
-        from . import _fastprof  # (deferred: the C extension, as Profile loads it)
+        from .. import _fastprof  # (deferred: the C extension, as Profile loads it)
         self.counter = _fastprof.LineCounter(sys.monitoring.DISABLE if MONITORING else None)
 
     def bind(self, profiler):
@@ -267,8 +269,8 @@ def parse_lines_from(text):
 def top_functions(path, n):
     """The pstats keys of the *n* Python functions with the most own time
     in the profile at *path* (ProfileFileError if it is not one)."""
-    from .model import is_builtin  # (deferred: --lines-from only)
-    from .profile_file import load_profile  # (deferred: --lines-from only)
+    from ..data.model import is_builtin  # (deferred: --lines-from only)
+    from ..data.profile_file import load_profile  # (deferred: --lines-from only)
     stats = load_profile(path).stats
     # functions: not C functions, nor module bodies (run once, before any
     # pattern could match them)

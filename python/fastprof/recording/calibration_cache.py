@@ -27,7 +27,7 @@ measured now are used.
 import os
 import sys
 
-from .atomic_file import write_bytes_atomically
+from ..data.atomic_file import write_bytes_atomically
 
 # bump when the measurement changes meaning: older entries are not mixed in
 METHOD = 1

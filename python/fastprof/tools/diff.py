@@ -32,10 +32,10 @@ import linecache
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from .model import FuncKey, by_match_key, is_builtin, merge_qualnames
-from .names import readable_name
-from .portable_names import pair_functions, portable_parts
-from .profile_file import ProfileData
+from ..data.model import FuncKey, by_match_key, is_builtin, merge_qualnames
+from ..data.names import readable_name
+from ..data.portable_names import pair_functions, portable_parts
+from ..data.profile_file import ProfileData
 from .view import format_count, format_time, render_table, totals
 
 METRICS = ("tottime", "cumtime", "calls")

@@ -5,9 +5,9 @@ hottest lines marked
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from . import line_sources
-from .names import func_label
-from .profile_file import FuncKey
+from ..data import line_sources
+from ..data.names import func_label
+from ..data.profile_file import FuncKey
 from .view import format_count, format_time
 
 LineTable = Dict[int, Tuple[int, float]]

@@ -16,7 +16,6 @@ children installs its own there).
     exit_hook.remove()                 # before the run mode's normal end
 """
 
-import functools
 import os
 import sys
 
@@ -29,7 +28,7 @@ def install(prof, on_exit) -> None:
     global _real_exit
     if _real_exit is None:
         _real_exit = os._exit
-    os._exit = functools.partial(prof._toggle_with, _leave, on_exit, os.getpid())
+    os._exit = prof.toggled_by(_leave, on_exit, os.getpid())
 
 
 def remove() -> None:

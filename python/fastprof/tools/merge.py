@@ -41,11 +41,11 @@
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from . import cost_note, line_sources
-from .model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
-from .portable_names import FunctionIndex
-from .profile_file import CallPaths, ProfileData
-from .thread_groups import thread_pattern
+from ..data import cost_note, line_sources
+from ..data.model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
+from ..data.portable_names import FunctionIndex
+from ..data.profile_file import CallPaths, ProfileData
+from ..data.thread_groups import thread_pattern
 
 
 class _TreeSum:

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from ..data.portable_names import portable_names
 from . import counts
 from .diff import make_noise
-from .portable_names import portable_names
 from .view import format_time
 
 FORMATS = ("text", "markdown", "json")

@@ -24,10 +24,11 @@ import io
 import os
 import sys
 
-from fastprof import arguments, cmdline, formats
-from fastprof.cmdline import UsageError
+from ..data import arguments, formats
+from . import run_options
+from .run_options import UsageError
 
-# --threads is on by default on the command line (cmdline.RUN_OPTIONS)
+# --threads is on by default on the command line (run_options.RUN_OPTIONS)
 DEFAULT_THREADS = True
 
 # cProfile's own default for -s on this Python: -1 (stdname) up to 3.10,
@@ -75,7 +76,7 @@ _TOOL_COMMANDS = ("view", "diff", "merge", "convert", "attach")
 
 def sort_keys():
     """The valid -s values: pstats' sort keys, plus -1 (cProfile's 'stdname')."""
-    return cmdline.cprofile_sort_keys()
+    return run_options.cprofile_sort_keys()
 
 
 def _optparse():
@@ -114,7 +115,7 @@ def build_parser():
                       "separated by commas (default: %s, as cProfile on this Python). %s"
                       % (", ".join(sort_keys()),
                          "cumulative" if DEFAULT_SORT == 2 else "-1 (stdname)",
-                         cmdline.SORT_NOTE))
+                         run_options.SORT_NOTE))
     p.add_option("-m", dest="module", action="store_true", default=False,
                  help="profile a library module, as python -m runs it "
                       "(-m module [args ...])")
@@ -122,7 +123,7 @@ def build_parser():
                  help="print one table per thread instead of one merged table; threads "
                       "named alike (Thread-1, Thread-2...) share one "
                       "(the threads are in the -o .prof file anyway)")
-    cmdline.add_run_options(p.add_option, argparse_style=False)
+    run_options.add_run_options(p.add_option, argparse_style=False)
     p.add_option("--signal", metavar="SIG",
                  help="each signal SIG (a name, SIGUSR1 or USR1, or a number) toggles "
                       "profiling; each stop writes the profile collected so far "
@@ -146,7 +147,7 @@ def build_parser():
 
 # options that take a value, for splitting argv at the program's name
 _VALUE_SHORT = ("-o", "-s")
-_VALUE_LONG = ("--outfile", "--to", "--sort", "--signal") + cmdline.RUN_VALUE_OPTIONS
+_VALUE_LONG = ("--outfile", "--to", "--sort", "--signal") + run_options.RUN_VALUE_OPTIONS
 
 
 def split_argv(argv):
@@ -374,11 +375,11 @@ def _user_traceback(exc):
     """The traceback of *exc* without fastprof's and runpy's frames on top."""
     import runpy
     tb = exc.__traceback__
-    here = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # fastprof/
     skip = {os.path.abspath(runpy.__file__), "<frozen runpy>", "<string>"}
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if os.path.dirname(os.path.abspath(filename)) == here:
+        if os.path.abspath(filename).startswith(package):
             tb = tb.tb_next
         elif filename in skip or os.path.abspath(filename) in skip:
             tb = tb.tb_next
@@ -408,20 +409,20 @@ def _pending_threads():
 def _write_output(prof, options, fmt):
     # --signal: every write replaces the file atomically (exports.export),
     # the final one too, since a reader may be watching it
-    if fmt == "pstats" and options.outfile != cmdline.STDOUT and options.signal is None:
+    if fmt == "pstats" and options.outfile != run_options.STDOUT and options.signal is None:
         prof.dump_stats(options.outfile)
     else:
-        cmdline.write_output(prof.profile_data(), options.outfile, fmt,
+        run_options.write_output(prof.profile_data(), options.outfile, fmt,
                              min_percent=options.min_percent)
 
 
 def _write_merged(data, options, fmt):
     """--subprocesses: the parent's profile plus its children's (a ProfileData)."""
     if options.outfile is not None:
-        cmdline.write_output(data, options.outfile, fmt, min_percent=options.min_percent)
+        run_options.write_output(data, options.outfile, fmt, min_percent=options.min_percent)
         return
     _usable_stdout()
-    from .model import pstats_of, sort_args  # (deferred: nothing before the program)
+    from ..data.model import pstats_of, sort_args  # (deferred: nothing before the program)
     pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
     sys.stdout.flush()
     _table_hint()
@@ -430,13 +431,13 @@ def _write_merged(data, options, fmt):
 def _report_unmatched(prof, follower=None, prog=PROG):
     """--lines/--only patterns that named nothing (in any process, with
     --subprocesses): one line each."""
-    lines = cmdline.unmatched_patterns(prof)
+    lines = run_options.unmatched_patterns(prof)
     for line in follower.unmatched_everywhere(lines) if follower is not None else lines:
         print("%s: %s" % (prog, line), file=sys.stderr)
 
 
 def _print_lines(prof):
-    cmdline.print_line_listings(prof.line_stats(), prof.stats, prof.qualnames,
+    run_options.print_line_listings(prof.line_stats(), prof.stats, prof.qualnames,
                                  own=prof.line_own_stats())
 
 
@@ -471,7 +472,7 @@ def _table_hint(prog=PROG):
 
 def _print_output(prof, options, prog=PROG):
     _usable_stdout()
-    from .cost_note import note  # (deferred: nothing before the program)
+    from ..data.cost_note import note  # (deferred: nothing before the program)
     prof.create_stats()  # stops it, as print_stats() would
     print(note(prof.compensation(prof.stats)))  # whether the profiler's cost is in the times
     if not options.per_thread:
@@ -481,8 +482,8 @@ def _print_output(prof, options, prog=PROG):
         return
     prof.disable()
     # threads named alike (a server's request threads) share one table
-    from .model import pstats_of, sort_args  # (deferred: nothing before the program)
-    from .thread_groups import per_thread_tables  # (deferred: nothing before the program)
+    from ..data.model import pstats_of, sort_args  # (deferred: nothing before the program)
+    from ..data.thread_groups import per_thread_tables  # (deferred: nothing before the program)
     for title, tid, stats in per_thread_tables(prof.thread_stats()):
         print("=== %s ===" % title)
         if tid is not None:
@@ -514,7 +515,7 @@ def main(argv=None):
         if extra:  # pragma: no cover - split_argv leaves options only
             raise UsageError("unrecognized arguments: %s" % " ".join(extra))
         # before the program check, as cProfile's optparse checks -s first
-        options.sort = (cmdline.parse_cprofile_sort(options.sort)
+        options.sort = (run_options.parse_cprofile_sort(options.sort)
                         if options.sort is not None else DEFAULT_SORT)
         if not args:
             if options.module:
@@ -523,14 +524,14 @@ def main(argv=None):
                 parser.print_usage(sys.stderr)
             raise UsageError("no program to profile: give a script.py, -m module, "
                              "directory or .pyz after the options")
-        cmdline.check_run_options(options)
+        run_options.check_run_options(options)
         if options.to is not None and options.outfile is None:
             raise UsageError("--to needs -o FILE (or -o - for stdout)")
         signum = None
         if options.signal is not None:
-            from fastprof.modes.signal_toggle import parse_signal  # (deferred: nothing before the program)
+            from .signal_toggle import parse_signal  # (deferred: nothing before the program)
             signum = parse_signal(options.signal)
-            if options.outfile is None or options.outfile == cmdline.STDOUT:
+            if options.outfile is None or options.outfile == run_options.STDOUT:
                 raise UsageError("--signal needs -o FILE: each stop writes the profile there")
         elif options.idle:
             raise UsageError("--idle needs --signal SIG")
@@ -544,16 +545,16 @@ def main(argv=None):
             kind = check_script(args[0])
         fmt = None
         if options.outfile is not None:
-            fmt = cmdline.output_format(options.outfile, options.to)
-            cmdline.check_output_path(options.outfile, [] if options.module else [args[0]])
-            if options.outfile != cmdline.STDOUT:
+            fmt = run_options.output_format(options.outfile, options.to)
+            run_options.check_output_path(options.outfile, [] if options.module else [args[0]])
+            if options.outfile != run_options.STDOUT:
                 # the program may chdir: fix the path now, as cProfile does
                 options.outfile = os.path.abspath(options.outfile)
     except UsageError as exc:
-        cmdline.report(PROG, exc)
+        run_options.report(PROG, exc)
         return 2
 
-    import fastprof.profiler  # noqa: F401 - loaded before the program's __main__ is set up
+    import fastprof.recording.profiler  # noqa: F401 - loaded before the program's __main__ is set up
     try:
         code, globs = _prepare(options, args, kind)
     except SyntaxError as exc:
@@ -567,27 +568,27 @@ def main(argv=None):
 
     # formats that draw the call tree get exact call paths without asking
     callpaths = options.callpaths or fmt in formats.TREE_FORMATS
-    kwargs = cmdline.profile_options(options, callpaths)
+    kwargs = run_options.profile_options(options, callpaths)
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
             if not options.module and kind == "script" else None)
     try:
-        prof = cmdline.new_profile(kwargs, main_alias=stem)
+        prof = run_options.new_profile(kwargs, main_alias=stem)
     except UsageError as exc:  # --fast where it is not available
-        cmdline.report(PROG, exc)
+        run_options.report(PROG, exc)
         return 2
     toggle = None
     if signum is not None:
-        from fastprof.modes.signal_toggle import SignalToggle  # (deferred: nothing before the program)
+        from .signal_toggle import SignalToggle  # (deferred: nothing before the program)
         toggle = SignalToggle(prof, signum, options.outfile, fmt, options.min_percent, PROG)
         try:
             toggle.install(start=not options.idle)
         except ValueError as exc:
-            cmdline.report(PROG, exc)
+            run_options.report(PROG, exc)
             return 2
     follower = None
     if options.subprocesses:
-        from fastprof.modes.subprocesses import Follower  # (deferred: nothing before the program)
+        from .subprocesses import Follower  # (deferred: nothing before the program)
         follower = Follower(prof, kwargs, main_alias=stem)
     pid = os.getpid()
     failures = []
@@ -596,7 +597,7 @@ def main(argv=None):
         if error is not None:
             failures.append(error)
         _finish(prof, options, fmt, failures, status, toggle, follower)
-    from fastprof import exit_hook  # (deferred: nothing before the program)
+    from ..recording import exit_hook  # (deferred: nothing before the program)
     exit_hook.install(prof, at_os_exit)
     status = run_program(prof, code, globs, options.threads, failures, toggle)
     if os.getpid() != pid:
@@ -617,7 +618,7 @@ def main(argv=None):
 def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     """Stop profiling, report profiler failures, write or print the
     profile; return the exit status."""
-    from fastprof import exit_hook  # (deferred: nothing before the program)
+    from ..recording import exit_hook  # (deferred: nothing before the program)
     exit_hook.remove()  # the profile is being written: an os._exit from now on leaves at once
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
@@ -686,7 +687,7 @@ def run_program(prof, code, globs, threads, failures, toggle=None):
     idle, and from the program's end on a signal may stop it, no longer
     start it.
     """
-    if toggle is None or toggle._want_on:
+    if toggle is None or toggle.want_on:
         prof.enable()
     try:
         exec(code, globs, None)
@@ -695,7 +696,7 @@ def run_program(prof, code, globs, threads, failures, toggle=None):
     else:
         error = None
     if toggle is not None:
-        toggle._closing = True  # a store, not a call: nothing is recorded
+        toggle.closing = True  # a store, not a call: nothing is recorded
     # first thing: nothing of fastprof's is recorded (but this call, as
     # cProfile records its disable())
     try:

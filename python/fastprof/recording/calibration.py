@@ -52,7 +52,7 @@ cost is the lowest this build has measured (calibration_cache).
 import sys
 import time
 
-from . import _fastprof
+from .. import _fastprof
 from .calibration_cache import build_key, fastest
 
 N_CALLS = 400

@@ -9,8 +9,8 @@ unchanged.
 
 import sys
 
-from . import _fastprof
-from .arguments import CLOCKS, COROUTINE_MODES, check_bool, check_choice, check_max_depth
+from .. import _fastprof
+from ..data.arguments import CLOCKS, COROUTINE_MODES, check_bool, check_choice, check_max_depth
 
 # Nothing else is imported here (arguments imports nothing): ``import
 # fastprof`` must not change what the program's own imports cost (threading,
@@ -43,8 +43,8 @@ def callpaths_to_file(nodes):
     functions share a label are merged into one (counts and times summed),
     and so are their children, recursively, as in ``entries_to_stats``.
     """
-    from .names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
-    from .profile_file import CallPaths  # (deferred: import fastprof adds nothing to cProfile's imports)
+    from ..data.names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
+    from ..data.profile_file import CallPaths  # (deferred: import fastprof adds nothing to cProfile's imports)
     functions = []
     index = {}
     out = []
@@ -275,7 +275,7 @@ class Profile(_fastprof.Profiler):
         """One line saying what ``only=`` left out, or None without it."""
         if self._only is None:
             return None
-        from .view import scope_note  # (deferred: import fastprof adds nothing to cProfile's imports)
+        from ..tools.view import scope_note  # (deferred: import fastprof adds nothing to cProfile's imports)
         return scope_note(self._only.texts)
 
     def unmatched_line_patterns(self):
@@ -305,13 +305,20 @@ class Profile(_fastprof.Profiler):
             return [], 0
         return self._lines.patterns.keys_unmatched(), len(self._lines.patterns.keys)
 
-    def toggled_by(self, callback):
-        """A C callable for a signal handler: disable(), then
-        ``callback(error, was_enabled, *args)``, then enable() if it returned
-        true, with no frame of its own recorded and no Python code between
-        the answer and the enable (the C ``_toggle_with``)."""
+    def toggled_by(self, callback, *args):
+        """A C callable for a signal handler (or ``os._exit``): disable(), then
+        ``callback(error, was_enabled, *args, *its own args)``, then enable()
+        if it returned true, with no frame of its own recorded and no Python
+        code between the answer and the enable (the C ``_toggle_with``)."""
         import functools  # (deferred: import fastprof imports nothing cProfile does not)
-        return functools.partial(self._toggle_with, callback)
+        return functools.partial(self._toggle_with, callback, *args)
+
+    def route_by(self, var, open_ids):
+        """Record each thread's events per request: under the request id the
+        context variable *var* holds, if that id is in the set *open_ids*
+        (else not at all); ``None, None`` stops routing (the middleware;
+        the C ``_route_by``)."""
+        self._route_by(var, open_ids)
 
     def prepare_enable(self):
         """What the thread names need before the C enable(): enable() does
@@ -440,7 +447,7 @@ class Profile(_fastprof.Profiler):
         records = self.threads()
         out = []
         for tid, ident, _native in records:
-            out.append((tid, ident, self._thread_name(tid, ident),
+            out.append((tid, ident, self.thread_name(tid, ident),
                         dict(whole) if whole is not None and len(records) == 1
                         else self._thread_stats_dict(tid)))
         return out
@@ -448,8 +455,34 @@ class Profile(_fastprof.Profiler):
     def _thread_stats_dict(self, tid):
         return self._stats_and_codes(tid)[0]
 
-    def _thread_name(self, tid, ident):
+    def thread_name(self, tid, ident):
+        """The name of thread record *tid* (OS ident *ident*), as the views
+        show it."""
         return _threads_mod().record_name(self._thread_names, tid, ident)
+
+    def name_thread(self, tid, name):
+        """Give thread record *tid* the name *name* (a profiler that is a
+        sum of others, never enabled: the per-test sum)."""
+        self._thread_names[tid] = name
+
+    def fold_into(self, other, pairs):
+        """Add this profiler's threads into *other*, a profiler never
+        enabled: *pairs* of (thread id here, thread id there) (the per-test
+        sum; the C ``_fold_into``)."""
+        self._fold_into(other, pairs)
+
+    def one_thread_marshal(self, skip_file):
+        """A profile one thread recorded, straight to marshal bytes (the C
+        ``_stats_marshal``): (its pstats table's bytes, the trailer's
+        qualified names' bytes or b"", the rows' codes, their files, calls,
+        thread id), without the rows of file *skip_file*; None when it
+        cannot (several threads, line stats, call paths): use getstats()."""
+        return self._stats_marshal(skip_file)
+
+    def compensation_info(self):
+        """What compensation removed so far: ``{"compensate": bool,
+        "removed": seconds, ...}`` (the C ``_compensation``)."""
+        return self._compensation()
 
     def _thread_id(self, thread):
         """Accept an id from threads()/thread_stats() or a threading.Thread."""
@@ -496,7 +529,7 @@ class Profile(_fastprof.Profiler):
 
         With ``thread``, only that thread's stats and call paths.
         """
-        from .profile_file import ProfileData  # (deferred: import fastprof adds nothing to cProfile's imports)
+        from ..data.profile_file import ProfileData  # (deferred: import fastprof adds nothing to cProfile's imports)
         info = self.clock_info()
         if thread is None:
             self.create_stats()
@@ -540,19 +573,19 @@ class Profile(_fastprof.Profiler):
         return per call of *stats*, a pstats dict; by default all its
         calls so far): the ``.prof`` trailer's ``compensation``
         (cost_note.py).  Does not stop profiling."""
-        from .cost_note import record  # (deferred: import fastprof adds nothing to cProfile's imports)
+        from ..data.cost_note import record  # (deferred: import fastprof adds nothing to cProfile's imports)
         if stats is None:
             calls = sum(e.callcount for e in self.getstats())
         else:
             calls = sum(int(v[1]) for v in stats.values())
-        info = self._compensation()
+        info = self.compensation_info()
         return record(info["compensate"], info["removed"], calls)
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
         fastprof's extras (clock, call paths, per-thread stats) follow in a
         trailer those tools ignore.  ``thread``: that thread only."""
-        from .profile_file import write_profile  # (deferred: import fastprof adds nothing to cProfile's imports)
+        from ..data.profile_file import write_profile  # (deferred: import fastprof adds nothing to cProfile's imports)
         write_profile(file, self.profile_data(thread))
 
     # -- running code ------------------------------------------------------
@@ -623,7 +656,7 @@ def _threads_mod():
 
 def _model():
     """model (pstats.Stats over a dict), imported when a table is printed."""
-    from . import model  # (deferred: import fastprof adds nothing to cProfile's imports)
+    from ..data import model  # (deferred: import fastprof adds nothing to cProfile's imports)
     return model
 
 
@@ -634,7 +667,7 @@ def qualnames_of_codes(codes):
     (``func_patterns.code_qualnames``), so that the names there pair across
     installs as 3.11's do."""
     if sys.version_info >= (3, 11):
-        from .names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
+        from ..data.names import qualnames_of  # (deferred: import fastprof adds nothing to cProfile's imports)
         return qualnames_of(codes)
     from .func_patterns import code_qualnames  # (deferred: import fastprof adds nothing to cProfile's imports)
     return code_qualnames(codes)
@@ -646,7 +679,7 @@ def _relative_paths(stats, memo=None):
     (by *memo*, a ``portable_names.PathsMemo``, if given)."""
     if memo is not None:
         return memo.relative_paths(key[0] for key in stats)
-    from .portable_names import relative_paths  # (deferred: import fastprof adds nothing to cProfile's imports)
+    from ..data.portable_names import relative_paths  # (deferred: import fastprof adds nothing to cProfile's imports)
     return relative_paths(key[0] for key in stats)
 
 

@@ -10,13 +10,13 @@ import re
 import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
-from . import cost_note
-from .arguments import check_percent
-from .calltree import build_tree
-from .model import is_builtin
-from .names import func_label, readable_name, short_path, stdname
-from .profile_file import FuncKey, ProfileData
-from .thread_groups import group_threads, merged_thread_stats, thread_pattern
+from ..data import cost_note
+from ..data.arguments import check_percent
+from ..data.calltree import build_tree
+from ..data.model import is_builtin
+from ..data.names import func_label, readable_name, short_path, stdname
+from ..data.profile_file import FuncKey, ProfileData
+from ..data.thread_groups import group_threads, merged_thread_stats, thread_pattern
 
 # ---------------------------------------------------------------- units
 

@@ -32,8 +32,8 @@ import sysconfig
 from dataclasses import dataclass
 from typing import Collection, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from .model import FuncKey, is_builtin
-from .portable_names import portable_names
+from ..data.model import FuncKey, is_builtin
+from ..data.portable_names import portable_names
 
 CountTable = Dict[str, int]
 
