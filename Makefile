@@ -32,7 +32,7 @@ PYTEST_ARGS ?=
 ALL_PY  := $(sort $(SUPPORTED_PY) $(PY) $(ASAN_PY) $(DEV_PY))
 DEV_VENV := .venv/py$(DEV_PY)
 DEV_LIB  := $(CURDIR)/build/py$(DEV_PY)/lib
-BENCH_SMOKE ?= benchmarks/run.py --smoke
+BENCH_SMOKE ?= benchmarks/run.py timing --smoke
 
 .PHONY: help deps venvs build build-asan dev test test-c test-py test-asan \
         bench bench-smoke demo clean distclean wheels lint
@@ -48,7 +48,7 @@ help:
 	@echo "  make test-c       cmocka tests of the core: plain, valgrind, ASan+UBSan"
 	@echo "  make test-py      pytest on each PY build       (e.g. PY=3.11 PYTEST_ARGS='-k foo')"
 	@echo "  make test-asan    pytest on the ASan+UBSan builds for ASAN_PY=\"$(ASAN_PY)\""
-	@echo "  make bench        the full benchmark on every Python (an hour or more): tables, results.json, docs/benchmark.png"
+	@echo "  make bench        the full benchmark on every Python (an hour or more): tables, benchmarks/results/overhead.json.gz, docs/benchmark.png"
 	@echo "  make bench-smoke  $(BENCH_SMOKE) (skipped while that file does not exist)"
 	@echo "  make demo         profile examples/demo.py with python -m fastprof, write demo.prof"
 	@echo "  make wheels       dist/: the sdist and a manylinux_2_17 wheel for each PY (zig cc, auditwheel)"

@@ -1,9 +1,11 @@
 """The benchmark harness runs, on this interpreter, against the fastprof under test.
 
-``benchmarks/run.py --smoke`` runs every workload once per mode at tiny sizes
-and checks that fastprof's (primitive, total) call counts per function equal
-cProfile's; the line-level comparison (``--lines`` and line_profiler on each
-workload's hot function) and the ``--only`` benchmark (``scoped``) run too.
+``benchmarks/run.py timing --smoke`` runs every workload once per mode at tiny
+sizes and checks that fastprof's (primitive, total) call counts per function
+equal cProfile's; the line-level comparison (``--lines`` and line_profiler on
+each workload's hot function) and the ``--only`` benchmark (``scoped``) run
+too.  ``run.py accuracy`` and the question scripts of benchmarks/questions/
+run briefly; the stored results of benchmarks/results/ still print.
 This test never asserts speed: CI machines are too noisy.
 """
 
@@ -18,15 +20,18 @@ import pytest
 import fastprof
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUN = os.path.join(ROOT, "benchmarks", "run.py")
-_WORKLOADS = runpy.run_path(os.path.join(ROOT, "benchmarks", "workloads", "__init__.py"))
+BENCH = os.path.join(ROOT, "benchmarks")
+RUN = os.path.join(BENCH, "run.py")
+QUESTIONS = os.path.join(BENCH, "questions")
+RESULTS = os.path.join(BENCH, "results")
+_WORKLOADS = runpy.run_path(os.path.join(BENCH, "workloads", "__init__.py"))
 NAMES = _WORKLOADS["NAMES"]                 # the eight overhead workloads
 SCOPE_NAMES = _WORKLOADS["SCOPE_NAMES"]     # the --only benchmark
 LINE_MODES = ("fastprof-lines", "line_profiler")
 
 
 def modes_of(run, name):
-    """The modes run.py runs on workload ``name``."""
+    """The modes ``run.py timing`` runs on workload ``name``."""
     out = []
     for m in run["modes"]:
         if m == "fastprof-cpu" and name != "fib":
@@ -39,18 +44,36 @@ def modes_of(run, name):
     return out
 
 
-def test_benchmark_smoke(tmp_path):
-    out = tmp_path / "smoke.json"
+def _env():
+    """This environment, the fastprof under test first on PYTHONPATH."""
     env = dict(os.environ)
     here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
-    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join([here] + rest)
-    proc = subprocess.run([sys.executable, RUN, "--smoke", "--json", str(out)],
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _harness(name):
+    """benchmarks/harness/NAME.py as a module (nothing runs on import)."""
+    import importlib
+    if BENCH not in sys.path:
+        sys.path.insert(0, BENCH)
+    return importlib.import_module("harness." + name)
+
+
+def test_benchmark_smoke(tmp_path):
+    out, raw = tmp_path / "smoke.json", tmp_path / "smoke-raw.json"
+    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
+    proc = subprocess.run([sys.executable, RUN, "timing", "--smoke", "--json", str(out), "--raw", str(raw)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, env=env, timeout=600)
+                          universal_newlines=True, env=_env(), timeout=600)
     assert proc.returncode == 0, proc.stdout[-6000:]
 
-    results = json.loads(out.read_text())
+    # --json: the summaries alone; --raw: every measurement too, and the same summaries
+    summary = json.loads(out.read_text())
+    results = json.loads(raw.read_text())
+    assert "raw" not in summary["runs"][0]
+    assert summary["runs"][0]["summary"] == results["runs"][0]["summary"]
+    assert summary["runs"][0]["summary_cpu"] == results["runs"][0]["summary_cpu"]
     assert results["config"]["smoke"] is True
     assert len(results["runs"]) == 1
     run = results["runs"][0]
@@ -125,10 +148,40 @@ def _check_scope(run):
     assert name not in run["summary"]["ranked"]
 
 
+def test_benchmark_smoke_old_spelling():
+    # `run.py --smoke` (no mode), as CI called it before the modes, is `run.py timing --smoke`
+    proc = subprocess.run([sys.executable, RUN, "--smoke", "--workloads", "fib", "--modes", "none,cprofile"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "smoke run: tiny sizes" in proc.stdout and "fib " in proc.stdout
+
+
+def test_stored_results_are_summaries_that_print():
+    """benchmarks/results/: each stored file holds summaries only (no raw rows or
+    runs) and its tables print from it (--from-json)."""
+    files = sorted(f for f in os.listdir(RESULTS) if f.endswith((".json", ".json.gz")))
+    assert files, RESULTS
+    for name in files:
+        path = os.path.join(RESULTS, name)
+        mode = "accuracy" if name.startswith("accuracy") else "timing"
+        stored = _harness("common").read_json(path)
+        assert stored["runs"]
+        for record in stored["runs"]:
+            assert "raw" not in record                       # timing: no raw rows
+            if isinstance(record["workloads"], dict):        # accuracy: no raw runs
+                assert all("runs" not in w for w in record["workloads"].values())
+        proc = subprocess.run([sys.executable, RUN, mode, "--from-json", path], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+        assert proc.returncode == 0, (name, proc.stdout[-3000:])
+        assert "Python " in proc.stdout and "PROBLEM" not in proc.stdout, proc.stdout[-3000:]
+    assert sum(os.path.getsize(os.path.join(RESULTS, f)) for f in files) < 300 * 1024
+
+
 def test_line_event_choice_runs(tmp_path):
-    # benchmarks/line_event_choice.py (docs/lines.md): both set-ups run the
+    # questions/line_event_choice.py (docs/lines.md): both set-ups run the
     # workload to the end; 3.12+ only (sys.monitoring)
-    script = os.path.join(ROOT, "benchmarks", "line_event_choice.py")
+    script = os.path.join(QUESTIONS, "line_event_choice.py")
     out = tmp_path / "choice.json"
     r = subprocess.run([sys.executable, script, "--repeats", "1", "--scale", "0.001", "--json", str(out),
                         "template"], capture_output=True, text=True, timeout=300)
@@ -142,9 +195,9 @@ def test_line_event_choice_runs(tmp_path):
 
 
 def test_middleware_load_in_process_runs():
-    """benchmarks/middleware_load.py --in-process (docs/performance.md's
+    """questions/middleware_load.py --in-process (docs/performance.md's
     per-request table) still runs: every mode, a row each."""
-    script = os.path.join(ROOT, "benchmarks", "middleware_load.py")
+    script = os.path.join(QUESTIONS, "middleware_load.py")
     res = subprocess.run([sys.executable, script, "--in-process", "--rounds", "1", "--requests", "5"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -153,22 +206,10 @@ def test_middleware_load_in_process_runs():
         assert mode in res.stdout, res.stdout
 
 
-# --------------------------------------------------------------------------- accuracy.py (issue 21)
-
-def _accuracy():
-    """benchmarks/accuracy.py as a module (its arithmetic; nothing runs on import)."""
-    import importlib.util
-    bench = os.path.join(ROOT, "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    spec = importlib.util.spec_from_file_location("fastprof_bench_accuracy", os.path.join(bench, "accuracy.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
+# --------------------------------------------------------------------------- run.py accuracy
 
 def test_accuracy_tvd_exact():
-    acc = _accuracy()
+    acc = _harness("distance")
     assert acc.tvd({"a": 0.5, "b": 0.5}, {"a": 0.5, "b": 0.5}) == 0.0
     assert acc.tvd({"a": 1.0}, {"b": 1.0}) == 100.0
     # |0.6-0.4| + |0.4-0.4| + |0-0.2| = 0.4 -> 20 points
@@ -178,7 +219,7 @@ def test_accuracy_tvd_exact():
 
 
 def test_accuracy_c_time_goes_to_callers():
-    acc = _accuracy()
+    acc = _harness("distance")
     f, g, h = "/w/m.py:1(f)", "/w/m.py:5(g)", "/w/m.py:9(h)"
     ln, srt, gc_ = "~:0(<built-in method builtins.len>)", "~:0(<built-in method builtins.sorted>)", "~:0(<gc>)"
     self_times = {f: 1.0, g: 2.0, h: 0.5, ln: 0.8, srt: 0.4, gc_: 0.3}
@@ -202,21 +243,21 @@ def test_accuracy_c_time_goes_to_callers():
     assert abs(sum(out.values()) - 1.0) < 1e-12
 
 
-_TOP = "<module> (/w/_accuracy_worker.py:1);main (/w/_accuracy_worker.py:140);"
-_REGION = _TOP + "_accuracy_region (/w/_accuracy_worker.py:52);"
+_TOP = "<module> (/w/accuracy_worker.py:1);main (/w/accuracy_worker.py:140);"
+_REGION = _TOP + "_accuracy_region (/w/accuracy_worker.py:52);"
 FAKE_PYSPY = "".join(line + "\n" for line in (
     _REGION + "run (/w/m.py:20);f (/w/m.py:1) 30",
     _REGION + "run (/w/m.py:20);A.f (/w/m.py:11) 10",
     _REGION + "run (/w/m.py:20) 50",
     _REGION + "run (/w/m.py:20);g.<locals>.<genexpr> (/w/m.py:7) 10",
     _REGION.rstrip(";") + " 7",
-    _TOP + "measure (/w/_accuracy_worker.py:100);run (/w/m.py:20) 99",
+    _TOP + "measure (/w/accuracy_worker.py:100);run (/w/m.py:20) 99",
 ))
 
 
 def test_accuracy_sampler_parsing_and_distance():
-    acc = _accuracy()
-    counts = acc.sampler_self_counts(acc.parse_pyspy_raw(FAKE_PYSPY))
+    acc, samplers = _harness("distance"), _harness("samplers")
+    counts = samplers.sampler_self_counts(samplers.parse_pyspy_raw(FAKE_PYSPY))
     # below the region frame only (warm-up's 99 and the region's own 7 left out);
     # same-named functions kept apart by their first line; qualified names cut to co_name
     assert counts == {"/w/m.py:1(f)": 30, "/w/m.py:11(f)": 10, "/w/m.py:20(run)": 50,
@@ -239,11 +280,11 @@ def test_accuracy_sampler_parsing_and_distance():
 
 
 def test_accuracy_stdlib_sampler_format():
-    acc = _accuracy()
-    text = ("tid:1;<frozen runpy>:_run_module_as_main:201;_accuracy_worker.py:_accuracy_region:58;"
+    acc, samplers = _harness("distance"), _harness("samplers")
+    text = ("tid:1;<frozen runpy>:_run_module_as_main:201;accuracy_worker.py:_accuracy_region:58;"
             "m.py:run:23;m.py:A.f:13 4\n"
-            "tid:1;_accuracy_worker.py:_accuracy_region:58;m.py:run:21 6\n")
-    counts = acc.sampler_self_counts(acc.parse_stdlib_collapsed(text))
+            "tid:1;accuracy_worker.py:_accuracy_region:58;m.py:run:21 6\n")
+    counts = samplers.sampler_self_counts(samplers.parse_stdlib_collapsed(text))
     assert counts == {"m.py:13(f)": 4, "m.py:21(run)": 6}
     # compared by (base name, function name): lines differ, full paths in the profile
     prof = {"/w/m.py:11(f)": 0.2, "/w/m.py:1(f)": 0.2, "/w/m.py:20(run)": 0.6}
@@ -254,19 +295,15 @@ def test_accuracy_smoke(tmp_path):
     # the whole mode on one workload, for seconds; needs py-spy (benchmarks/requirements.txt)
     # or, on 3.15+, the standard library's sampler
     import shutil
-    acc = _accuracy()
+    acc = _harness("accuracy")
     stdlib = sys.version_info >= (3, 15)
     if not (shutil.which("py-spy") or os.path.exists(os.path.join(os.path.dirname(sys.executable), "py-spy"))
             or stdlib):
         pytest.skip("py-spy is not installed (benchmarks/requirements.txt)")
     out = tmp_path / "acc.json"
-    env = dict(os.environ)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
-    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join([here] + rest)
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--smoke",
-                           "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, RUN, "accuracy", "--smoke", "--json", str(out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, env=_env(), timeout=300)
     if "ptrace" in proc.stdout.lower() or "permission denied" in proc.stdout.lower():
         pytest.skip("the sampler may not trace here: " + proc.stdout[-300:])
     assert proc.returncode == 0, proc.stdout[-4000:]
@@ -289,7 +326,7 @@ def test_accuracy_smoke(tmp_path):
 def _fib_workload():
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "fastprof_bench_fib", os.path.join(ROOT, "benchmarks", "workloads", "fib.py"))
+        "fastprof_bench_fib", os.path.join(BENCH, "workloads", "fib.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -315,17 +352,20 @@ def test_fib_timed_run_splits_its_phases_exactly():
 
 def test_accuracy_exact_reference_smoke(tmp_path):
     # --samplers '': no sampler, fib held to its own phase timings alone
-    acc = _accuracy()
-    out = tmp_path / "acc.json"
-    env = dict(os.environ)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--smoke",
-                           "--workloads", "fib", "--samplers", "", "--json", str(out)],
+    references = _harness("accuracy_summary").references
+    out, summary = tmp_path / "acc.json", tmp_path / "acc-summary.json"
+    env = _env()
+    proc = subprocess.run([sys.executable, RUN, "accuracy", "--smoke", "--workloads", "fib", "--samplers", "",
+                           "--raw", str(out), "--json", str(summary)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:]
     run = json.loads(out.read_text())["runs"][0]
+    # the summaries print the same tables without the raw runs
+    assert "runs" not in json.loads(summary.read_text())["runs"][0]["workloads"]["fib"]
+    again = subprocess.run([sys.executable, RUN, "accuracy", "--from-json", str(summary)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, env=env, timeout=300)
+    assert again.returncode == 0 and "| fib | exact |" in again.stdout, again.stdout[-3000:]
     assert run["problems"] == [] and run["samplers"] == []
     s = run["workloads"]["fib"]["summary"]
     assert s["checksums_agree"]
@@ -335,14 +375,14 @@ def test_accuracy_exact_reference_smoke(tmp_path):
     for mode in run["modes"]:
         assert 0 <= timed["tvd"][mode] <= 100
     assert "the exact reference" in proc.stdout and "| fib | exact |" in proc.stdout
-    # --from-json --add-timed adds it to a file measured without it, at the file's size
+    # --from-json --add-timed adds it to a raw file measured without it, at the file's size
     stored = json.loads(out.read_text())
     del stored["runs"][0]["workloads"]["fib"]["runs"]["timed"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(stored))
     again = tmp_path / "again.json.gz"   # (the stored runs are compressed)
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--from-json",
-                           str(old), "--add-timed", "--json", str(again)], stdout=subprocess.PIPE,
+    proc = subprocess.run([sys.executable, RUN, "accuracy", "--from-json", str(old), "--add-timed",
+                           "--raw", str(again)], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:]
     import gzip
@@ -350,16 +390,19 @@ def test_accuracy_exact_reference_smoke(tmp_path):
         redone = json.load(f)["runs"][0]["workloads"]["fib"]
     assert len(redone["runs"]["timed"]) == 2
     assert set(redone["summary"]["timed"]["tvd"]) == set(run["modes"])
-    assert acc.references({"samplers": [], "workloads": {"fib": redone}}) == ["timed"]
+    assert references({"samplers": [], "workloads": {"fib": redone}}) == ["timed"]
+    # a summaries file has no runs to add to: refused in one line
+    proc = subprocess.run([sys.executable, RUN, "accuracy", "--from-json", str(summary), "--add-timed"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 2 and "needs a --raw file" in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
 def test_sampler_depth_bias_counts_the_halves():
     import importlib.util
-    bench = os.path.join(ROOT, "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
+    samplers = _harness("samplers")
     spec = importlib.util.spec_from_file_location("fastprof_bench_depth",
-                                                  os.path.join(bench, "sampler_depth_bias.py"))
+                                                  os.path.join(QUESTIONS, "sampler_depth_bias.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     top = "<module> (/t/halves.py:1);region (/t/halves.py:18);"
@@ -369,21 +412,18 @@ def test_sampler_depth_bias_counts_the_halves():
         top.rstrip(";") + " 5",                          # the region's own: neither half
         "<module> (/t/halves.py:1) 7",                   # start-up: not below region
     ))
-    assert mod.deep_share(mod.parse_pyspy_raw(text)) == (40, 0.25)
+    assert mod.deep_share(samplers.parse_pyspy_raw(text)) == (40, 0.25)
     stdlib = ("tid:1;halves.py:region:18;halves.py:deep:15;halves.py:work:5 3\n"
               "tid:1;halves.py:region:18;halves.py:shallow:12 1\n")
-    assert mod.deep_share(mod.parse_stdlib_collapsed(stdlib)) == (4, 0.75)
+    assert mod.deep_share(samplers.parse_stdlib_collapsed(stdlib)) == (4, 0.75)
     assert mod.deep_share([]) == (0, None)
 
 
 def test_asyncio_select_share_runs():
     # the unprofiled share of the event loop's select() and the profile's, printed in one line
-    env = dict(os.environ)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "asyncio_select_share.py"), "400"],
+    proc = subprocess.run([sys.executable, os.path.join(QUESTIONS, "asyncio_select_share.py"), "400"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                          env=env, timeout=300)
+                          env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     import re
     m = re.search(r"select\(\) takes (-?[\d.]+)% of the unprofiled run .* fastprof gives it ([\d.]+)%", proc.stdout)
@@ -392,19 +432,21 @@ def test_asyncio_select_share_runs():
 
 
 @pytest.mark.parametrize("script, args, message", [
-    ("sampler_depth_bias.py", ["--depths", "a,b"], "not a comma-separated list of depths"),
-    ("sampler_depth_bias.py", ["--python", "/nonexistent/python"], "no such interpreter"),
-    ("between_events.py", ["0"], "ROUNDS must be at least 1"),
-    ("asyncio_select_share.py", ["x"], "invalid int value"),
-    ("accuracy.py", ["--add-timed"], "--add-timed goes with --from-json"),
-    ("accuracy.py", ["--from-json", "/nonexistent/acc.json.gz"], "no such file"),
+    ("questions/sampler_depth_bias.py", ["--depths", "a,b"], "not a comma-separated list of depths"),
+    ("questions/sampler_depth_bias.py", ["--python", "/nonexistent/python"], "no such interpreter"),
+    ("questions/between_events.py", ["0"], "ROUNDS must be at least 1"),
+    ("questions/asyncio_select_share.py", ["x"], "invalid int value"),
+    ("run.py", ["accuracy", "--add-timed"], "--add-timed goes with --from-json"),
+    ("run.py", ["accuracy", "--from-json", "/nonexistent/acc.json.gz"], "no such file"),
+    ("run.py", ["accuracy", "--samplers", "perf"], "unknown sampler(s): perf"),
+    ("run.py", ["timing", "--from-json", "/nonexistent/overhead.json.gz"], "no such file"),
+    ("run.py", ["timing", "--workloads", "fib,nope"], "unknown workload(s): nope"),
+    ("run.py", ["speed"], "the first argument is a mode: timing or accuracy"),
+    ("run.py", [], "the first argument is a mode: timing or accuracy"),
 ])
 def test_new_benchmark_scripts_refuse_bad_input_in_one_line(script, args, message):
-    env = dict(os.environ)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(fastprof.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script)] + args,
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, script)] + args,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                          env=env, timeout=120)
+                          env=_env(), timeout=120)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in proc.stderr.strip().splitlines()[-1] and "Traceback" not in proc.stderr

@@ -1,9 +1,9 @@
-"""Real programs from PyPI for the accuracy benchmark (``accuracy.py``).
+"""Real programs from PyPI for the accuracy benchmark (``run.py accuracy``).
 
 Same interface as ``workloads/`` (``DESCRIPTION``, ``SIZES``, ``run(n)``
 returning a deterministic checksum), plus ``REQUIRES``: the distribution it
 imports, installed in the benchmark venvs from ``requirements-programs.txt``
-(``make_venvs.sh``).  accuracy.py skips a program whose package is missing.
+(``make_venvs.sh``).  The accuracy mode skips a program whose package is missing.
 Each ``run(n)`` keeps no state between calls (caches are cleared first), so
 a warm-up call does not change what the measured calls do.
 """

@@ -13,7 +13,7 @@ Each workload is a module in this package with:
   checksum, so a profiler that changes behaviour is caught;
 - optionally ``timed_run(n)``: ``run(n)`` timing its own phases, returning
   ``(checksum, {function: own seconds})``, where phases and functions line up
-  exactly (fib): accuracy.py's exact reference.
+  exactly (fib): the accuracy mode's exact reference.
 
 Workloads are deterministic (no clock, no randomness without a fixed seed, no
 I/O, no threads) and keep no state between calls, so a warm-up call does not
@@ -39,7 +39,7 @@ NAMES = [
 #: --only benchmark, whose module gives ``ONLY``, the pattern of its scope.
 SCOPE_NAMES = ["scoped"]
 
-#: Everything ``run.py`` runs by default.
+#: Everything ``run.py timing`` runs by default.
 ALL_NAMES = NAMES + SCOPE_NAMES
 
 
@@ -48,3 +48,12 @@ def load(name):
     if name not in ALL_NAMES:
         raise KeyError("unknown workload %r (known: %s)" % (name, ", ".join(ALL_NAMES)))
     return importlib.import_module("%s.%s" % (__name__, name))
+
+
+def scaled_size(mod, scale):
+    """The size whose ``run()`` takes about ``scale`` times the full size's
+    (at least the smoke size); ``size_for(scale)`` where the workload is not
+    linear in its size (fib)."""
+    if hasattr(mod, "size_for"):
+        return mod.size_for(scale)
+    return max(mod.SIZES["smoke"], int(round(mod.SIZES["full"] * scale)))

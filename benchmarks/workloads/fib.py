@@ -40,7 +40,7 @@ def run(n):
 def timed_run(n, clock=None):
     """``run(n)`` with its phases timed: (checksum, {function: own seconds}).
 
-    The exact reference accuracy.py holds profiles and samplers to (no
+    The exact reference the accuracy mode holds profiles and samplers to (no
     sampler sees deep recursion without bias: py-spy under-samples it).
     fib and ackermann call nothing but themselves, so a phase's time is
     their own time; is_even and is_odd share theirs by their calls (the same

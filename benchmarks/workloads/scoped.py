@@ -3,7 +3,7 @@
 Profiled with ``--only workloads.scoped`` (``Profile(only=[...])``), only the
 functions of this module are recorded; the five thousand calls per iteration
 into ``scoped_lib`` (pure Python, call-dense) run unmonitored on 3.12+.
-Not one of the eight overhead workloads (``NAMES``): ``run.py`` reports it
+Not one of the eight overhead workloads (``NAMES``): ``run.py timing`` reports it
 apart, as unprofiled / cProfile / fastprof / fastprof --only.
 """
 

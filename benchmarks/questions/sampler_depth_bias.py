@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""Does a sampler see deep stacks fairly?  The reference of accuracy.py, checked.
+"""Does a sampler see deep stacks fairly?  The reference of `run.py accuracy`, checked.
 
 A program does the same loop twice per round, once called at the top of the
 stack and once at the bottom of a recursion ``--depths`` deep, and times both
 halves itself (perf_counter).  Unprofiled they take the same time; under a
 sampler (py-spy, and on 3.15+ the standard library's ``profiling.sampling``,
-both stopping the program for each sample as accuracy.py runs them) each
-half's share of the samples should stay near 50%.  A share far from it is the
-sampler's bias for that depth, and bounds how closely accuracy.py's
-comparison with that sampler can judge a profile of code at that depth.
+both stopping the program for each sample as the accuracy mode runs them)
+each half's share of the samples should stay near 50%.  A share far from it
+is the sampler's bias for that depth, and bounds how closely the accuracy
+mode's comparison with that sampler can judge a profile of code at that depth.
 
 Example (3.15: both samplers):
-  python3 benchmarks/sampler_depth_bias.py --python /tmp/fastprof-bench-venvs/venv-3.15/bin/python
+  python3 benchmarks/questions/sampler_depth_bias.py --python /tmp/fastprof-bench-venvs/venv-3.15/bin/python
 
 Needs ptrace rights for py-spy (root, or kernel.yama.ptrace_scope=0).
 """
@@ -23,10 +23,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # benchmarks/
 
-from accuracy import find_py_spy, parse_pyspy_raw, parse_stdlib_collapsed  # noqa: E402
+from harness.common import arg_parser  # noqa: E402
+from harness.samplers import find_py_spy, sampled, sampler_command  # noqa: E402
 
 PROGRAM = '''
 import json, sys, time
@@ -76,24 +76,13 @@ def deep_share(stacks):
 
 def run_sampled(kind, python, py_spy, script, rounds, depth):
     """(samples, the deep half's share) under sampler ``kind``."""
-    fd, out = tempfile.mkstemp(prefix="fastprof-depth-", suffix=".txt")
-    os.close(fd)
-    try:
-        if kind == "py-spy":
-            cmd = [py_spy, "record", "--rate", "2000", "--format", "raw", "--function", "-o", out,
-                   "--", python]
-        else:
-            cmd = [python, "-m", "profiling.sampling", "run", "-r", "2000", "--no-gc", "--collapsed",
-                   "--blocking", "-o", out]
+    def run(out):
+        cmd = sampler_command(kind, python, out, 2000, py_spy)
         proc = subprocess.run(cmd + [script, str(rounds), str(depth)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
         if proc.returncode != 0:
             raise SystemExit("%s failed: %s" % (kind, proc.stderr.strip().splitlines()[-1:]))
-        with open(out, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    finally:
-        os.unlink(out)
-    stacks = parse_pyspy_raw(text) if kind == "py-spy" else parse_stdlib_collapsed(text)
+    _, stacks = sampled(kind, run)
     return deep_share(stacks)
 
 
@@ -108,9 +97,7 @@ def _depths(text):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = arg_parser(__doc__)
     p.add_argument("--python", default=sys.executable, help="the interpreter sampled (default: this one)")
     p.add_argument("--depths", type=_depths, default=[0, 30, 100, 500],
                    help="recursion depths of the deep half, comma-separated; default 0,30,100,500")

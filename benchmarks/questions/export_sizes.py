@@ -8,7 +8,7 @@ and collapsed exports, with the default --min-percent and with 0 (every
 path).  Results go to stdout as Markdown tables (docs/performance.md).
 
     python -m venv /tmp/black-venv && /tmp/black-venv/bin/pip install --no-binary black black
-    PYTHONPATH=build/py3.12/lib /tmp/black-venv/bin/python benchmarks/export_sizes.py \\
+    PYTHONPATH=build/py3.12/lib /tmp/black-venv/bin/python benchmarks/questions/export_sizes.py \\
         --input "$(/tmp/black-venv/bin/python -c 'import typing; print(typing.__file__)')"
 
 ``--no-binary black`` gets black's pure-Python build (the wheels are

@@ -3,18 +3,18 @@
 
 Each case makes about N events of one kind (Python call, builtin call, C method
 call, C calling back into Python, generator resume, regex iterator, raise),
-so when a workload of run.py is slow this tells which kind of event to look at.
-All in one process, min of --repeats runs, CPU time (process_time): quick to
-run while tuning; run.py remains the measurement of record.
+so when a workload of `run.py timing` is slow this tells which kind of event to
+look at.  All in one process, min of --repeats runs, CPU time (process_time):
+quick to run while tuning; `run.py timing` remains the measurement of record.
 
 The "floor" column is a hook that reads the clock once per event and records
-nothing (benchmarks/floor_hook.py, compiled on the fly with cc; the
+nothing (benchmarks/harness/floor_hook.py, compiled on the fly with cc; the
 column is left out when that fails): what CPython charges any profiler for
 delivering the events, through the same mechanism fastprof uses
 (PyEval_SetProfile up to 3.11, sys.monitoring C callbacks from 3.12). The
 last column is fastprof's cost above that floor as a fraction of cProfile's.
 
-    PYTHONPATH=python python3 benchmarks/micro.py [--n 200000] [--repeats 5]
+    PYTHONPATH=python python3 benchmarks/questions/micro.py [--n 200000] [--repeats 5]
 """
 
 import argparse
@@ -24,8 +24,8 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import floor_hook  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # benchmarks/
+from harness import floor_hook  # noqa: E402
 
 N = 200000
 

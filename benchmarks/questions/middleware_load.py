@@ -1,15 +1,15 @@
 """Cost per request of fastprof.middleware's trigger modes, measured with a
 load generator (wrk, Debian's package) on 127.0.0.1 (docs/performance.md).
 
-    python benchmarks/middleware_load.py [--seconds 5] [--connections 1] [--server uvicorn|waitress]
-    python benchmarks/middleware_load.py --in-process     # the middleware alone, no server
+    python benchmarks/questions/middleware_load.py [--seconds 5] [--connections 1] [--server uvicorn|waitress]
+    python benchmarks/questions/middleware_load.py --in-process     # the middleware alone, no server
 
 Starts the server (uvicorn + FastAPI, or waitress + Flask) once per mode,
 drives one route with wrk for a bounded time, and prints requests per
 second and the server's CPU time per request (from /proc: wall time on a
 shared machine is too noisy); the cost of a mode is its CPU time per
-request less that of the server without the middleware. Needs
-requirements-web.txt and wrk; bounded in time, loopback only.
+request less that of the server without the middleware. Needs the
+checkout's requirements-web.txt and wrk; bounded in time, loopback only.
 """
 
 import argparse

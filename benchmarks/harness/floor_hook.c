@@ -1,14 +1,14 @@
 /* The floor under any profiler built on the interpreter's event hooks: a
  * hook that reads the clock once per event and records nothing. What it
  * adds is what CPython charges for delivering events plus one clock read,
- * a cost fastprof and cProfile both pay. benchmarks/floor_hook.py builds and
- * loads it (the "floor" mode of run.py, the floor column of micro.py); it
- * is not part of fastprof.
+ * a cost fastprof and cProfile both pay. floor_hook.py (beside it) builds
+ * and loads it (the "floor" mode of `run.py timing`, the floor column of
+ * questions/micro.py); it is not part of fastprof.
  *
  *   <= 3.11: enable()/disable() install a C profile hook (PyEval_SetProfile),
  *            as cProfile and fastprof do.
  *   >= 3.12: tick is a vectorcall object to register with sys.monitoring
- *            for the events fastprof uses (benchmarks/floor_hook.py does). */
+ *            for the events fastprof uses (floor_hook.py does). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>

@@ -1,11 +1,12 @@
 """The floor: what CPython charges any profiler for delivering its events.
 
-``floor/floor_hook.c`` is a hook that reads the clock once per event and
+``floor_hook.c`` is a hook that reads the clock once per event and
 records nothing, delivered by the mechanism fastprof uses
 (``PyEval_SetProfile`` up to 3.11, a vectorcall object registered with
 ``sys.monitoring`` from 3.12). What it adds to a workload is a cost no
-profiler built on those hooks can avoid. ``run.py`` measures it as the
-``floor`` mode, ``micro.py`` as its floor column.
+profiler built on those hooks can avoid. The timing mode measures it as
+its ``floor`` mode, questions/micro.py and questions/between_events.py use
+it as their floor.
 
 The extension is compiled on first use with ``cc`` for the running
 interpreter and cached in the temp directory (keyed by the interpreter's
@@ -20,7 +21,7 @@ import sys
 import sysconfig
 import tempfile
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor", "floor_hook.c")
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_hook.c")
 TOOL_ID = 5  # sys.monitoring: a free id, not one fastprof (2-4) or cProfile (2) uses
 EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_UNWIND", "PY_YIELD",
           "CALL", "C_RETURN", "C_RAISE")

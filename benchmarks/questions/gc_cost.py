@@ -3,7 +3,7 @@
 fastprof.Profile(gc=False) and Profile(gc=True), one fresh process per
 measurement, modes interleaved, medians; also the collections counted.
 
-    PYTHONPATH=python python3 benchmarks/gc_cost.py [--repeats 5] [--scale 0.5]
+    PYTHONPATH=python python3 benchmarks/questions/gc_cost.py [--repeats 5] [--scale 0.5]
 """
 import argparse
 import json
@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # benchmarks/: workloads/
 sys.path.insert(0, HERE)
 import workloads  # noqa: E402
 

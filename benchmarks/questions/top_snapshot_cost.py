@@ -3,7 +3,7 @@
 helper's work each interval (getstats per thread, the rows, the JSON, the
 atomic write), timed in-process with the profiler on, as in the target.
 
-    PYTHONPATH=build/py3.14/lib python3.14 benchmarks/top_snapshot_cost.py \
+    PYTHONPATH=build/py3.14/lib python3.14 benchmarks/questions/top_snapshot_cost.py \
         [--functions 5000] [--threads 4] [--repeats 20]
 
 A program with FUNCTIONS distinct Python functions, each called from every

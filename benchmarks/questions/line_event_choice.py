@@ -1,5 +1,5 @@
 """Which sys.monitoring set-up costs code that --lines did not name less
-(3.12+; docs/lines.md, "How it works"): the question issue 15 asks.
+(3.12+; docs/lines.md, "How it works").
 
 - ``start``: what fastprof does. A global ``PY_START`` whose callback
   returns ``DISABLE``: each code object is seen once; a named one would then
@@ -12,8 +12,8 @@ Here no function is named, so only the cost to other code is measured (a
 named function gets the same ``LINE`` callbacks either way). Each (workload,
 set-up) runs in a fresh process, interleaved, median of --repeats::
 
-    python benchmarks/line_event_choice.py --repeats 5 template json_report regex
-    python benchmarks/line_event_choice.py --instructions --scale 0.05
+    python benchmarks/questions/line_event_choice.py --repeats 5 template json_report regex
+    python benchmarks/questions/line_event_choice.py --instructions --scale 0.05
 """
 import argparse
 import json
@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # benchmarks/: workloads/
 SETUPS = ("none", "start", "line")
 
 CHILD = r"""

@@ -2,8 +2,8 @@
 cost comes from (docs/performance.md, "Fast mode: where the cost comes
 from").
 
-    python benchmarks/callgrind_per_call.py 3.10 3.12 3.14 3.15
-    python benchmarks/callgrind_per_call.py --modes fast,default 3.12
+    python benchmarks/questions/callgrind_per_call.py 3.10 3.12 3.14 3.15
+    python benchmarks/questions/callgrind_per_call.py --modes fast,default 3.12
 
 For each Python X.Y (.venv/pyX.Y and build/pyX.Y/lib of this tree) and each
 mode, runs fib(N) under callgrind for two N and divides the difference in
@@ -30,7 +30,10 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # benchmarks/
+
+from harness.common import build_lib, dev_python  # noqa: E402
+
 SIZES = (18, 21)
 MODES = ("unprofiled", "passthrough", "fast", "default", "default-nobuiltins")
 
@@ -58,9 +61,8 @@ def fib_calls(n):
 
 def run(version, mode, n, workdir):
     out = os.path.join(workdir, "cg.%s.%s.%d" % (version, mode, n))
-    lib = os.environ.get("FASTPROF_LIB") or os.path.join(ROOT, "build", "py" + version, "lib")
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=lib)
-    python = os.path.join(ROOT, ".venv", "py" + version, "bin", "python")
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=build_lib(version))
+    python = dev_python(version)
     script = os.path.join(workdir, "prog.py")
     with open(script, "w") as f:
         f.write(PROGRAM)

@@ -10,16 +10,16 @@ Printed: that share, against what a profile of the same run gives
 ``selectors.py(select)`` (its own time and the C calls under it), and the
 samplers' share in docs/performance.md (21-25% on 3.15).
 
-    PYTHONPATH=build/py3.15/lib python3 benchmarks/asyncio_select_share.py [SIZE]
+    PYTHONPATH=build/py3.15/lib python3 benchmarks/questions/asyncio_select_share.py [SIZE]
 """
-import argparse
 import os
 import selectors
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # benchmarks/
 
+from harness.common import arg_parser  # noqa: E402
 from workloads import load  # noqa: E402
 
 import fastprof  # noqa: E402
@@ -56,9 +56,7 @@ def profiled_share(run, size):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = arg_parser(__doc__)
     p.add_argument("size", nargs="?", type=int, default=20000, metavar="SIZE",
                    help="the workload's size (items through its queues); default 20000")
     size = p.parse_args(argv[1:]).size

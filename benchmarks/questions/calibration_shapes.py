@@ -1,7 +1,7 @@
 """How far the compensated times are from the unprofiled run, per call shape
 (docs/performance.md, "Calibration per kind of event").
 
-    PYTHONPATH=build/py3.12/lib .venv/py3.12/bin/python benchmarks/calibration_shapes.py [ROUNDS [JSON]]
+    PYTHONPATH=build/py3.12/lib .venv/py3.12/bin/python benchmarks/questions/calibration_shapes.py [ROUNDS [JSON]]
 
 Each round (default 15) calibrates afresh, then for each shape (a loop of
 N calls of an empty function, of one with arguments, of len(), of
@@ -20,7 +20,8 @@ import statistics
 import sys
 import time
 
-from fastprof import Profile, calibration
+from fastprof import Profile
+from fastprof.recording import calibration
 
 N = 4000
 

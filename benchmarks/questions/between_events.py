@@ -4,23 +4,26 @@ bytecode, slower while events are on.
 
 Loops of one C call (``len``) after 0, 1, 3 and 9 lines of plain
 arithmetic and dict stores (no call, no event) run unprofiled, under the
-floor (a hook that only reads the clock, benchmarks/floor_hook.py) and under
+floor (a hook that only reads the clock, benchmarks/harness/floor_hook.py) and under
 fastprof with ``compensate=False``; printed: the time each adds per loop
 round, in ns (best of 5, median over the rounds). A per-event cost is the
 same whatever runs between the events; what grows with the lines between
 them is the interpreter running the program's own code slower, which no
 per-event constant can take out (docs/performance.md).
 
-    PYTHONPATH=build/py3.13/lib python3 benchmarks/between_events.py [ROUNDS]
+    PYTHONPATH=build/py3.13/lib python3 benchmarks/questions/between_events.py [ROUNDS]
 """
-import argparse
+import os
 import statistics
 import sys
 import time
 
-from floor_hook import FloorHook, load
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # benchmarks/
 
-import fastprof
+from harness.common import arg_parser  # noqa: E402
+from harness.floor_hook import FloorHook, load  # noqa: E402
+
+import fastprof  # noqa: E402
 
 N = 20000
 
@@ -80,9 +83,7 @@ def best(loop, hook=None, k=5):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = arg_parser(__doc__)
     p.add_argument("rounds", nargs="?", type=int, default=7, metavar="ROUNDS",
                    help="rounds of every loop (medians over them); default 7")
     rounds = p.parse_args(argv[1:]).rounds

@@ -1,5 +1,5 @@
 """What ``pytest --fastprof-per-test DIR`` costs a test, beside what a small
-file write costs (docs/pytest-ipython.md, issue 23 item 5).
+file write costs (docs/pytest-ipython.md).
 
 A generated suite of N trivial tests (``def test_i(): assert i + 1 == i + 1``)
 is run by pytest in turn: without fastprof, with ``--fastprof=FILE``, with
@@ -16,7 +16,7 @@ The suite and every run's files stay in a new temporary directory (none
 is deleted while measuring: deleting many files makes the next ones
 dearer to create).
 
-    python benchmarks/pytest_per_test.py --python .venv/py3.12/bin/python \\
+    python benchmarks/questions/pytest_per_test.py --python .venv/py3.12/bin/python \\
         --pythonpath build/py3.12/lib [--tests 1000] [--repeats 8]
 """
 
@@ -28,7 +28,7 @@ import tempfile
 
 WRITER = '''\
 import os
-from fastprof.atomic_file import write_bytes_atomically
+from fastprof.data.atomic_file import write_bytes_atomically
 
 DATA = os.urandom(int(os.environ["FILE_BYTES"]))
 OUT = os.environ["FILE_DIR"]

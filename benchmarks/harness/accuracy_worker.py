@@ -1,6 +1,7 @@
-"""One accuracy measurement, in a fresh process.  Started by ``accuracy.py``; not for users.
+"""One accuracy measurement, in a fresh process.  Started by the accuracy
+mode (accuracy.py); not for users.
 
-    python _accuracy_worker.py '{"workload": "fib", "mode": "fastprof", "size": 30, "loops": 4}'
+    python accuracy_worker.py '{"workload": "fib", "mode": "fastprof", "size": 30, "loops": 4}'
 
 Imports the workload (``workloads/`` or a real program of ``programs/``),
 warms it up unprofiled, then runs ``run(size)`` ``loops`` times inside
@@ -19,41 +20,21 @@ The result (last stdout line, prefixed with ``RESULT_TAG``, JSON) holds the
 region's wall and CPU time and, for a profiler, every function's own time
 (``self``: pstats key text -> seconds), the edges into C functions
 (``c_edges``: [caller, C callee, the callee's own time under that caller]),
-and the profile's total own time.  accuracy.py turns that into shares.
-Must run on every CPython the project supports (3.9+).
+and the profile's total own time (worker_common.py: the result line).
+accuracy.py turns that into shares.
 """
 
 import gc
-import json
 import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-from _worker import (  # noqa: E402  (after the path tweak, on purpose)
-    RESULT_TAG,
-    _key_str,
-    _label,
-    _package_files,
-    _profiler_self_keys,
-)
-
-REGION = "_accuracy_region"   # the frame a sampler's stacks are cut at (accuracy.py)
-
-
-def load(name):
-    """The workload module ``name``: one of workloads/ or of programs/."""
-    import programs
-    import workloads
-    if name in programs.NAMES:
-        return programs.load(name)
-    return workloads.load(name)
+from worker_common import REGION, key_str, label, load_workload, package_files, profiler_self_keys, serve
 
 
 def _accuracy_region(run, size, loops, start, stop):
-    """Everything a profile or a sampler is compared on happens below this frame."""
+    """Everything a profile or a sampler is compared on happens below this
+    frame (its name is REGION)."""
     if start is not None:
         start()
     checksum = None
@@ -65,7 +46,7 @@ def _accuracy_region(run, size, loops, start, stop):
 
 
 def has_compensate():
-    """True when this fastprof's Profile takes ``compensate=`` (issue 21)."""
+    """True when this fastprof's Profile takes ``compensate=`` (builds before compensation do not)."""
     import fastprof
     try:
         fastprof.Profile(compensate=False)
@@ -81,7 +62,7 @@ def make_profiler(mode):
         return cProfile.Profile(), {os.path.abspath(cProfile.__file__)}
     import fastprof
     kwargs = {"compensate": False} if mode == "fastprof-raw" else {}
-    return fastprof.Profile(**kwargs), _package_files(fastprof)
+    return fastprof.Profile(**kwargs), package_files(fastprof)
 
 
 def profile_times(entries, own_files):
@@ -91,21 +72,21 @@ def profile_times(entries, own_files):
     up; the profiler's own entries (its ``disable`` and what that calls) and
     the region frame are left out.  ``c_edges``: [caller, callee, seconds]
     for every edge into a C function (key file ``~``), the callee's own time
-    under that caller: what accuracy.attribute_c_time charges to callers.
+    under that caller: what distance.attribute_c_time charges to callers.
     """
-    own = _profiler_self_keys(entries, own_files)
+    own = profiler_self_keys(entries, own_files)
     self_times, edges = {}, {}
     for e in entries:
-        key = _label(e.code)
+        key = label(e.code)
         if key in own or key[2] == REGION:
             continue
-        k = _key_str(key)
+        k = key_str(key)
         self_times[k] = self_times.get(k, 0.0) + e.inlinetime
         for sub in e.calls or ():
-            sk = _label(sub.code)
+            sk = label(sub.code)
             if sk[0] != "~" or sk in own:
                 continue
-            edge = (k, _key_str(sk))
+            edge = (k, key_str(sk))
             edges[edge] = edges.get(edge, 0.0) + sub.inlinetime
     c_edges = [[a, b, t] for (a, b), t in sorted(edges.items())]
     return self_times, c_edges, sum(self_times.values())
@@ -113,7 +94,7 @@ def profile_times(entries, own_files):
 
 def measure(spec):
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
-    wl = load(spec["workload"])
+    wl = load_workload(spec["workload"])
     mode = spec["mode"]
     prof = own_files = None
     if mode in ("cprofile", "fastprof", "fastprof-raw"):
@@ -162,36 +143,28 @@ def measure_timed(wl, spec):
     for _ in range(spec.get("loops", 1)):
         checksum, times = wl.timed_run(spec["size"])
         for func, seconds in times.items():
-            k = _key_str(_label(func.__code__))
+            k = key_str(label(func.__code__))
             own[k] = own.get(k, 0.0) + seconds
     return {"seconds": time.perf_counter() - t0, "cpu_seconds": None, "checksum": repr(checksum),
             "python": "%d.%d.%d" % sys.version_info[:3], "counts": own, "samples": 0,
             "rate_achieved": 0.0}
 
 
-def main(argv):
-    if len(argv) == 2 and argv[1] == "--probe":
-        out = {"python": "%d.%d.%d" % sys.version_info[:3]}
-        try:
-            import fastprof
-            out["fastprof"] = fastprof.__file__
-            out["compensate"] = has_compensate()
-        except Exception as exc:
-            out["fastprof_error"] = "%s: %s" % (type(exc).__name__, exc)
-        try:
-            import profiling.sampling  # noqa: F401  (3.15+: the standard library's sampler)
-            out["stdlib_sampler"] = True
-        except ImportError:
-            out["stdlib_sampler"] = False
-    elif len(argv) == 2:
-        out = measure(json.loads(argv[1]))
-    else:
-        sys.stderr.write(__doc__)
-        return 2
-    sys.stdout.write("\n" + RESULT_TAG + json.dumps(out) + "\n")
-    sys.stdout.flush()
-    return 0
+def probe():
+    out = {"python": "%d.%d.%d" % sys.version_info[:3]}
+    try:
+        import fastprof
+        out["fastprof"] = fastprof.__file__
+        out["compensate"] = has_compensate()
+    except Exception as exc:
+        out["fastprof_error"] = "%s: %s" % (type(exc).__name__, exc)
+    try:
+        import profiling.sampling  # noqa: F401  (3.15+: the standard library's sampler)
+        out["stdlib_sampler"] = True
+    except ImportError:
+        out["stdlib_sampler"] = False
+    return out
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(serve(sys.argv, probe, measure, __doc__))

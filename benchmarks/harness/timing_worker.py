@@ -1,34 +1,22 @@
-"""One benchmark measurement, in a fresh process.  Started by ``run.py``; not for users.
+"""One timing measurement, in a fresh process.  Started by the timing mode
+(timing.py); not for users.
 
-    python _worker.py --probe
+    python timing_worker.py --probe
         print what this interpreter can profile with (fastprof, yappi, pyinstrument)
 
-    python _worker.py '{"workload": "fib", "mode": "cprofile", "size": 30, ...}'
+    python timing_worker.py '{"workload": "fib", "mode": "cprofile", "size": 30, ...}'
         import the workload, warm it up unprofiled, then time exactly
         ``profiler start -> workload -> profiler stop`` with perf_counter
         (interpreter start-up, imports, warm-up and stats export are outside
-        the timed region), and print one result line.
-
-The result is the last line of stdout, prefixed with ``RESULT_TAG``, as JSON.
-fastprof is imported from wherever the environment (PYTHONPATH) points: the
-harness never adds a path of its own, so a test can aim it at one build.
-This file must run on every CPython the project supports (3.9+).
+        the timed region), and print one result line (worker_common.py).
 """
 
 import gc
-import json
 import os
-import re
 import sys
 import time
 
-RESULT_TAG = "@@FASTPROF-BENCH-RESULT@@ "
-
-# Entries a profiler records about itself (its own disable() call and the
-# shim's Python frames around it).  They are not part of the workload and
-# differ between profilers by construction, so they are left out of event
-# counts and of the cProfile/fastprof call-count comparison.
-_SELF_C_SUFFIXES = ("Profiler' objects>", "'fastprof.Profile' objects>")
+from worker_common import key_str, label, package_files, profiler_self_keys, serve
 
 
 def _dist_version(name):
@@ -90,55 +78,6 @@ def probe():
     return info
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def _key_str(key):
-    """pstats-style text of a key; object addresses in C names (``<function
-    socket.close at 0x7f..>``) differ between processes, so they are masked."""
-    filename, line, name = key
-    return "%s:%d(%s)" % (filename, line, _ADDRESS.sub(" at 0x?", name))
-
-
-def _label(code):
-    """pstats key of a getstats() entry: a code object, or a str for C functions."""
-    if isinstance(code, str):
-        return ("~", 0, code)
-    return (code.co_filename, code.co_firstlineno, code.co_name)
-
-
-def _profiler_self_keys(entries, own_files):
-    """Keys of entries that belong to the profiler, not to the workload.
-
-    Seeds: C methods of a ``...Profiler`` type (``disable``) and Python
-    functions defined in the profiler's own files; then everything whose
-    every caller is such an entry (what the shim's ``disable()`` calls).
-    """
-    callers = {}
-    keys = set()
-    for e in entries:
-        key = _label(e.code)
-        keys.add(key)
-        for sub in e.calls or ():
-            callers.setdefault(_label(sub.code), set()).add(key)
-    own = set()
-    for key in keys:
-        filename, _, name = key
-        if filename == "~" and name.endswith(_SELF_C_SUFFIXES):
-            own.add(key)
-        elif filename != "~" and os.path.abspath(filename) in own_files:
-            own.add(key)
-    changed = True
-    while changed:
-        changed = False
-        for key in keys - own:
-            cs = callers.get(key)
-            if cs and cs <= own:
-                own.add(key)
-                changed = True
-    return own
-
-
 def stats_counts(entries, own_files):
     """{key text: [primitive calls, total calls]} from a profiler's getstats() entries.
 
@@ -148,32 +87,16 @@ def stats_counts(entries, own_files):
     and which one it keeps depends on table order, not on what was counted.
     Here such functions are added up, which is well defined for both profilers.
     """
-    own = _profiler_self_keys(entries, own_files)
+    own = profiler_self_keys(entries, own_files)
     counts = {}
     for e in entries:
-        key = _label(e.code)
+        key = label(e.code)
         if key in own:
             continue
-        k = _key_str(key)
+        k = key_str(key)
         old = counts.get(k, [0, 0])  # shared keys (and masked addresses) add up
         counts[k] = [old[0] + e.callcount - e.reccallcount, old[1] + e.callcount]
     return counts
-
-
-def _package_files(module):
-    """Absolute paths of the .py files of ``module``'s package (or the module)."""
-    path = os.path.abspath(getattr(module, "__file__", "") or "")
-    if not path:
-        return set()
-    if os.path.basename(path).startswith("__init__."):
-        root = os.path.dirname(path)
-        files = set()
-        for dirpath, _, names in os.walk(root):
-            for n in names:
-                if n.endswith(".py"):
-                    files.add(os.path.join(dirpath, n))
-        return files
-    return {path[:-1] if path.endswith(".pyc") else path}
 
 
 def _hot_function(wl):
@@ -224,7 +147,7 @@ def _make_profiler(mode, standin, wl):
     if mode in ("fastprof", "fastprof-cpu", "fastprof-fast", "fastprof-lines", "fastprof-only"):
         import fastprof
         prof = fastprof.Profile(**_fastprof_kwargs(mode, wl))
-        files = _package_files(fastprof)
+        files = package_files(fastprof)
 
         def stats_fn():
             return stats_counts(prof.getstats(), files)
@@ -269,6 +192,8 @@ def _make_profiler(mode, standin, wl):
 
 
 def measure(spec):
+    if spec.get("cpu") is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(spec["cpu"])})
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
     import workloads
     wl = workloads.load(spec["workload"])
@@ -302,7 +227,7 @@ def measure(spec):
 
     # seconds: wall time (the headline).  cpu_seconds: CPU time of this
     # process over the same region, which a busy machine disturbs less
-    # (time spent descheduled is not in it); see run.py --metric.
+    # (time spent descheduled is not in it); see `run.py timing --metric`.
     result = {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "checksum": repr(checksum)}
     result.update(info)
     if extra is not None:
@@ -315,21 +240,5 @@ def measure(spec):
     return result
 
 
-def main(argv):
-    if len(argv) == 2 and argv[1] == "--probe":
-        out = probe()
-    elif len(argv) == 2:
-        spec = json.loads(argv[1])
-        if spec.get("cpu") is not None and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, {int(spec["cpu"])})
-        out = measure(spec)
-    else:
-        sys.stderr.write(__doc__)
-        return 2
-    sys.stdout.write("\n" + RESULT_TAG + json.dumps(out) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(serve(sys.argv, probe, measure, __doc__))
