@@ -58,6 +58,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     t->offset = 0; /* no frame is open: program time may jump ahead */
     t->root_subt = 0;
     t->n_entries = t->n_edges = t->n_nodes = 0;
+    t->folded = 0; /* the threads folded in: their stats are gone */
 }
 
 void fp_thread_free(fp_thread_t *t, fp_release_fn release, void *ctx)
@@ -196,4 +197,138 @@ fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
     }
     fp_free(map);
     return rc;
+}
+
+/* What a fold created in its destination, to take out again when it runs
+ * out of memory: entries (each borrowing the user of the source entry in
+ * `from` until the fold commits), edges and call-path nodes; `map` takes
+ * a source node's index to its destination node. One block. */
+typedef struct fold_made {
+    fp_entry_t **entries;
+    fp_entry_t **from;
+    fp_edge_t **edges;
+    fp_node_t **nodes;
+    fp_node_t **map;
+    size_t n_entries, n_edges, n_nodes;
+} fold_made_t;
+
+static int fold_made_alloc(fold_made_t *m, const fp_thread_t *src)
+{
+    size_t n = 2 * src->n_entries + src->n_edges + 2 * src->n_nodes;
+    void **block = fp_calloc(n ? n : 1, sizeof *block);
+    if (!block)
+        return -1;
+    m->entries = (fp_entry_t **)block;
+    m->from = m->entries + src->n_entries;
+    m->edges = (fp_edge_t **)(m->from + src->n_entries);
+    m->nodes = (fp_node_t **)(m->edges + src->n_edges);
+    m->map = m->nodes + src->n_nodes;
+    m->n_entries = m->n_edges = m->n_nodes = 0;
+    return 0;
+}
+
+/* Takes what the fold made out of `dst` again: it is as it was (its caches
+ * emptied, as they may point at what is taken out). */
+static void fold_undo(fp_thread_t *dst, fold_made_t *m)
+{
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        HASH_DEL(dst->nodes, m->nodes[i]);
+        fp_free(m->nodes[i]);
+    }
+    dst->n_nodes -= m->n_nodes; /* the newest indices: the others stay dense */
+    for (size_t i = 0; i < m->n_edges; i++) {
+        HASH_DEL(dst->edges, m->edges[i]);
+        fp_free(m->edges[i]);
+    }
+    dst->n_edges -= m->n_edges;
+    for (size_t i = 0; i < m->n_entries; i++) {
+        HASH_DEL(dst->entries, m->entries[i]);
+        fp_free(m->entries[i]);
+    }
+    dst->n_entries -= m->n_entries;
+    memset(dst->cache, 0, sizeof dst->cache);
+    memset(dst->edge_cache, 0, sizeof dst->edge_cache);
+    for (fp_entry_t *e = dst->entries; e; e = e->hh.next) {
+        e->last_edge = NULL;
+        e->last_node = NULL;
+    }
+}
+
+/* First step of a fold: every entry, edge and node of `src` gets one in
+ * `dst` (new ones at zero), noted in `m`; -1 when out of memory. */
+static int fold_make(fp_thread_t *dst, const fp_thread_t *src, fold_made_t *m)
+{
+    for (fp_entry_t *se = src->entries; se; se = se->hh.next) {
+        if (fp_entry_find(dst, se->key))
+            continue;
+        fp_entry_t *e = fp_entry_add(dst, se->key, se->user);
+        if (!e)
+            return -1;
+        m->entries[m->n_entries] = e;
+        m->from[m->n_entries++] = se;
+    }
+    for (const fp_edge_t *sg = src->edges; sg; sg = sg->hh.next) {
+        size_t before = dst->n_edges;
+        fp_edge_t *g = fp_edge_get(dst, fp_entry_find(dst, sg->key.caller->key),
+                                   fp_entry_find(dst, sg->key.callee->key));
+        if (!g)
+            return -1;
+        if (dst->n_edges != before)
+            m->edges[m->n_edges++] = g;
+    }
+    /* parents come first (creation order), so each one is mapped already */
+    for (const fp_node_t *sn = src->nodes; sn; sn = sn->hh.next) {
+        const fp_node_t *sparent = sn->key.parent;
+        size_t before = dst->n_nodes;
+        fp_node_t *n = fp_node_get(dst, sparent ? m->map[sparent->index] : NULL,
+                                   fp_entry_find(dst, sn->key.entry->key));
+        if (!n)
+            return -1;
+        if (dst->n_nodes != before)
+            m->nodes[m->n_nodes++] = n;
+        m->map[sn->index] = n;
+    }
+    return 0;
+}
+
+fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src)
+{
+    fp_thread_flush(p, src, src->last_now);
+    fold_made_t m;
+    if (fold_made_alloc(&m, src) < 0)
+        return FP_ENOMEM;
+    if (fold_make(dst, src, &m) < 0) {
+        fold_undo(dst, &m);
+        fp_free(m.entries);
+        return FP_ENOMEM;
+    }
+    /* nothing fails from here on */
+    for (const fp_entry_t *se = src->entries; se; se = se->hh.next) {
+        fp_entry_t *e = fp_entry_find(dst, se->key);
+        e->callcount += se->callcount;
+        e->reccallcount += se->reccallcount;
+        e->cumtime += se->cumtime;
+        e->owntime += se->owntime;
+    }
+    for (const fp_edge_t *sg = src->edges; sg; sg = sg->hh.next) {
+        fp_edge_t *g = fp_edge_get(dst, fp_entry_find(dst, sg->key.caller->key),
+                                   fp_entry_find(dst, sg->key.callee->key));
+        g->callcount += sg->callcount;
+        g->reccallcount += sg->reccallcount;
+        g->cumtime += sg->cumtime;
+        g->owntime += sg->owntime;
+    }
+    for (const fp_node_t *sn = src->nodes; sn; sn = sn->hh.next) {
+        fp_node_t *n = m.map[sn->index];
+        n->callcount += sn->callcount;
+        n->cumtime += sn->cumtime;
+        n->owntime += sn->owntime;
+    }
+    for (size_t i = 0; i < m.n_entries; i++)
+        m.from[i]->user = NULL; /* dst's now: not released with src */
+    fp_free(m.entries);
+    dst->offset += src->offset;
+    dst->folded += src->folded ? src->folded : 1;
+    fp_thread_drop(p, src);
+    return FP_OK;
 }

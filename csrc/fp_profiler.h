@@ -125,6 +125,11 @@ typedef struct fp_thread {
     uint64_t native_id; /* the core does not read them */
     int stopped;        /* set by the binding: this thread's events are
                            no longer recorded (the core does not read it) */
+    int foldable;       /* set by the binding: a thread's own record, folded
+                           into its group's once the thread has ended */
+    uint64_t group;     /* set by the binding: the name group of the thread */
+    uint64_t folded;    /* how many threads' records fp_thread_fold added
+                           into this one (0: a thread's own record) */
     fp_entry_t *entries;
     fp_edge_t *edges;
     fp_node_t *nodes;
@@ -197,6 +202,16 @@ size_t fp_profiler_memory(const fp_profiler_t *p);
  * when `dst` is dropped: use fp_thread_free with release NULL).
  * Returns FP_OK or FP_ENOMEM (dst then holds part of the merge). */
 fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src);
+
+/* Moves the stats of `src`, the record of a thread that has ended, into
+ * `dst` (both of `p`), then drops `src`: frames still open on `src` close
+ * at its last event; entries, edges and call-path nodes add up by key;
+ * entries new to `dst` take over `src`'s user pointers (the others are
+ * released with `src`); the profiler's time on `src` (`offset`) is added
+ * to `dst`'s, and `dst->folded` counts the threads folded into it.
+ * FP_ENOMEM: neither record changed but for the closed frames (`src`
+ * stays, to fold again later). */
+fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src);
 
 /* Frees a thread record not owned by a profiler (e.g. a merge result),
  * calling `release` for each entry's user pointer if non-NULL. */

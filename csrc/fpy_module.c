@@ -109,6 +109,8 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
         return -1;
     }
     fp_profiler_destroy(&p->core); /* a second __init__ starts afresh */
+    fpy_fold_reset(p);
+    fpy_route_free(p); /* (its parts pointed at the records) */
     fpy_drain_doomed(p);
     fp_profiler_init(&p->core, (subcalls ? FP_SUBCALLS : 0) | (callpaths ? FP_CALLPATHS : 0), max_depth,
                      fpy_release_user, p);
@@ -318,6 +320,7 @@ static PyObject *profiler_toggle_with(fpy_profiler_t *p, PyObject *args)
 static PyObject *profiler_clear(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_profiler_clear(&p->core);
+    fpy_route_clear_times(p);
     p->generation++;
     fpy_drain_doomed(p);
     Py_RETURN_NONE;
@@ -354,6 +357,7 @@ static PyObject *profiler_callpaths(fpy_profiler_t *p, PyObject *args, PyObject 
 
 static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
+    fpy_fold_ended(p, 1); /* ended threads beyond the newest few: their group's record */
     PyObject *result = PyList_New(0);
     fp_thread_t *t;
     for (t = p->core.threads; result && t; t = t->hh.next) {
@@ -372,7 +376,18 @@ static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored
 
 static PyObject *profiler_memory(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
+    fpy_fold_ended(p, 1);
     return PyLong_FromSize_t(fp_profiler_memory(&p->core));
+}
+
+static PyObject *profiler_thread_groups(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
+{
+    return fpy_thread_groups(p);
+}
+
+static PyObject *profiler_take_folded(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
+{
+    return fpy_take_gone(p);
 }
 
 static PyObject *profiler_clock_info(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
@@ -510,8 +525,10 @@ static void profiler_dealloc(fpy_profiler_t *p)
         p->enabled = 0;
     }
     fp_profiler_destroy(&p->core);
+    fpy_fold_free(p);
     fpy_scope_free(p);
     fpy_route_clear(p);
+    fpy_route_free(p);
     fpy_drain_doomed(p);
     PyMem_Free(p->doomed);
     Py_CLEAR(p->timer);
@@ -549,6 +566,10 @@ static PyMethodDef profiler_methods[] = {
     {"_drop_route", (PyCFunction)fpy_route_drop, METH_O,
      "_drop_route($self, request, /)\n--\n\nDrop the records of request id request (after reading "
      "them)."},
+    {"_route_times", (PyCFunction)fpy_route_times, METH_O,
+     "_route_times($self, request, /)\n--\n\n[(record id, ident, seconds, CPU seconds, profiler "
+     "seconds)]: each thread's time in the context of request id request; the calling thread's "
+     "ends."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
@@ -557,11 +578,12 @@ static PyMethodDef profiler_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "_stats_and_codes($self, /, thread=None)\n--\n\n(pstats dict, codes): "
      "entries_to_stats(getstats(thread)) and the entries' codes, without the entries."},
-    {"_stats_marshal", (PyCFunction)fpy_stats_marshal, METH_O,
-     "_stats_marshal($self, skip_file, /)\n--\n\n"
+    {"_stats_marshal", (PyCFunction)fpy_stats_marshal, METH_VARARGS,
+     "_stats_marshal($self, skip_file, hides_c_function, /)\n--\n\n"
      "Private: (table, qualnames, codes, files, calls, thread id) of a profile one thread "
-     "recorded: the marshal bytes of its pstats table without the rows of file skip_file and of "
-     "the trailer's qualified names, the rows' codes and files, the calls; None: use "
+     "recorded: the marshal bytes of its pstats table without the rows of file skip_file (nor a "
+     "C function only they called whose name hides_c_function(name) accepts) and of the "
+     "trailer's qualified names, the rows' codes and files, the calls; None: use "
      "_stats_and_codes."},
     {"_fold_into", (PyCFunction)fpy_stats_fold, METH_VARARGS,
      "_fold_into($self, other, pairs, /)\n--\n\n"
@@ -574,6 +596,15 @@ static PyMethodDef profiler_methods[] = {
      "recorded a call."},
     {"memory", (PyCFunction)profiler_memory, METH_NOARGS,
      "memory($self, /)\n--\n\nBytes used by the stats tables."},
+    {"_hold_folds", (PyCFunction)fpy_hold_folds, METH_O,
+     "_hold_folds($self, on, /)\n--\n\nPrivate: on: fold the records of ended threads now, "
+     "then no more until the matching _hold_folds(False) (a read of several steps)."},
+    {"_thread_groups", (PyCFunction)profiler_thread_groups, METH_NOARGS,
+     "_thread_groups($self, /)\n--\n\nPrivate: {record id: (group, threads)} of the records "
+     "that ended threads were folded into."},
+    {"_take_folded", (PyCFunction)profiler_take_folded, METH_NOARGS,
+     "_take_folded($self, /)\n--\n\nPrivate: the ids of the records folded away since the "
+     "last call (or _thread_started), as a tuple."},
     {"clock_info", (PyCFunction)profiler_clock_info, METH_NOARGS,
      "clock_info($self, /)\n--\n\n{'clock': name, 'ticks_per_second': float}."},
     {"_set_compensation", (PyCFunction)profiler_set_compensation, METH_VARARGS,

@@ -132,7 +132,18 @@ typedef struct fpy_profiler {
         uint64_t request;  /* ... to the record they route to (NULL: none) */
         fp_thread_t *rec;
         int cached;
+        /* what each thread did for each open request, and which thread
+         * is in which request's context now (fpy_route.c) */
+        struct fpy_route_part *parts;
+        struct fpy_route_on *on;
     } route;
+    /* ended threads' records folded into their group's (fpy_thread_fold.c) */
+    struct {
+        size_t at;      /* records at which a new thread sweeps again */
+        int hold;       /* reads of several steps under way: fold nothing */
+        uint64_t *gone; /* ids folded away since the Python side took them */
+        size_t n_gone, cap_gone;
+    } fold;
 } fpy_profiler_t;
 
 /* Whether the frames of `code` are parked when they suspend: generators
@@ -197,13 +208,15 @@ static inline void fpy_charge(fpy_profiler_t *p, fp_thread_t *t, fp_time_t raw, 
 fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate);
 
 /* A thread makes its first event (or its first since clear()), before its
- * record `id` exists: the Python side (Profile._thread_started) writes its
- * name down while its Thread object is on its stack, since short-lived
- * threads are gone by the time the stats are read. Runs Python code (no
- * event is reported inside an event callback), which may release the GIL,
- * disable or clear the profiler: callers look again afterwards. Errors are
- * dropped. */
-void fpy_thread_started(fpy_profiler_t *p, uint64_t id);
+ * record `id` exists: the records of ended threads are folded if due
+ * (fpy_fold_ended), then the Python side (Profile._thread_started) writes
+ * the thread's name down while its Thread object is on its stack, since
+ * short-lived threads are gone by the time the stats are read, and answers
+ * its name's group, returned here (0: none), which the caller sets on the
+ * record it makes. Runs Python code (no event is reported inside an event
+ * callback), which may release the GIL, disable or clear the profiler:
+ * callers look again afterwards. Errors are dropped. */
+uint64_t fpy_thread_started(fpy_profiler_t *p, uint64_t id);
 
 /* Whether this OS thread is inside fpy_thread_started (a collection then
  * is not recorded: it belongs to the profiler's own work). */
@@ -250,6 +263,35 @@ void fpy_release_user(void *user, void *ctx);
 
 /* DECREF everything queued by fpy_release_user. */
 void fpy_drain_doomed(fpy_profiler_t *p);
+
+/* ---- fpy_thread_fold.c: ended threads' records folded per name group ---- */
+
+/* The ids of group records: this bit and the group's number (thread
+ * state ids stay far below it; routed records have bit 63). */
+#define FPY_FOLDED_BIT ((uint64_t)1 << 62)
+
+/* How many ended threads keep a record of their own (the newest ones). */
+#define FPY_KEEP_ENDED 64
+
+/* Folds the records of the threads that have ended, but the newest
+ * FPY_KEEP_ENDED, into their group's record (`now`: whatever the count,
+ * for a read; else only when the records have doubled since the last
+ * sweep). Nothing while a read holds the folds. Never fails (out of memory
+ * leaves records for a later sweep), keeps any exception in flight, runs
+ * no Python code but the release of the names of C functions. */
+void fpy_fold_ended(fpy_profiler_t *p, int now);
+
+/* The ids folded away since the last call, as a tuple (new reference, or
+ * NULL with an exception set). */
+PyObject *fpy_take_gone(fpy_profiler_t *p);
+
+/* _hold_folds(on) (METH_O), _thread_groups() */
+PyObject *fpy_hold_folds(fpy_profiler_t *p, PyObject *on);
+PyObject *fpy_thread_groups(fpy_profiler_t *p);
+
+/* A profiler made afresh (__init__) / freed. */
+void fpy_fold_reset(fpy_profiler_t *p);
+void fpy_fold_free(fpy_profiler_t *p);
 
 /* ---- fpy_attr.c: calls into Python modules by interned name ---- */
 
@@ -347,8 +389,8 @@ PyObject *fpy_stats_and_codes(fpy_profiler_t *p, PyObject *thread);
 
 /* ---- fpy_stats_marshal.c: one thread's pstats table as marshal bytes ---- */
 
-/* _stats_marshal(skip_file) (METH_O). */
-PyObject *fpy_stats_marshal(fpy_profiler_t *p, PyObject *skip_file);
+/* _stats_marshal(skip_file, hides_c_function) (METH_VARARGS). */
+PyObject *fpy_stats_marshal(fpy_profiler_t *p, PyObject *args);
 
 /* ---- fpy_stats_fold.c: one profiler's threads added into another's ---- */
 

@@ -62,6 +62,7 @@ fp_thread_t *fpy_thread_record(fpy_profiler_t *p, PyThreadState *tstate)
 {
     fp_thread_t *t = fp_thread_get(&p->core, tstate->id);
     if (t) {
+        t->foldable = 1; /* a thread state's own: folded once it ends */
         t->ident = (uint64_t)tstate->thread_id;
         unsigned long native_id;
         if (fpy_native_thread_id(tstate, &native_id))
@@ -78,10 +79,12 @@ int fpy_naming_thread(void)
     return naming_thread;
 }
 
-void fpy_thread_started(fpy_profiler_t *p, uint64_t id)
+uint64_t fpy_thread_started(fpy_profiler_t *p, uint64_t id)
 {
     if (naming_thread)
-        return; /* a collection during the call asks again: once is enough */
+        return 0; /* a collection during the call asks again: once is enough */
+    /* before the call: the names of the records folded go with it */
+    fpy_fold_ended(p, 0);
     fpy_exc_state saved;
     fpy_exc_save(&saved);
     /* As "tracing", the thread gets no events from the call: none of its
@@ -90,12 +93,18 @@ void fpy_thread_started(fpy_profiler_t *p, uint64_t id)
     PyThreadState *tstate = PyThreadState_Get();
     naming_thread = 1;
     PyThreadState_EnterTracing(tstate);
-    PyObject *r = PyObject_CallMethod((PyObject *)p, "_thread_started", "K", (unsigned long long)id);
+    PyObject *gone = fpy_take_gone(p);
+    PyObject *r =
+        gone ? PyObject_CallMethod((PyObject *)p, "_thread_started", "KO", (unsigned long long)id, gone)
+             : NULL;
     PyThreadState_LeaveTracing(tstate);
     naming_thread = 0;
+    uint64_t group = r && PyLong_Check(r) ? PyLong_AsUnsignedLongLongMask(r) : 0;
     Py_XDECREF(r);
+    Py_XDECREF(gone);
     PyErr_Clear(); /* a name is not worth a failure (and the C type alone has no such method) */
     fpy_exc_restore(&saved);
+    return group < FPY_FOLDED_BIT ? group : 0;
 }
 
 /* The entry for a code object, created (holding a reference) if new. */

@@ -9,17 +9,126 @@
  * request is not recorded. A record is made per (thread, request): a
  * request's events never share a shadow stack or a table with another's.
  *
+ * Each (thread, request) is a part of its request (`parts`, by record id):
+ * its record, and how long the thread was in the request's context, wall
+ * and CPU time, from its first event there to its first event elsewhere
+ * (a thread is "on" a part meanwhile: `on`, by thread record id). So a
+ * request's profile can say where the time its records do not hold went:
+ * an async request's task suspended (its loop thread's time on it is all
+ * the task ran), a thread waiting for the GIL (on the CPU for less than its
+ * time on the request). The clocks are read only when a thread changes
+ * request, never per event. Both tables hold the open requests' parts
+ * only: a drop frees its parts, their records and their threads' `on`.
+ *
  * Cost per event while routing: one PyContextVar_Get (CPython caches the
  * value per thread and context version) and a compare against a one-slot
  * cache; a miss (another thread or request) looks the request up in the
- * `open` set and the record in the profiler's table. */
+ * `open` set and its part, and when the thread changed request, reads the
+ * two clocks. */
 #include "fpy_route.h"
+
+struct fpy_route_part {
+    uint64_t id;     /* its record's id (fpy_route.h) */
+    fp_thread_t *rec;
+    fp_time_t run;   /* ns in the request's context, wall ... */
+    fp_time_t cpu;   /* ... and the thread's CPU clock */
+    fp_time_t own;   /* the profiler's own time meanwhile (clock ticks) */
+    UT_hash_handle hh;
+};
+
+struct fpy_route_on {
+    uint64_t thread; /* the thread record's id */
+    struct fpy_route_part *part;
+    fp_time_t wall, cpu, own; /* the readings when it came to the part */
+    UT_hash_handle hh;
+};
 
 static void forget(fpy_profiler_t *p)
 {
     p->route.cached = 0;
     p->route.base = NULL;
     p->route.rec = NULL;
+}
+
+/* The request id `value` holds: 0 for none (not an int, out of range). */
+static uint64_t request_of(PyObject *value)
+{
+    if (!value || !PyLong_CheckExact(value))
+        return 0;
+    uint64_t request = (uint64_t)PyLong_AsUnsignedLongLongMask(value);
+    return request > FPY_ROUTE_MAX_REQUEST ? 0 : request;
+}
+
+/* The part of `request` on thread record `t`, made (with its record) on
+ * first use; NULL when out of memory (nomem set). */
+static struct fpy_route_part *part_get(fpy_profiler_t *p, fp_thread_t *t, uint64_t request)
+{
+    uint64_t id = FPY_ROUTE_BIT | (request << 32) | (t->id & 0xffffffffu);
+    struct fpy_route_part *part;
+    HASH_FIND(hh, p->route.parts, &id, sizeof id, part);
+    if (part)
+        return part;
+    part = fp_calloc(1, sizeof *part);
+    if (!part) {
+        p->core.nomem = 1;
+        return NULL;
+    }
+    part->id = id;
+    part->rec = fp_thread_get(&p->core, id);
+    if (part->rec && !FP_HASH_ADD(p->route.parts, id, sizeof part->id, part)) {
+        fp_thread_drop(&p->core, part->rec); /* new and empty */
+        part->rec = NULL;
+        p->core.nomem = 1;
+    }
+    if (!part->rec) {
+        fp_free(part);
+        return NULL;
+    }
+    part->rec->ident = t->ident;
+    part->rec->native_id = t->native_id;
+    return part;
+}
+
+/* Thread `on` leaves its part now: its time there is added to the part. */
+static void charge(struct fpy_route_on *on, fp_time_t wall, fp_time_t cpu)
+{
+    struct fpy_route_part *part = on->part;
+    fp_time_t own = part->rec->offset - on->own; /* (clear() resets offset) */
+    part->run += wall > on->wall ? wall - on->wall : 0;
+    part->cpu += cpu > on->cpu ? cpu - on->cpu : 0;
+    part->own += own > 0 ? own : 0;
+}
+
+/* The running thread, record `t`, is in the context of `part` (NULL: of
+ * no open request) from this event on. */
+static void switch_to(fpy_profiler_t *p, const fp_thread_t *t, struct fpy_route_part *part)
+{
+    struct fpy_route_on *on;
+    HASH_FIND(hh, p->route.on, &t->id, sizeof t->id, on);
+    if (on ? on->part == part : part == NULL)
+        return;
+    fp_time_t wall = fp_clock_ns(CLOCK_MONOTONIC), cpu = fp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (on)
+        charge(on, wall, cpu);
+    if (!part) {
+        HASH_DEL(p->route.on, on);
+        fp_free(on);
+        return;
+    }
+    if (!on) {
+        on = fp_calloc(1, sizeof *on);
+        if (!on)
+            return; /* out of memory: this stay is not timed */
+        on->thread = t->id;
+        if (!FP_HASH_ADD(p->route.on, thread, sizeof on->thread, on)) {
+            fp_free(on);
+            return;
+        }
+    }
+    on->part = part;
+    on->wall = wall;
+    on->cpu = cpu;
+    on->own = part->rec->offset;
 }
 
 fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
@@ -29,40 +138,28 @@ fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
         PyErr_Clear(); /* out of memory making the thread's context */
         return NULL;
     }
-    if (!value)
-        return NULL; /* no request here: not recorded */
-    uint64_t request = 0;
-    if (PyLong_CheckExact(value)) {
-        request = (uint64_t)PyLong_AsUnsignedLongLongMask(value);
-        if (request > FPY_ROUTE_MAX_REQUEST)
-            request = 0;
-    }
-    if (request == 0) {
-        Py_DECREF(value);
-        return NULL;
-    }
+    uint64_t request = request_of(value);
     if (p->route.cached && p->route.base == t && p->route.request == request) {
-        Py_DECREF(value);
+        Py_XDECREF(value);
         return p->route.rec;
     }
-    int open = PySet_Contains(p->route.open, value);
-    Py_DECREF(value);
-    fp_thread_t *rec = NULL;
-    if (open < 0)
-        PyErr_Clear();
-    if (open > 0) {
-        uint64_t id = FPY_ROUTE_BIT | (request << 32) | (t->id & 0xffffffffu);
-        rec = fp_thread_get(&p->core, id);
-        if (!rec)
+    struct fpy_route_part *part = NULL;
+    if (request) {
+        int open = PySet_Contains(p->route.open, value);
+        if (open < 0)
+            PyErr_Clear();
+        if (open > 0 && !(part = part_get(p, t, request))) {
+            Py_DECREF(value);
             return NULL; /* out of memory: try again next event */
-        rec->ident = t->ident;
-        rec->native_id = t->native_id;
+        }
     }
+    Py_XDECREF(value);
+    switch_to(p, t, part);
     p->route.cached = 1;
     p->route.base = t;
     p->route.request = request;
-    p->route.rec = rec;
-    return rec;
+    p->route.rec = part ? part->rec : NULL;
+    return p->route.rec;
 }
 
 PyObject *fpy_route_by(fpy_profiler_t *p, PyObject *args)
@@ -88,23 +185,47 @@ PyObject *fpy_route_by(fpy_profiler_t *p, PyObject *args)
     Py_RETURN_NONE;
 }
 
-PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request)
+/* The request id `request` (an int) stands for, or 0 with an exception set. */
+static uint64_t request_arg(PyObject *request)
 {
     unsigned long long r = PyLong_AsUnsignedLongLong(request);
     if (r == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
+        return 0;
     if (r == 0 || r > FPY_ROUTE_MAX_REQUEST) {
         PyErr_SetString(PyExc_ValueError, "request id out of range");
-        return NULL;
+        return 0;
     }
-    fp_thread_t *t, *next;
-    for (t = p->core.threads; t; t = next) {
-        next = t->hh.next;
-        if (!(t->id & FPY_ROUTE_BIT) || ((t->id >> 32) & FPY_ROUTE_MAX_REQUEST) != r)
+    return r;
+}
+
+static int part_of(const struct fpy_route_part *part, uint64_t request)
+{
+    return ((part->id >> 32) & FPY_ROUTE_MAX_REQUEST) == request;
+}
+
+PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request)
+{
+    uint64_t r = request_arg(request);
+    if (!r)
+        return NULL;
+    struct fpy_route_on *on, *on_next;
+    HASH_ITER(hh, p->route.on, on, on_next)
+    {
+        if (part_of(on->part, r)) { /* a thread still in its context */
+            HASH_DEL(p->route.on, on);
+            fp_free(on);
+        }
+    }
+    struct fpy_route_part *part, *next;
+    HASH_ITER(hh, p->route.parts, part, next)
+    {
+        if (!part_of(part, r))
             continue;
-        if (p->gc_thread == t)
+        if (p->gc_thread == part->rec)
             p->gc_thread = NULL; /* the collection's end is not recorded */
-        fp_thread_drop(&p->core, t);
+        fp_thread_drop(&p->core, part->rec);
+        HASH_DEL(p->route.parts, part);
+        fp_free(part);
     }
     forget(p);
     /* an event straddling this (a custom timer runs Python code) holds a
@@ -112,6 +233,60 @@ PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request)
     p->generation++;
     fpy_drain_doomed(p);
     Py_RETURN_NONE;
+}
+
+PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request)
+{
+    uint64_t r = request_arg(request);
+    if (!r)
+        return NULL;
+    /* the calling thread's stay ends here (the request ends in it): the
+     * next event would end it, but may come late (only=, fast=True) */
+    uint64_t me = (uint64_t)PyThreadState_GetID(PyThreadState_Get());
+    struct fpy_route_on *on;
+    HASH_FIND(hh, p->route.on, &me, sizeof me, on);
+    if (on && part_of(on->part, r)) {
+        charge(on, fp_clock_ns(CLOCK_MONOTONIC), fp_clock_ns(CLOCK_THREAD_CPUTIME_ID));
+        HASH_DEL(p->route.on, on);
+        fp_free(on);
+        forget(p); /* its next event looks its request up again */
+    }
+    double tick = p->clock.ticks_per_second > 0 ? 1.0 / p->clock.ticks_per_second : 0.0;
+    PyObject *out = PyList_New(0);
+    struct fpy_route_part *part;
+    for (part = p->route.parts; out && part; part = part->hh.next) {
+        if (!part_of(part, r))
+            continue;
+        PyObject *item = Py_BuildValue("(KKddd)", (unsigned long long)part->id,
+                                       (unsigned long long)part->rec->ident, part->run * 1e-9,
+                                       part->cpu * 1e-9, part->own * tick);
+        if (!item || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
+void fpy_route_clear_times(fpy_profiler_t *p)
+{
+    struct fpy_route_part *part;
+    for (part = p->route.parts; part; part = part->hh.next)
+        part->run = part->cpu = part->own = 0;
+    /* the stays under way end uncounted; each thread's next event starts
+     * its stay again (another thread's CPU clock cannot be read here) */
+    struct fpy_route_on *on, *on_next;
+    HASH_ITER(hh, p->route.on, on, on_next)
+    {
+        HASH_DEL(p->route.on, on);
+        fp_free(on);
+    }
+    forget(p);
+}
+
+void fpy_route_forget_thread(fpy_profiler_t *p, const fp_thread_t *t)
+{
+    if (p->route.base == t || p->route.rec == t)
+        forget(p);
 }
 
 int fpy_route_traverse(fpy_profiler_t *p, visitproc visit, void *arg)
@@ -126,4 +301,15 @@ void fpy_route_clear(fpy_profiler_t *p)
     Py_CLEAR(p->route.var);
     Py_CLEAR(p->route.open);
     forget(p);
+}
+
+void fpy_route_free(fpy_profiler_t *p)
+{
+    fpy_route_clear_times(p);
+    struct fpy_route_part *part, *next;
+    HASH_ITER(hh, p->route.parts, part, next)
+    {
+        HASH_DEL(p->route.parts, part);
+        fp_free(part);
+    }
 }

@@ -28,6 +28,18 @@ FP_FORCE_INLINE fp_thread_t *fpy_route(fpy_profiler_t *p, fp_thread_t *t)
 /* Profiler._route_by(var, open) and Profiler._drop_route(request) */
 PyObject *fpy_route_by(fpy_profiler_t *p, PyObject *args);
 PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request);
+/* Profiler._route_times(request): a list of (record id, thread ident,
+ * seconds in the request's context, CPU seconds of the thread meanwhile,
+ * the profiler's own seconds meanwhile), one per thread that ran the
+ * request; the calling thread's stay in it ends. */
+PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request);
+/* clear(): the parts' times start again from 0. */
+void fpy_route_clear_times(fpy_profiler_t *p);
+/* The profiler is freed: the parts go (their records are the core's). */
+void fpy_route_free(fpy_profiler_t *p);
+/* Record `t` is about to be freed (fpy_thread_fold.c): the routing cache
+ * forgets it. */
+void fpy_route_forget_thread(fpy_profiler_t *p, const fp_thread_t *t);
 int fpy_route_traverse(fpy_profiler_t *p, visitproc visit, void *arg);
 void fpy_route_clear(fpy_profiler_t *p);
 

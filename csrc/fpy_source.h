@@ -48,6 +48,10 @@ typedef struct fpy_source_ops {
      * NULL: a collection (fpy_gc.c) is charged where a call would be, a
      * line's own time (fpy_lines.c) read from its stack. */
     fp_thread_t *(*running_thread)(struct fpy_profiler *p);
+    /* Record `t`, of a thread that has ended, is about to be freed
+     * (fpy_thread_fold.c): nothing of the source may point at it after
+     * this, attached or not. Never fails, runs no Python code. */
+    void (*forget_thread)(struct fpy_profiler *p, fp_thread_t *t);
     /* In a fork child, while attached: only the forking thread survives. */
     void (*after_fork)(struct fpy_profiler *p);
     /* The state's Python references, for the profiler's tp_traverse,

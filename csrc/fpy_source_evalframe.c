@@ -32,9 +32,11 @@ static fp_thread_t *thread_of_slow(fpy_profiler_t *p, PyThreadState *ts)
     fp_thread_t *t = NULL;
     uint64_t id = ts->id;
     if (p->threads_all || id == p->owner_tid) {
-        if (p->threads_all && !fp_thread_find(&p->core, id)) {
+        int fresh = p->threads_all && !fp_thread_find(&p->core, id);
+        uint64_t group = 0;
+        if (fresh) {
             Py_INCREF(p); /* naming runs Python code, which may drop the last one */
-            fpy_thread_started(p, id);
+            group = fpy_thread_started(p, id);
             int gone = active != p; /* disabled meanwhile */
             Py_DECREF(p);
             if (gone)
@@ -43,6 +45,8 @@ static fp_thread_t *thread_of_slow(fpy_profiler_t *p, PyThreadState *ts)
         t = fpy_thread_record(p, ts);
         if (!t)
             return NULL; /* out of memory: try again next frame */
+        if (fresh)
+            t->group = group;
         if (t->stopped)
             t = NULL; /* disable(this_thread=True) */
     }
@@ -166,6 +170,12 @@ static fp_thread_t *eval_running_thread(fpy_profiler_t *p)
     return fpy_route(p, t && !t->stopped ? t : NULL);
 }
 
+static void eval_forget_thread(fpy_profiler_t *p, fp_thread_t *t)
+{
+    if (p->eval.thread == t)
+        p->eval.ts = NULL;
+}
+
 /* The state is only used while attached, and attach resets it. */
 static void eval_init(fpy_profiler_t *p)
 {
@@ -210,6 +220,7 @@ const fpy_source_ops fpy_eval_source = {
     .detach = eval_detach,
     .stop_thread = eval_stop_thread,
     .running_thread = eval_running_thread,
+    .forget_thread = eval_forget_thread,
     .after_fork = eval_after_fork,
     .traverse = eval_traverse,
     .clear = eval_drop_refs,

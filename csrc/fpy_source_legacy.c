@@ -235,13 +235,18 @@ static PyObject *thread_starter(PyObject *self, PyObject *args)
     if (!p->enabled || !p->threads_all)
         Py_RETURN_NONE;
     PyThreadState *tstate = PyThreadState_Get();
-    if (!fp_thread_find(&p->core, tstate->id)) {
-        fpy_thread_started(p, tstate->id);
+    int fresh = !fp_thread_find(&p->core, tstate->id);
+    uint64_t group = 0;
+    if (fresh) {
+        group = fpy_thread_started(p, tstate->id);
         if (!p->enabled || !p->threads_all)
             Py_RETURN_NONE; /* disabled meanwhile */
     }
     if (hook_thread(p, tstate) < 0)
         return NULL;
+    fp_thread_t *t = fresh ? fp_thread_find(&p->core, tstate->id) : NULL;
+    if (t)
+        t->group = group;
     if (PyFrame_Check(frame) && PyUnicode_CompareWithASCIIString(event, "call") == 0)
         hook_func(p)(fpy_profile_obj(tstate), (PyFrameObject *)frame, PyTrace_CALL, Py_None);
     Py_RETURN_NONE;
@@ -347,6 +352,27 @@ static fp_thread_t *legacy_running_thread(fpy_profiler_t *p)
     return is_our_hook(ts, p) ? fpy_route(p, HOOK_TARGET(fpy_profile_obj(ts))->thread) : NULL;
 }
 
+/* The hook of an ended thread (its thread state dropped its reference)
+ * goes: the hooks of a server's short-lived threads would pile up. */
+static void legacy_forget_thread(fpy_profiler_t *p, fp_thread_t *t)
+{
+    if (p->legacy.hook.thread == t)
+        p->legacy.hook.thread = NULL;
+    if (!p->legacy.hooks)
+        return;
+    PyObject *key = PyLong_FromUnsignedLongLong(t->id);
+    PyObject *hook = key ? PyDict_GetItemWithError(p->legacy.hooks, key) : NULL;
+    if (hook && HOOK_TARGET(hook)->thread == t) {
+        HOOK_TARGET(hook)->thread = NULL;
+        /* its dealloc drops a reference to the profiler, never the last:
+         * the caller holds one */
+        if (PyDict_DelItem(p->legacy.hooks, key) < 0)
+            PyErr_Clear();
+    }
+    Py_XDECREF(key);
+    PyErr_Clear(); /* out of memory: the hook stays, pointing at nothing */
+}
+
 /* Each thread's hook names its record: nothing cached to forget. */
 static void legacy_after_fork(fpy_profiler_t *p)
 {
@@ -391,6 +417,7 @@ const fpy_source_ops fpy_legacy_source = {
     .detach = legacy_detach,
     .stop_thread = legacy_stop_thread,
     .running_thread = legacy_running_thread,
+    .forget_thread = legacy_forget_thread,
     .after_fork = legacy_after_fork,
     .traverse = legacy_traverse,
     .clear = legacy_clear,

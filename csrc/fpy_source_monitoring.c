@@ -443,6 +443,12 @@ static fp_thread_t *mon_running_thread(fpy_profiler_t *p)
     return fpy_mon_thread_for(p);
 }
 
+static void mon_forget_thread(fpy_profiler_t *p, fp_thread_t *t)
+{
+    if (p->mon.cached_thread == t)
+        fpy_mon_thread_cache_reset(p);
+}
+
 /* The other threads are gone without their exits being told: a new one
  * may get the thread pointer of one of them. */
 static void mon_after_fork(fpy_profiler_t *p)
@@ -505,6 +511,7 @@ const fpy_source_ops fpy_mon_source = {
     .detach = mon_detach,
     .stop_thread = mon_stop_thread,
     .running_thread = mon_running_thread,
+    .forget_thread = mon_forget_thread,
     .after_fork = mon_after_fork,
     .traverse = mon_traverse,
     .clear = mon_clear,

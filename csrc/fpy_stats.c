@@ -66,22 +66,26 @@ static void user_refs(fp_thread_t *m, int incref)
 static fp_thread_t *snapshot(fpy_profiler_t *p, PyObject *thread)
 {
     int all = thread == NULL || thread == Py_None;
-    unsigned long long id = 0;
+    fp_thread_t *one = NULL;
     if (!all) {
-        id = PyLong_AsUnsignedLongLong(thread);
+        unsigned long long id = PyLong_AsUnsignedLongLong(thread);
         if (id == (unsigned long long)-1 && PyErr_Occurred())
             return NULL;
-        if (!fp_thread_find(&p->core, id)) {
-            PyErr_Format(PyExc_KeyError, "no profiled thread with id %llu", id);
+        if (!(one = fp_thread_find(&p->core, id))) {
+            PyErr_Format(PyExc_KeyError,
+                         "no profiled thread with id %llu (an ended thread's record may have been "
+                         "folded into its group's: threads() lists the records)",
+                         id);
             return NULL;
         }
     }
     fp_thread_t *m = fp_thread_new(0);
     if (!m)
         return (fp_thread_t *)PyErr_NoMemory();
-    fp_thread_t *t;
-    for (t = p->core.threads; t; t = t->hh.next) {
-        if ((all || t->id == id) && fp_thread_merge(m, t) != FP_OK) {
+    /* one thread: its record only (a lookup, so that reading each of N
+     * threads costs N records, not N * N) */
+    for (fp_thread_t *t = one ? one : p->core.threads; t; t = one ? NULL : t->hh.next) {
+        if (fp_thread_merge(m, t) != FP_OK) {
             fp_thread_free(m, NULL, NULL);
             return (fp_thread_t *)PyErr_NoMemory();
         }

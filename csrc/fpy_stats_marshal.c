@@ -1,17 +1,18 @@
-/* Profiler._stats_marshal(skip_file): the pstats table of a profile
- * recorded by one thread, written straight to marshal bytes (`pytest
- * --fastprof-per-test` writes one file per test: building the dict and
- * marshalling it cost several times what writing the file does).
+/* Profiler._stats_marshal(skip_file, hides_c_function): the pstats table
+ * of a profile recorded by one thread, written straight to marshal bytes
+ * (`pytest --fastprof-per-test` writes one file per test: building the dict
+ * and marshalling it cost several times what writing the file does).
  *
  * marshal.loads of the bytes is the dict _stats_and_codes() builds (same
  * rows, callers and order). They are written as marshal's version 4 would
  * write them: each file name, function name and key once, referred to
  * after that (a trivial test's table is 10 KB rather than 24).
  *
- * Left out, as pytest_plugin._without_own_rows leaves them: the rows of
- * the code objects of file `skip_file` (the plugin's hook wrappers, resumed
- * inside each profiled phase), the edges from them, and a C function named
- * "...disable..." that only those called (the disable() they end with).
+ * Left out: what the caller says is hidden (the pytest plugin's rule,
+ * stated once in Python: pytest_plugin.HiddenRows), nothing more. The rows
+ * of the code objects of file `skip_file`, the edges from them, and a C
+ * function called only from those rows whose name `hides_c_function`
+ * (a callable, or None: none) accepts, asked once per such C function.
  *
  * Returns (table, qualnames, codes, files, calls, thread id): the table's
  * bytes; the bytes of the trailer's list of qualified names (3.11+; b""
@@ -21,7 +22,7 @@
  * the whole profile's). None when the general path must
  * make the file: not exactly one thread recorded, two rows sharing a key
  * (summed into one row there), a count beyond 32 bits, a name that is not
- * UTF-8 encodable. */
+ * UTF-8 encodable. An exception hides_c_function raised is raised. */
 #include "fpy_profiler.h"
 
 #include <string.h>
@@ -406,19 +407,13 @@ static int sort_links(link_t *links, link_t *tmp, size_t n_links, size_t n_rows)
     return 0;
 }
 
-/* Whether row i is a "...disable..." C function called only from skipped
- * rows (links sorted by callee). */
-static int own_disable(const row_t *rows, size_t i, const link_t *links, size_t n_links)
+/* Whether row i is a C function called only from skipped rows (links
+ * sorted by callee) that hides(name) hides: 1 yes, 0 no, -1 error. */
+static int hidden_c_function(const row_t *rows, size_t i, const link_t *links, size_t n_links,
+                             PyObject *hides)
 {
     PyObject *user = (PyObject *)rows[i].e->user;
-    if (!PyUnicode_Check(user))
-        return 0;
-    const char *name = PyUnicode_AsUTF8(user);
-    if (!name) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (!strstr(name, "disable"))
+    if (hides == Py_None || !PyUnicode_Check(user))
         return 0;
     int callers = 0;
     for (size_t k = 0; k < n_links; k++) {
@@ -428,10 +423,20 @@ static int own_disable(const row_t *rows, size_t i, const link_t *links, size_t 
             return 0;
         callers++;
     }
-    return callers > 0;
+    if (!callers)
+        return 0;
+    Py_INCREF(user); /* (hides may clear the profiler, which holds it) */
+    PyObject *got = PyObject_CallOneArg(hides, user);
+    Py_DECREF(user);
+    if (!got)
+        return -1;
+    int r = PyObject_IsTrue(got);
+    Py_DECREF(got);
+    return r;
 }
 
-static PyObject *write_table(fpy_profiler_t *p, const fp_thread_t *t, PyObject *skip_file)
+static PyObject *write_table(fpy_profiler_t *p, const fp_thread_t *t, PyObject *skip_file,
+                             PyObject *hides)
 {
     const double factor = 1.0 / p->clock.ticks_per_second;
     size_t n = 0, n_links = 0;
@@ -492,9 +497,21 @@ static PyObject *write_table(fpy_profiler_t *p, const fp_thread_t *t, PyObject *
         PyErr_NoMemory();
         goto done;
     }
+    /* hides is Python code: if it enabled, disabled or cleared the
+     * profiler (or dropped a request), the rows may point at freed entries */
+    const uint64_t generation = p->generation;
     for (i = 0; i < n; i++) {
-        if (!rows[i].skip && own_disable(rows, i, links, n_links))
-            rows[i].skip = 1;
+        if (rows[i].skip)
+            continue;
+        int hidden = hidden_c_function(rows, i, links, n_links, hides);
+        if (hidden < 0)
+            goto done;
+        if (p->generation != generation) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "_stats_marshal: hides_c_function changed the profiler it reads");
+            goto done;
+        }
+        rows[i].skip = hidden;
     }
     put(&b, "{", 1);
     size_t k = 0;
@@ -569,10 +586,15 @@ done:
     return result;
 }
 
-PyObject *fpy_stats_marshal(fpy_profiler_t *p, PyObject *skip_file)
+PyObject *fpy_stats_marshal(fpy_profiler_t *p, PyObject *args)
 {
-    if (!PyUnicode_Check(skip_file)) {
-        PyErr_SetString(PyExc_TypeError, "_stats_marshal: skip_file must be a str");
+    PyObject *skip_file, *hides;
+    if (!PyArg_ParseTuple(args, "UO:_stats_marshal", &skip_file, &hides))
+        return NULL;
+    if (hides != Py_None && !PyCallable_Check(hides)) {
+        PyErr_Format(PyExc_TypeError,
+                     "_stats_marshal: hides_c_function must be callable or None, not %.100s",
+                     Py_TYPE(hides)->tp_name);
         return NULL;
     }
     const fp_thread_t *one = NULL, *t;
@@ -585,5 +607,5 @@ PyObject *fpy_stats_marshal(fpy_profiler_t *p, PyObject *skip_file)
     }
     if (!one)
         Py_RETURN_NONE;
-    return write_table(p, one, skip_file);
+    return write_table(p, one, skip_file, hides);
 }

@@ -58,14 +58,18 @@ fp_thread_t *fpy_mon_thread_for_slow(fpy_profiler_t *p, uintptr_t os_thread)
     PyThreadState *tstate = PyThreadState_Get();
     fp_thread_t *t = NULL;
     if (p->threads_all || tstate->id == p->owner_tid) {
-        if (p->threads_all && !fp_thread_find(&p->core, tstate->id)) {
-            fpy_thread_started(p, tstate->id);
+        int fresh = p->threads_all && !fp_thread_find(&p->core, tstate->id);
+        uint64_t group = 0;
+        if (fresh) {
+            group = fpy_thread_started(p, tstate->id);
             if (!p->enabled)
                 return NULL; /* disabled meanwhile: record nothing */
         }
         t = fpy_thread_record(p, tstate);
         if (!t)
             return NULL; /* out of memory: try again next event */
+        if (fresh)
+            t->group = group;
         if (t->stopped)
             t = NULL; /* disable(this_thread=True) */
     }

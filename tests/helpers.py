@@ -197,3 +197,61 @@ def check_fast_like_cprofile(expected, stats):
     for key, row in expected.items():
         assert key in stats, key
         assert stats[key][:2] == row[:2], key
+
+
+# -- waiting for a child's output, with a deadline ---------------------------------
+
+class OutputLines:
+    """A child's output stream (text or bytes) read line by line in a
+    background thread, so that a test waits for what the child says (with a
+    deadline) instead of sleeping a fixed time or blocking in readline().
+
+        lines = OutputLines(proc.stderr)
+        lines.wait_for("until Ctrl-C", timeout=120)
+        ...
+        proc.wait(); text = lines.text()   # everything, once the stream ended
+    """
+
+    def __init__(self, stream):
+        import threading
+        self._lines = []
+        self._ended = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream):
+        try:
+            for line in stream:
+                if isinstance(line, bytes):
+                    line = line.decode("utf-8", "replace")
+                with self._cond:
+                    self._lines.append(line)
+                    self._cond.notify_all()
+        finally:
+            with self._cond:
+                self._ended = True
+                self._cond.notify_all()
+
+    def wait_for(self, text, timeout=120.0):
+        """The first line containing *text*, once it came; AssertionError
+        (with what came) if the stream ended or *timeout* seconds passed first."""
+        import time
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self._lines:
+                    if text in line:
+                        return line
+                left = deadline - time.monotonic()
+                if self._ended or left <= 0:
+                    raise AssertionError("%s without a line containing %r; it said:\n%s" % (
+                        "the stream ended" if self._ended else "%gs passed" % timeout,
+                        text, "".join(self._lines)))
+                self._cond.wait(min(left, 1.0))
+
+    def text(self, timeout=60.0):
+        """All that came, once the stream ended (or after *timeout* seconds)."""
+        self._thread.join(timeout)
+        with self._cond:
+            return "".join(self._lines)

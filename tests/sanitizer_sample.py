@@ -24,7 +24,7 @@ SAMPLE_VERSIONS = ("3.9", "3.14")
 PYTHON_LEVEL_FILES = frozenset("""
     test_atomic_write.py test_benchmarks_smoke.py test_binding_doc.py test_check.py
     test_cli.py test_cli_formats.py test_cli_imports.py test_cli_main.py
-    test_compat_rules.py test_diff.py test_doc_links.py test_exports.py
+    test_compat_rules.py test_ctrl_c.py test_diff.py test_doc_links.py test_exports.py
     test_file_sources.py test_html.py test_installs.py test_ipython.py
     test_mode_notes.py test_packaging.py test_patterns.py test_portable_names.py
     test_pprof_gecko.py test_pytest_plugin.py test_readers.py test_sampled_files.py test_scale.py

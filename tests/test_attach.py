@@ -16,7 +16,7 @@ import pytest
 
 import fastprof
 from fastprof.data.profile_file import load_profile
-from helpers import TESTS_DIR, cli_env
+from helpers import TESTS_DIR, OutputLines, cli_env
 
 TARGET = os.path.join(TESTS_DIR, "data", "attach_target.py")
 # where the attacher's fastprof lives (the target may import it from there)
@@ -188,17 +188,26 @@ def test_no_threads_and_a_format_by_extension(tmp_path):
 @needs_remote_exec
 def test_ctrl_c_stops_and_writes(tmp_path):
     t = Target(tmp_path)
+    proc = None
     try:
         out = tmp_path / "ctrlc.prof"
         proc = subprocess.Popen([sys.executable, "-m", "fastprof.cli", "attach", str(t.pid),
                                  "-o", str(out)], env=cli_env(), stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        lines = OutputLines(proc.stderr)
+        # Ctrl-C once profiling runs in the target (the command says so: attaching
+        # takes seconds under ASan on a busy machine), then a while of profiling
+        lines.wait_for("profiling process %d until Ctrl-C" % t.pid, timeout=180)
+        time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        proc.wait(timeout=120)
+        stderr = lines.text()
         assert proc.returncode == 0, stderr
         assert "until Ctrl-C" in stderr and "stopping (Ctrl-C)" in stderr
         check_profile(out)
     finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
         result = t.finish(0)
     assert result[0] == 0 and "profiler slot: None" in result[1], result
 
@@ -211,11 +220,16 @@ def test_target_exits_during_the_profile(tmp_path, baseline):
                              "--duration", "30", "-o", str(out)], env=cli_env(),
                             stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: "profiling process" in (proc.stderr.readline() or "x"))
-        time.sleep(0.5)
+        lines = OutputLines(proc.stderr)
+        lines.wait_for("profiling process %d for 30s" % t.pid, timeout=180)
+        time.sleep(1.0)  # a while of profiling, then the target exits
         result = t.finish(3)
-        _, stderr = proc.communicate(timeout=60)
+        proc.wait(timeout=120)
+        stderr = lines.text()
     finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
         t.kill()
     # what was collected up to the exit is kept
     assert proc.returncode == 0, stderr
@@ -226,17 +240,24 @@ def test_target_exits_during_the_profile(tmp_path, baseline):
     assert result[1].splitlines()[0] == baseline[1].splitlines()[0]
 
 
+# how long the target's main thread stays blocked in one C call: longer than the
+# attach command takes to start (seconds under ASan on a busy machine) and then
+# wait out its --timeout, so that it is still blocked when the command gives up
+BLOCK_MAIN = 15
+
+
 @needs_remote_exec
 def test_blocked_main_thread_gives_up_and_nothing_starts_later(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    t = Target(tmp_path, block_main=5)
+    t = Target(tmp_path, block_main=BLOCK_MAIN)
     try:
         out = tmp_path / "never.prof"
         t0 = time.monotonic()
         status, _, stderr = attach(t.pid, "--duration", "1", "--timeout", "2", "-o", str(out),
                                    tmpdir=tmp)
-        assert 2 <= time.monotonic() - t0 < 4.5
+        # it waited its 2 s, and gave up well before the main thread woke
+        assert 2 <= time.monotonic() - t0 < BLOCK_MAIN - 3
         assert status == 2, stderr
         lines = stderr.strip().splitlines()
         assert len(lines) == 2, lines
@@ -250,7 +271,7 @@ def test_blocked_main_thread_gives_up_and_nothing_starts_later(tmp_path):
         for f in private.iterdir():
             assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
         # the main thread wakes, runs the withdrawn request: it only cleans up
-        wait_for(lambda: not private.exists(), timeout=15)
+        wait_for(lambda: not private.exists(), timeout=BLOCK_MAIN + 60)
         time.sleep(0.5)
         result = t.finish(4)
     finally:
@@ -275,16 +296,20 @@ def start_attach(pid, *args, tmpdir=None):
 def test_ctrl_c_while_waiting_withdraws_the_request(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    t = Target(tmp_path, block_main=4)
+    t = Target(tmp_path, block_main=BLOCK_MAIN)
     try:
         proc = start_attach(t.pid, "-o", str(tmp_path / "never.prof"), tmpdir=tmp)
-        assert "waiting for process %d" % t.pid in proc.stderr.readline()
+        lines = OutputLines(proc.stderr)
+        lines.wait_for("waiting for process %d" % t.pid, timeout=BLOCK_MAIN - 3)
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-        assert proc.returncode == 2
-        assert stderr.strip() == ("fastprof attach: error: interrupted before profiling started; "
-                                  "the request is withdrawn")
-        wait_for(lambda: list(tmp.iterdir()) == [], timeout=15)  # the target woke, cleaned up
+        proc.wait(timeout=60)
+        stderr = lines.text().strip().splitlines()
+        assert proc.returncode == 2, stderr
+        assert stderr[0].startswith("fastprof attach: waiting for process %d" % t.pid), stderr
+        assert stderr[1:] == ["fastprof attach: error: interrupted before profiling started; "
+                              "the request is withdrawn"], stderr
+        # the target woke, cleaned up
+        wait_for(lambda: list(tmp.iterdir()) == [], timeout=BLOCK_MAIN + 60)
         result = t.finish(0)
     finally:
         t.kill()
@@ -299,9 +324,9 @@ def test_attacher_killed_the_target_stops_by_itself(tmp_path):
     t = Target(tmp_path)
     try:
         proc = start_attach(t.pid, "-o", str(tmp_path / "lost.prof"), tmpdir=tmp)
-        assert "profiling process %d until Ctrl-C" % t.pid in proc.stderr.readline()
+        OutputLines(proc.stderr).wait_for("profiling process %d until Ctrl-C" % t.pid, timeout=180)
         proc.kill()
-        proc.communicate()
+        proc.wait()
         # the helper sees its attacher gone: profiler off, directory removed
         wait_for(lambda: list(tmp.iterdir()) == [], timeout=15)
         time.sleep(0.2)
@@ -410,9 +435,10 @@ def test_a_target_on_another_python(tmp_path, version):
     exe = installed_python(version)
     if exe is None:
         pytest.skip("no Python %s on this machine" % version)
-    proc = subprocess.Popen([exe, "-c", "import time; time.sleep(30)"], env=target_env(False))
+    proc = subprocess.Popen([exe, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                            env=target_env(False), stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.3)
+        OutputLines(proc.stdout).wait_for("ready", timeout=60)  # its runtime is up
         if version == "3.12":
             one_error_line(attach(proc.pid), "process %d is not a Python %s process" % (proc.pid, ours))
         else:

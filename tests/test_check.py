@@ -172,3 +172,259 @@ def test_gc_and_profiler_rows_are_left_out(tmp_path):
     stats[("~", 0, "<gc>")] = (1, 1, 0.0, 0.0, {})
     table = counts_of_profile(ProfileData(stats))
     assert table == {"~:<built-in method posix.getcwd>": 1}
+
+
+# -- a cProfile file against a fastprof file: keys several code objects share --
+
+SHARED = """\
+import sys
+from collections import namedtuple
+from dataclasses import dataclass
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+@dataclass
+class Size:
+    w: int
+    h: int
+
+
+@dataclass
+class Color:
+    r: int
+    g: int
+    b: int
+
+
+Pair = namedtuple("Pair", "a b")
+Triple = namedtuple("Triple", "a b c")
+
+
+class Box:
+    def __init__(self):
+        self._v = 0
+
+    @property
+    def value(self):
+        return self._v
+
+    @value.setter
+    def value(self, v):
+        self._v = v
+
+
+def scale(v):
+    return v * 2
+
+
+def step(i):
+    return Point(scale(i), i)
+
+
+def main(n):
+    box = Box()
+    for i in range(n):
+        p = step(i)
+        Size(p.x, 2)
+        box.value = box.value + 1
+    for i in range(n * 10):
+        Color(i, i, i)
+        Pair(i, i)
+    for i in range(3):
+        Triple(1, 2, 3)
+    return box.value
+
+
+main(int(sys.argv[1]))
+"""
+# the real change: step() calls scale() twice
+SHARED_CHANGED = SHARED.replace("return Point(scale(i), i)", "return Point(scale(i), scale(i))")
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """The profiles of SHARED (cProfile's, fastprof's) and of SHARED_CHANGED
+    (fastprof's), recorded once by this interpreter."""
+    d = tmp_path_factory.mktemp("shared")
+    (d / "prog.py").write_text(SHARED)
+    files = {"c": profile(d, "c.prof", 100, tool="cProfile"), "f": profile(d, "f.prof", 100)}
+    (d / "prog.py").write_text(SHARED_CHANGED)
+    files["f2"] = profile(d, "f2.prof", 100)
+    files["c2"] = profile(d, "c2.prof", 100, tool="cProfile")
+    return files
+
+
+def test_the_fastprof_file_keeps_each_code_object_of_a_shared_key(shared):
+    # what the comparison needs: cProfile holds one of the three __init__
+    # (<string>:2, one per dataclass), fastprof sums them and keeps each one's row
+    from fastprof.data.profile_file import load_profile
+    c, f = load_profile(shared["c"]), load_profile(shared["f"])
+    assert c.pstats_only and not f.pstats_only
+    init = next(k for k in f.shared_keys if k[0] == "<string>" and k[2] == "__init__")
+    parts = f.shared_keys[init]
+    assert sorted(row[1] for _q, row in parts) == [100, 100, 1000]
+    assert f.stats[init][1] == 1200 and c.stats[init][1] in (100, 1000)
+    assert [row[:2] for _q, row in parts if row[1] == c.stats[init][1] and
+            set(row[4]) == set(c.stats[init][4])] != []
+    lam = next(k for k in f.shared_keys if k[2] == "<lambda>")   # the namedtuples' __new__
+    assert sorted(row[1] for _q, row in f.shared_keys[lam]) == [3, 1000]
+
+    def counts(row):
+        return row[:2], {caller: edge[:2] for caller, edge in row[4].items()}
+    # cProfile's row of each shared key is one code object's: calls and callers
+    for key, parts in f.shared_keys.items():
+        assert counts(c.stats[key]) in [counts(row) for _q, row in parts], key
+
+
+@pytest.mark.parametrize("order", ["cprofile_first", "fastprof_first"])
+def test_check_between_cprofile_and_fastprof_files_sees_no_change(shared, order):
+    base, new = (shared["c"], shared["f"]) if order == "cprofile_first" else (shared["f"], shared["c"])
+    r = check(base, new)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no call count changed" in r.stdout
+    # and says how the keys cProfile could not tell apart were compared
+    assert "is a cProfile file" in r.stdout and "<string>:2(__init__) of 3" in r.stdout, r.stdout
+    obj = json.loads(check(base, new, "--format", "json").stdout)
+    assert not obj["failed"]
+    kept = {k["function"]: k for k in obj["cprofile_kept"]}
+    assert kept["<string>:2(__init__)"]["code_objects"] == 3
+    assert all(k["exact"] for k in kept.values())
+    assert "is a cProfile file" in check(base, new, "--format", "markdown").stdout
+
+
+@pytest.mark.parametrize("order", ["cprofile_first", "fastprof_first"])
+def test_diff_between_cprofile_and_fastprof_files_sees_no_change(shared, order):
+    base, new = (shared["c"], shared["f"]) if order == "cprofile_first" else (shared["f"], shared["c"])
+    # calls only: the two profilers' times differ (their own costs)
+    r = run_python(["-m", "fastprof.cli", "diff", base, new, "-s", "calls", "-n", "0",
+                    "--threshold", "1e9", "--min-time", "1000"])
+    assert r.returncode == 0, r.stderr
+    assert "No change beyond noise" in r.stdout, r.stdout
+    assert "[new]" not in r.stdout and "[gone]" not in r.stdout
+    assert "is a cProfile file" in r.stdout
+
+
+def test_a_property_getter_and_setter_pair_by_name_file_and_line(shared):
+    from fastprof.data.profile_file import load_profile
+    from fastprof.tools import diff
+    c, f = load_profile(shared["c"]), load_profile(shared["f"])
+    for a, b in ((c, f), (f, c)):
+        changes = diff.diff_stats(a.stats, b.stats, a.qualnames, b.qualnames, a.paths, b.paths)
+        values = [(ch.base_key, ch.new_key) for ch in changes if ch.key[2] == "value"]
+        assert len(values) == 2 and all(x == y for x, y in values), values
+
+
+def test_a_real_change_against_a_cprofile_baseline_is_reported(shared):
+    more, fewer = ["100", "->", "200", "(+100)"], ["200", "->", "100", "(-100)"]
+    for base, new, want in ((shared["c"], shared["f2"], more), (shared["f2"], shared["c"], fewer),
+                            (shared["c2"], shared["f"], fewer)):
+        r = check(base, new)
+        assert r.returncode == 1, r.stdout
+        entries = {line.split(None, 4)[-1]: line.split()[:4] for line in r.stdout.splitlines()[1:]
+                   if not line.startswith("note:")}
+        assert entries == {"prog.py:scale": want, "prog.py:step -> prog.py:scale": want}, r.stdout
+        r = run_python(["-m", "fastprof.cli", "diff", base, new, "-s", "calls", "-n", "0",
+                        "--threshold", "1e9", "--min-time", "1000"])
+        assert r.returncode == 0, r.stderr
+        rows = [line for line in r.stdout.splitlines() if " -> " in line]
+        assert len(rows) == 1 and "scale  prog.py:" in rows[0], r.stdout
+
+
+def _shared_key_files(tmp_path, cprofile_row):
+    """A fastprof file whose key K sums two code objects (A called by f 10
+    times, B by g 5 times) and a cProfile file holding *cprofile_row* for K."""
+    from fastprof.data.profile_file import ProfileData, write_profile
+    k, f, g = ("<string>", 2, "__init__"), ("/m.py", 1, "f"), ("/m.py", 5, "g")
+    a = (10, 10, 1.0, 1.0, {f: (10, 10, 1.0, 1.0)})
+    b = (5, 5, 0.5, 0.5, {g: (5, 5, 0.5, 0.5)})
+    top = {f: (1, 1, 0.0, 1.0, {}), g: (1, 1, 0.0, 0.5, {})}
+    summed = dict(top)
+    summed[k] = (15, 15, 1.5, 1.5, {f: a[4][f], g: b[4][g]})
+    write_profile(str(tmp_path / "f.prof"), ProfileData(summed, clock="tsc",
+                                                          shared_keys={k: [("A", a), ("B", b)]}))
+    kept = dict(top)
+    kept[k] = cprofile_row
+    write_profile(str(tmp_path / "c.prof"), ProfileData(kept))
+    return str(tmp_path / "c.prof"), str(tmp_path / "f.prof")
+
+
+def test_the_code_object_cprofile_holds_is_the_one_compared(tmp_path):
+    g = ("/m.py", 5, "g")
+    _shared_key_files(tmp_path, (5, 5, 0.5, 0.5, {g: (5, 5, 0.5, 0.5)}))   # B's row
+    r = run_python(["-m", "fastprof.cli", "check", "c.prof", "f.prof"], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout
+    assert "f.prof sums them; 1 such key compared" in r.stdout and "closest" not in r.stdout
+    # the same function changed: none matches; the closest (by its callers) is compared, and said
+    _shared_key_files(tmp_path, (7, 7, 0.5, 0.5, {g: (7, 7, 0.5, 0.5)}))
+    r = run_python(["-m", "fastprof.cli", "check", "c.prof", "f.prof"], cwd=str(tmp_path))
+    assert r.returncode == 1
+    assert "7 -> 5 (-2)" in r.stdout and "m.py:g -> <string>:__init__" in r.stdout, r.stdout
+    assert "none of its 2 code objects in f.prof has the calls and callers c.prof holds; " \
+           "compared with the closest (B)" in r.stdout, r.stdout
+
+
+def test_a_file_that_sums_too_is_compared_as_it_is(tmp_path):
+    # a pstats table of fastprof's sums (pstats.Stats(profile).dump_stats): no trailer, the sum
+    f, g = ("/m.py", 1, "f"), ("/m.py", 5, "g")
+    c, fp = _shared_key_files(tmp_path, (15, 15, 1.5, 1.5, {f: (10, 10, 1.0, 1.0), g: (5, 5, 0.5, 0.5)}))
+    r = check(c, fp)
+    assert r.returncode == 0 and "cProfile" not in r.stdout, r.stdout
+
+
+def test_two_fastprof_files_compare_their_sums(shared, tmp_path):
+    from fastprof.data.profile_file import load_profile
+    from fastprof.tools import check as check_mod
+    f = load_profile(shared["f"])
+    assert check_mod.check(f, f).cprofile is None
+    c, fp = _shared_key_files(tmp_path, (5, 5, 0.5, 0.5, {}))
+    other = load_profile(fp)
+    other.shared_keys = {}
+    assert check_mod.check(load_profile(fp), other).changes == []
+
+
+GARBAGE = """\
+class Node:
+    def __init__(self, other):
+        self.other = other
+
+
+def main():
+    return [Node([i]) for i in range(100000)]
+
+
+main()
+"""
+
+
+def test_garbage_collections_are_compared_as_cprofile_counts_them(tmp_path):
+    # fastprof's <gc> row: cProfile has none (a collection's time is its
+    # interrupted function's), so against a cProfile file it is folded back
+    from fastprof.data.profile_file import load_profile
+    (tmp_path / "prog.py").write_text(GARBAGE)
+    c, f = profile(tmp_path, "c.prof", 0, tool="cProfile"), profile(tmp_path, "f.prof", 0)
+    assert load_profile(f).stats[("~", 0, "<gc>")][1] > 0
+    for base, new in ((c, f), (f, c)):
+        r = run_python(["-m", "fastprof.cli", "diff", base, new, "-s", "calls", "-n", "0",
+                        "--threshold", "1e9", "--min-time", "1000"])
+        assert "No change beyond noise" in r.stdout and "[new]" not in r.stdout, r.stdout
+        assert "garbage collections of" in r.stdout, r.stdout
+        r = check(base, new, "--time", "--threshold", "1e9")
+        assert r.returncode == 0 and "garbage collections of" in r.stdout, r.stdout
+        assert "garbage" not in check(base, new).stdout   # (counts leave <gc> out anyway)
+
+
+def test_the_collectors_own_time_goes_back_to_the_function_it_interrupted():
+    from fastprof.data.profile_file import ProfileData
+    from fastprof.tools.diff import as_cprofile_keeps
+    f, gc = ("/m.py", 1, "f"), ("~", 0, "<gc>")
+    fastprof_file = ProfileData({f: (1, 1, 1.0, 2.0, {}), gc: (2, 2, 0.5, 0.5, {f: (2, 2, 0.5, 0.5)})})
+    cprofile_file = ProfileData({f: (1, 1, 1.5, 2.0, {})}, pstats_only=True)
+    base, new, terms = as_cprofile_keeps(cprofile_file, fastprof_file)
+    assert new.stats == {f: (1, 1, 1.5, 2.0, {})} and base is cprofile_file
+    assert (terms.side, terms.collections, terms.kept) == ("new", 2, [])
+    assert fastprof_file.stats[gc]   # (a copy was changed)

@@ -41,8 +41,10 @@ def make(tmp_path, text, name="test_work.py"):
     (tmp_path / name).write_text(textwrap.dedent(text))
 
 
-def gate(tmp_path, *args, env=None, base="counts"):
-    return run_pytest(tmp_path, "--fastprof-counts", str(tmp_path / base), *args, env=env)
+def gate(tmp_path, *args, env=None, base="counts", runs=1):
+    # one recording run unless a test learns (--fastprof-counts-runs, default 3)
+    learn = [] if runs is None else ["--fastprof-counts-runs=%d" % runs]
+    return run_pytest(tmp_path, "--fastprof-counts", str(tmp_path / base), *learn, *args, env=env)
 
 
 def tables(tmp_path, base="counts", module="test_work.py"):
@@ -534,3 +536,353 @@ def test_the_plugin_imports_no_gate_without_its_option(tmp_path):
     r = run_pytest(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert os.environ.get("FASTPROF_COUNTS_REEXEC") is None
+
+
+# -- it will not cry wolf: seeded, warmed, stripped, learned --------------------------
+
+RANDOM = """\
+    import random
+
+    def pick():
+        return random.randrange(600)
+
+    def test_b():
+        for _ in range(300):
+            pick()
+"""
+GETRANDBITS = "<method 'getrandbits' of '_random.Random' objects>"
+
+
+def test_unseeded_random_is_seeded_per_test(tmp_path):
+    make(tmp_path, RANDOM)
+    # before: randrange draws again when a draw is out of range, as often as
+    # the generator's state says
+    assert len({raw_calls(tmp_path, [], GETRANDBITS) for _ in range(3)}) > 1
+    assert gate(tmp_path).returncode == 0
+    for _ in range(2):
+        assert_quiet(gate(tmp_path))
+    assert_quiet(gate(tmp_path, "-p", "xdist", "-n", "2") if _has_xdist() else gate(tmp_path))
+    # the seed is the node id's: another test gets other draws
+    from fastprof.modes.count_steady import seed_of
+    assert seed_of("test_work.py::test_b") == seed_of("test_work.py::test_b")
+    assert seed_of("test_work.py::test_b") != seed_of("test_work.py::test_c")
+    # without the seed, the counts follow the generator again, and the report says why
+    (tmp_path / "counts").rename(tmp_path / "seeded")
+    assert gate(tmp_path, "--fastprof-counts-no-seed").returncode == 0
+    outs = [gate(tmp_path, "--fastprof-counts-no-seed") for _ in range(3)]
+    flagged = [r for r in outs if r.returncode == 1]
+    assert flagged, [r.stdout for r in outs]
+    assert "likely cause: random numbers" in flagged[0].stdout, flagged[0].stdout
+
+
+def _has_xdist():
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+TEMPFILES = """\
+    import os
+    import tempfile
+
+    def scratch():
+        fd, name = tempfile.mkstemp()
+        os.close(fd)
+        os.unlink(name)
+
+    def test_a():
+        scratch()
+
+    def test_b():
+        scratch()
+"""
+
+
+def test_tempfile_first_use_with_k(tmp_path):
+    make(tmp_path, TEMPFILES)
+    # before: the first temporary file of the process finds the temporary
+    # directory and makes the name generator's random.Random, in test_a, or
+    # in test_b when it runs alone
+    r = run_python(["-c", textwrap.dedent("""\
+        import cProfile, pstats, sys
+        sys.path.insert(0, ".")
+        from test_work import scratch
+        for _ in range(2):
+            p = cProfile.Profile()
+            p.runcall(scratch)
+            print(sum(v[1] for k, v in pstats.Stats(p).stats.items()
+                      if k[2] == "_get_default_tempdir"))
+        """)], cwd=str(tmp_path))
+    assert r.stdout.split() == ["1", "0"], r.stdout + r.stderr
+    assert gate(tmp_path).returncode == 0
+    for _ in range(2):
+        assert_quiet(gate(tmp_path, "-k", "test_b"))
+    assert_quiet(gate(tmp_path))
+    def scratch_rows(test):
+        return {e: c for e, c in tables(tmp_path)[test].items() if test not in e}
+    assert scratch_rows("test_a") == scratch_rows("test_b") != {}
+
+
+ARGV = """\
+    import sys
+
+    def look(arg):
+        return len(arg)
+
+    def test_b():
+        for arg in sys.argv:
+            look(arg)
+"""
+
+
+def test_the_gates_own_options_change_no_count(tmp_path):
+    make(tmp_path, ARGV)
+    # recorded without a report (as on a developer's machine), compared with
+    # one and a tolerance (as in the CI job): the test reads sys.argv
+    assert gate(tmp_path).returncode == 0
+    looks = tables(tmp_path)["test_b"]["test_work.py:look"]
+    assert_quiet(gate(tmp_path, "--fastprof-counts-report", str(tmp_path / "r.md")))
+    assert_quiet(gate(tmp_path, "--fastprof-counts-report=%s" % (tmp_path / "r.json"),
+                      "--fastprof-counts-tolerance", "0", "--fastprof-counts-runs", "1"))
+    assert_quiet(gate(tmp_path, env={"PYTHONHASHSEED": "random"}))   # re-executed: same environment
+    # what a test sees of the command line is the rest of it
+    r = run_pytest(tmp_path, "--fastprof-counts-runs=1", "--fastprof-counts=%s" % (tmp_path / "c2"),
+                   "--fastprof-counts-report", str(tmp_path / "r.md"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tables(tmp_path, base="c2")["test_b"]["test_work.py:look"] == looks
+
+
+UNJOINED = """\
+    import threading
+
+    go = threading.Event()
+    done = threading.Event()
+
+    def tick():
+        return 1
+
+    def serve():
+        go.wait()
+        for _ in range(50):
+            tick()
+        done.set()
+
+    def test_a():
+        threading.Thread(target=serve, daemon=True).start()   # never joined
+
+    def test_b():
+        go.set()
+        done.wait(10)
+        tick()
+"""
+
+
+def test_a_thread_left_running_is_not_counted_in_later_tests(tmp_path):
+    make(tmp_path, UNJOINED)
+    # before: test_a's thread does its work while test_b runs, and is
+    # counted there (not when test_b runs alone)
+    assert raw_calls(tmp_path, [], "tick") == 51
+    assert gate(tmp_path).returncode == 0
+    assert tables(tmp_path)["test_b"]["test_work.py:tick"] == 1
+    assert tables(tmp_path)["test_a"]["#threads"] == 1          # "# threads left running: 1"
+    text = (tmp_path / "counts" / VERSION / "test_work.py.counts").read_text()
+    assert "# threads left running: 1" in text
+    assert_quiet(gate(tmp_path, "-k", "test_b"))   # before: 51 ticks, then 1 alone
+    assert_quiet(gate(tmp_path))
+    # a change in the test that leaves a thread running names it
+    make(tmp_path, UNJOINED.replace("never joined", "never joined\n        tick()"))
+    r = gate(tmp_path, "-k", "test_a")
+    assert r.returncode == 1
+    assert "likely cause: an unjoined thread: the test leaves 1 thread running" in r.stdout, r.stdout
+    assert "fix: join the thread in the test or its fixture's teardown, or mark it " \
+           "@pytest.mark.fastprof_counts_skip" in r.stdout
+
+
+POLLING = """\
+    import os
+    import queue
+
+    def polls():
+        with open("polls.txt") as f:
+            return int(f.read())
+
+    def test_b():
+        q = queue.Queue()
+        for _ in range(polls()):      # a poll loop: how often it finds nothing is timing
+            try:
+                q.get(timeout=0.001)
+            except queue.Empty:
+                pass
+"""
+
+
+def _polls(tmp_path, *counts):
+    """Each run of the test polls the next of *counts* times."""
+    (tmp_path / "polls.txt").write_text(str(counts[0]))
+    (tmp_path / "conftest.py").write_text(textwrap.dedent("""\
+        import os
+        COUNTS = %r
+
+        def pytest_sessionfinish(session):
+            n = int(open("polls.txt").read())
+            later = COUNTS[COUNTS.index(n) + 1:] if n in COUNTS else []
+            if later and not os.environ.get("PYTEST_XDIST_WORKER"):
+                open("polls.txt", "w").write(str(later[0]))
+        """ % (list(counts),)))
+
+
+def test_polling_queue_get_is_learned_and_named(tmp_path):
+    make(tmp_path, POLLING)
+    _polls(tmp_path, 10, 10, 10)
+    assert gate(tmp_path).returncode == 0
+    _polls(tmp_path, 13)
+    r = gate(tmp_path)
+    assert r.returncode == 1                     # before: a wait count that moved is an alarm
+    # learned over three runs (the recording run and two more), 10, 12 and 11
+    # polls: the counts that varied are kept as ranges
+    (tmp_path / "counts").rename(tmp_path / "exact")
+    _polls(tmp_path, 10, 12, 11)
+    r = gate(tmp_path, runs=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "learned over 3 runs" in r.stdout and "1 of 1 test varied" in r.stdout, r.stdout
+    assert "(polling: it waits with a timeout" in r.stdout
+    t = tables(tmp_path)["test_b"]
+    assert t["test_work.py:test_b -> queue.py:Queue.get"] == (10, 12)
+    assert t["#runs"] == 3
+    text = (tmp_path / "counts" / VERSION / "test_work.py.counts").read_text()
+    assert "10..12 test_work.py:test_b -> queue.py:Queue.get\n" in text and "# runs: 3\n" in text
+    for polls in (13, 9, 20):                    # inside the learned range, widened
+        _polls(tmp_path, polls)
+        r = gate(tmp_path, runs=3)
+        assert_quiet(r)
+        assert "2 counts in 1 test were learned as noisy" in r.stdout, r.stdout
+    _polls(tmp_path, 40)                          # far beyond: an alarm, with its cause
+    r = gate(tmp_path, runs=3)
+    assert r.returncode == 1, r.stdout
+    assert "40 (learned 10..12)" in r.stdout
+    assert "likely cause: polling: it waits with a timeout" in r.stdout
+    assert "fix: wait without a timeout (Queue.get(), Event.wait(), Thread.join()), or mark it " \
+           "@pytest.mark.fastprof_counts_tolerance(" in r.stdout
+
+
+def test_learning_accumulates_over_later_runs_and_passes_run_in_other_orders(tmp_path):
+    make(tmp_path, POLLING + """\
+
+    def test_c():
+        with open("order.txt", "a") as f:
+            f.write("c")
+
+    def test_d():
+        with open("order.txt", "a") as f:
+            f.write("d")
+    """)
+    _polls(tmp_path, 10, 12, 11)
+    r = gate(tmp_path, runs=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # the recording run, then reversed, then shuffled
+    runs = (tmp_path / "order.txt").read_text()
+    assert runs[:2] == "cd" and runs[2:4] == "dc" and sorted(runs[4:]) == ["c", "d"], runs
+    # pytest.main() in a program cannot run its command again: the next two
+    # runs learn (no alarm meanwhile)
+    (tmp_path / "counts").rename(tmp_path / "passes")
+    _polls(tmp_path, 10, 12, 11, 30)
+    r = run_python(["-c", "import sys, pytest; sys.exit(pytest.main(['-p', 'no:cacheprovider', "
+                    "'--fastprof-counts=counts']))"], cwd=str(tmp_path),
+                   env=subprocess_env(PYTEST_ADDOPTS="", PYTHONHASHSEED="0"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the next runs learn instead of comparing them" in r.stdout, r.stdout
+    assert tables(tmp_path)["test_b"]["#runs"] == 1
+    for _ in range(2):
+        r = gate(tmp_path, runs=3)
+        assert r.returncode == 0 and "changed their call counts" not in r.stdout, r.stdout
+    assert tables(tmp_path)["test_b"]["test_work.py:test_b -> queue.py:Queue.get"] == (10, 12)
+    r = gate(tmp_path, runs=3)                    # complete: 30 polls is compared, and beyond
+    assert r.returncode == 1 and "30 (learned 10..12)" in r.stdout, r.stdout
+
+
+def test_per_test_tolerance_marker(tmp_path):
+    make(tmp_path, POLLING.replace("    def test_b():", "    @pytest.mark.fastprof_counts_tolerance(50)\n"
+                                                     "    def test_b():").replace("import os", "import pytest"))
+    _polls(tmp_path, 10)
+    assert gate(tmp_path, "-W", "error::pytest.PytestUnknownMarkWarning").returncode == 0
+    _polls(tmp_path, 14)
+    assert_quiet(gate(tmp_path))
+    _polls(tmp_path, 16)
+    assert gate(tmp_path).returncode == 1
+
+
+def test_baseline_ranges_merge_compare_and_round_trip():
+    from fastprof.tools import counts
+    a = {"f": 3, "f -> g": 10, "h": 1}
+    learned = counts.merge(counts.merge(dict(a, **{"#runs": 1}), {"f": 3, "f -> g": 12}),
+                           {"f": 3, "f -> g": 11, "h": 1})
+    assert learned == {"f": 3, "f -> g": (10, 12), "h": (0, 1), "#runs": 3}
+    text = counts.format_tables({"t": learned}, "3.12")
+    assert "# runs: 3\n3 f\n10..12 f -> g\n0..1 h\n" in text
+    assert counts.parse_tables(text) == {"t": learned}
+    assert counts.compare(learned, {"f": 3, "f -> g": 7}) == []        # 10..12 widened by 3
+    assert counts.compare(learned, {"f": 3, "f -> g": 15}) == []
+    [c] = counts.compare(learned, {"f": 3, "f -> g": 16})
+    assert (c.old, c.new, c.learned) == (12, 16, (10, 12))
+    assert counts.compare({"x": (100, 101), "#runs": 3}, {"x": 126}) == []  # or 25% of the top
+    assert counts.compare({"x": (100, 101), "#runs": 3}, {"x": 127})
+    [c] = counts.compare(learned, {"f": 4, "f -> g": 11})                 # exact stays exact
+    assert (c.old, c.new, c.learned) == (3, 4, None)
+    # in a noisy test, a scheduling row is not work: up to twice its highest count
+    lock = "f -> ~:<method 'acquire' of '_thread.lock' objects>"
+    assert counts.scheduling_kind(lock) == "lock"
+    assert counts.scheduling_kind("f -> queue.py:Queue.get") == "wait"
+    assert counts.scheduling_kind("f -> ~:<method 'recv' of '_socket.socket' objects>") == "io"
+    assert counts.scheduling_kind("f -> g") is None
+    assert counts.compare(dict(learned, **{lock: 100}), {"f": 3, "f -> g": 11, lock: 190}) == []
+    assert counts.compare(dict(learned, **{lock: 100}), {"f": 3, "f -> g": 11, lock: 201})
+    assert counts.compare({lock: 100}, {lock: 101})                   # a steady test: exact
+    with pytest.raises(counts.BaselineError):
+        counts.parse_tables("[t]\n1..x f\n")
+
+
+def test_causes_are_named():
+    from fastprof.tools.count_causes import diagnose, tolerance_needed
+    from fastprof.tools.counts import Change
+    recv = Change("f -> ~:<method 'recv_into' of '_socket.socket' objects>", 4, 6)
+    cause, fix = diagnose([recv], {"f": 1}, {"f": 1})
+    assert cause.startswith("I/O chunking") and fix == "mark it @pytest.mark.fastprof_counts_tolerance(50)"
+    lock = Change("~:<method '__exit__' of '_thread.lock' objects>", 111054, 103187)
+    assert diagnose([lock], {}, {})[0].startswith("lock contention")
+    assert diagnose([Change("f -> g", 1, 2)], {"f -> g": 1}, {}) is None    # a real change
+    assert diagnose([Change("f -> g", 1, 2)], {"#threads": 1}, {})[0].startswith("an unjoined thread")
+    assert tolerance_needed([Change("a", 100, 103)]) == 5
+    assert tolerance_needed([Change("a", 0, 3)]) == 100
+
+
+GENERATED = """\
+    import itertools
+
+    numbers = itertools.count()
+
+    def make():
+        ns = {}
+        exec(compile("def f():\\n    return 1\\n", "<gen-%d>" % next(numbers), "exec"), ns)
+        return ns["f"]
+
+    def test_a():
+        make()()
+
+    def test_b():
+        make()()
+"""
+
+
+def test_exec_names_are_numbered_alike(tmp_path):
+    # code compiled at run time under a numbered file name (boltons'
+    # FunctionBuilder): the number counts what the process compiled before
+    make(tmp_path, GENERATED)
+    assert gate(tmp_path).returncode == 0
+    assert tables(tmp_path)["test_b"]["test_work.py:test_b -> <gen-N>:f"] == 1
+    assert_quiet(gate(tmp_path, "-k", "test_b"))
+    from fastprof.tools.counts import steady_name
+    assert steady_name("<boltons.funcutils.FunctionBuilder-10>:f") == "<boltons.funcutils.FunctionBuilder-N>:f"
+    assert steady_name("<frozen posixpath>:join") == "<frozen posixpath>:join"
+    assert steady_name("pkg/mod2.py:f") == "pkg/mod2.py:f"

@@ -423,10 +423,15 @@ def test_harness_sees_errors_and_fetches(browser, tmp_path):
                    "<script>document.body.setAttribute('data-ready', '1');"
                    "console.error('oops'); setTimeout(function(){ null.boom(); }, 0);</script></body></html>")
     browser.navigate("file://" + str(bad))
-    time.sleep(0.3)
-    found = "\n".join(browser.problems())
+    deadline = time.monotonic() + 30  # the timeout's exception comes when chromium gets to it
+    while True:
+        found = "\n".join(browser.problems())
+        fetched = any(u.startswith("http://fastprof.invalid/") for u in browser.requested_urls())
+        if ("console.error" in found and "exception" in found and fetched) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert "console.error" in found and "exception" in found
-    assert any(u.startswith("http://fastprof.invalid/") for u in browser.requested_urls())
+    assert fetched
 
 
 def _open(browser, path):

@@ -211,15 +211,21 @@ def test_lines_from_an_earlier_profile(tmp_path):
 
     from fastprof.data.profile_file import load_profile
     from fastprof.recording.line_profiling import top_functions
+    # two functions ran before: which has more own time is the clock's (a
+    # preemption decides it on a loaded machine), so the check holds for either
+    statement = "lines_corpus.loop_branches(3000); lines_corpus.caught(100)"
     run_shell(tmp_path, CORPUS + textwrap.dedent("""\
-        cell("%fastprof -o old.prof lines_corpus.loop_branches(3000); fib(5)")
-        cell("%fastprof -o new.prof --lines-from old.prof:1 lines_corpus.loop_branches(3000)")
-    """))
+        cell("%%fastprof -o old.prof %s")
+        cell("%%fastprof -o new.prof --lines-from old.prof:1 %s")
+    """ % (statement, statement)))
     wanted = top_functions(str(tmp_path / "old.prof"), 1)
-    assert [k[2] for k in wanted] == ["loop_branches"]
+    assert [k[2] for k in wanted] in (["loop_branches"], ["caught"]), wanted
     got = line_hits(load_profile(str(tmp_path / "new.prof")).lines)
-    assert got == settrace_hits(lambda: lines_corpus.loop_branches(3000), "lines_corpus")
+    # that one function's lines, with sys.settrace's hits
     assert list(got) == wanted
+    everything = settrace_hits(lambda: (lines_corpus.loop_branches(3000), lines_corpus.caught(100)),
+                               "lines_corpus")
+    assert got == {wanted[0]: everything[wanted[0]]}
 
 
 @fastprof_only

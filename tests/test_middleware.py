@@ -19,7 +19,7 @@ import types
 import pytest
 
 from fastprof.data.profile_file import load_profile
-from helpers import line_hits, settrace_hits
+from helpers import OutputLines, line_hits, settrace_hits
 
 httpx = pytest.importorskip("httpx")
 
@@ -155,7 +155,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_port(port, proc, timeout=30.0):
+def wait_port(port, proc, timeout=120.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -202,6 +202,7 @@ class Server:
                    PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
         self.proc = subprocess.Popen(command(self.port), cwd=str(tmp_path), env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.log = None  # its stderr, once wait_for_log() reads it as it comes
         try:
             wait_port(self.port, self.proc)
         except BaseException:
@@ -214,8 +215,23 @@ class Server:
             with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
                 return list(pool.map(lambda p: client.get(self.url + p), paths))
 
+    def wait_for_log(self, text, timeout=60.0):
+        """Wait until the server logs a line with *text* (a background
+        write: its time on a loaded machine is not a fixed pause)."""
+        if self.log is None:
+            self.log = OutputLines(self.proc.stderr)
+        self.log.wait_for(text, timeout)
+
     def stop(self):
         self.proc.terminate()
+        if self.log is not None:  # stderr is read by self.log
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc.stdout.read()
+            return self.log.text()
         try:
             _out, err = self.proc.communicate(timeout=15)
         except subprocess.TimeoutExpired:
@@ -224,7 +240,7 @@ class Server:
         return err.decode(errors="replace")
 
 
-def profiles(directory, count, timeout=20.0):
+def profiles(directory, count, timeout=60.0):
     """The profiles written to *directory*, once there are *count* of them."""
     deadline = time.monotonic() + timeout
     while True:
@@ -315,13 +331,18 @@ def test_slow_ms_keeps_exactly_the_slow_requests(kind, tmp_path):
     server = Server(kind, tmp_path, directory, {"slow_ms": 250})
     try:
         server.get_many(["/fast"] * 4, concurrency=4)  # warm up (threadpool, first imports)
-        time.sleep(0.5)
-        for name, _data in profiles(directory, 0, timeout=0):
-            os.unlink(os.path.join(directory, name))
+        # a warm-up request kept (first imports on a loaded machine) may be
+        # written any time later: the batch's profiles are told by their start
+        batch = time.time()
         responses = server.get_many(["/fast", "/slow"] * 4 + ["/fast"] * 8, concurrency=6)
-        profiles(directory, 4)
+
+        def batch_profiles():
+            return [(n, d) for n, d in profiles(directory, 0, timeout=0) if d.request["time"] >= batch]
+        deadline = time.monotonic() + 60
+        while len(batch_profiles()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
         time.sleep(0.5)  # and nothing more comes
-        found = profiles(directory, 4)
+        found = batch_profiles()
     finally:
         err = server.stop()
     assert all(r.status_code == 200 for r in responses), err
@@ -337,7 +358,8 @@ def test_unwritable_directory_leaves_requests_unharmed(tmp_path):
     server = Server("waitress-flask", tmp_path, blocker / "profiles", {"every": 1})
     try:
         responses = server.get_many(["/a", "/b"] * 5, concurrency=10)
-        time.sleep(0.5)
+        server.wait_for_log("cannot write request profiles")  # written in the background
+        time.sleep(0.5)  # (and not logged again for the writes after it)
     finally:
         err = server.stop()
     assert [r.status_code for r in responses] == [200] * 10
@@ -370,7 +392,8 @@ def test_full_or_read_only_disk_leaves_requests_unharmed(tmp_path, how):
         server = Server("uvicorn-fastapi", tmp_path, mnt, {"every": 1})
         try:
             responses = server.get_many(["/a", "/b"] * 5, concurrency=10)
-            time.sleep(0.5)
+            server.wait_for_log("cannot write request profiles")  # written in the background
+            time.sleep(0.5)  # (and not logged again for the writes after it)
         finally:
             err = server.stop()
         assert [r.status_code for r in responses] == [200] * 10

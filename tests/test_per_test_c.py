@@ -6,6 +6,7 @@ tables into another one's, the session's sum (csrc/fpy_stats_fold.c).
 The oracles: ``_stats_and_codes`` (itself checked against the Python loop
 in test_stats_c.py), ``names.qualnames_of`` and ``model.merge_stats``."""
 import marshal
+import os
 import sys
 import threading
 
@@ -20,8 +21,11 @@ import fastprof  # noqa: E402
 from fastprof import _fastprof  # noqa: E402
 from fastprof.data.model import merge_stats  # noqa: E402
 from fastprof.data.names import qualnames_of  # noqa: E402
+from fastprof.modes.pytest_plugin import HIDDEN, HiddenRows  # noqa: E402
 
 ELSEWHERE = "<elsewhere>"  # the file of the functions standing for the plugin's own
+RULE = HiddenRows(ELSEWHERE)  # the plugin's rule, for that file
+HIDES = RULE.hides_c_function
 
 
 class Shape:
@@ -67,9 +71,19 @@ def elsewhere_code():
     return ns["wrapper"]
 
 
+def elsewhere_profile():
+    wrapper = elsewhere_code()
+    prof = fastprof.Profile()
+    prof.enable()
+    wrapper()
+    fib(2)
+    prof.disable()
+    return prof
+
+
 def test_table_is_the_stats_dict_in_its_order():
     prof = recorded()
-    table, quals, codes, files, calls, tid = prof._stats_marshal(ELSEWHERE)
+    table, quals, codes, files, calls, tid = prof._stats_marshal(ELSEWHERE, HIDES)
     stats, want_codes = prof._stats_and_codes()
     got = marshal.loads(table)
     assert got == stats
@@ -85,7 +99,7 @@ def test_table_is_the_stats_dict_in_its_order():
 
 def test_qualified_names_are_those_of_the_codes():
     prof = recorded()
-    _table, quals, codes, _files, _calls, _tid = prof._stats_marshal(ELSEWHERE)
+    _table, quals, codes, _files, _calls, _tid = prof._stats_marshal(ELSEWHERE, HIDES)
     want = qualnames_of(codes)
     if sys.version_info < (3, 11):  # no co_qualname: the caller reads them
         assert quals == b"" and want == {}
@@ -95,14 +109,10 @@ def test_qualified_names_are_those_of_the_codes():
 
 
 def test_rows_of_the_skipped_file_and_edges_from_them_are_left_out():
-    """As pytest_plugin._without_own_rows: the file's rows, the edges from
-    them, and a "...disable..." C function only they called."""
-    wrapper = elsewhere_code()
-    prof = fastprof.Profile()
-    prof.enable()
-    wrapper()
-    fib(2)
-    prof.disable()
+    """As the plugin's rule (pytest_plugin.HiddenRows) says: the file's
+    rows, the edges from them, and a "...disable..." C function only they
+    called."""
+    prof = elsewhere_profile()
     stats, _codes = prof._stats_and_codes()
     own = {k for k in stats if k[0] == ELSEWHERE}
     assert own and any(ELSEWHERE == c[0] for v in stats.values() for c in v[4])
@@ -110,27 +120,116 @@ def test_rows_of_the_skipped_file_and_edges_from_them_are_left_out():
     # kept (its name does not say disable) though only the wrapper called it
     want = {k: v[:4] + ({c: e for c, e in v[4].items() if c not in own},)
             for k, v in stats.items() if k not in own}
-    table, _q, codes, _f, calls, _t = prof._stats_marshal(ELSEWHERE)
+    table, _q, codes, _f, calls, _t = prof._stats_marshal(ELSEWHERE, HIDES)
     assert marshal.loads(table) == want
     assert any("clear" in k[2] for k in want)
     assert calls == sum(v[1] for v in stats.values())  # (skipped rows counted)
     assert all(getattr(c, "co_filename", None) != ELSEWHERE for c in codes)
 
 
-def test_a_disable_method_only_the_skipped_file_called_is_left_out():
+def phase_and_end():
+    """A profile as the plugin records one: enabled and disabled from
+    functions of file ELSEWHERE."""
     prof = fastprof.Profile()
     ns = {"prof": prof, "workload": workload}
     exec(compile("def phase():\n    prof.enable()\n    workload()\n", ELSEWHERE, "exec"), ns)
     exec(compile("def end():\n    prof.disable()\n", ELSEWHERE, "exec"), ns)
     ns["phase"]()
     ns["end"]()
+    return prof
+
+
+def test_a_disable_method_only_the_skipped_file_called_is_left_out():
+    prof = phase_and_end()
     stats, _codes = prof._stats_and_codes()
     disable = [k for k in stats if k[0] == "~" and "disable" in k[2]]
     assert disable and set(stats[disable[0]][4]) <= {k for k in stats if k[0] == ELSEWHERE}
-    got = marshal.loads(prof._stats_marshal(ELSEWHERE)[0])
+    got = marshal.loads(prof._stats_marshal(ELSEWHERE, HIDES)[0])
     assert not [k for k in got if k[0] == ELSEWHERE or "disable" in k[2]]
-    assert got == {k: v for k, v in marshal.loads(prof._stats_marshal("<none>")[0]).items()
+    assert got == {k: v for k, v in marshal.loads(prof._stats_marshal("<none>", HIDES)[0]).items()
                    if k[0] != ELSEWHERE and "disable" not in k[2]}
+
+
+class ClearToo(HiddenRows):
+    """A rule that also hides a C function named "...clear..." only hidden rows called."""
+
+    @staticmethod
+    def hides_c_function(name):
+        return "clear" in name or HiddenRows.hides_c_function(name)
+
+
+def test_c_hides_what_it_is_handed_and_nothing_more():
+    """The rule is the caller's: C asks hides_c_function of each C function
+    only skipped rows called, once, and hides what it accepts; None hides
+    no C function."""
+    prof = phase_and_end()
+    stats, _codes = prof._stats_and_codes()
+    disable = [k for k in stats if k[0] == "~" and "disable" in k[2]]
+    kept = marshal.loads(prof._stats_marshal(ELSEWHERE, None)[0])
+    assert len(disable) == 1 and disable[0] in kept
+    asked = []
+    assert marshal.loads(prof._stats_marshal(ELSEWHERE, asked.append)[0]) == kept  # (None: false)
+    assert asked == [disable[0][2]]
+    assert disable[0] not in marshal.loads(prof._stats_marshal(ELSEWHERE, lambda name: 1)[0])
+    prof = elsewhere_profile()
+    clear = [k for k in prof._stats_and_codes()[0] if "clear" in k[2]]
+    assert clear and clear[0] in marshal.loads(prof._stats_marshal(ELSEWHERE, HIDES)[0])
+    assert clear[0] not in marshal.loads(prof._stats_marshal(ELSEWHERE, ClearToo.hides_c_function)[0])
+
+
+@pytest.mark.parametrize("rule", [RULE, ClearToo(ELSEWHERE), HiddenRows("<none>")],
+                         ids=["plugin", "clear-too", "nothing"])
+@pytest.mark.parametrize("make", [phase_and_end, elsewhere_profile], ids=["phase", "wrapper"])
+def test_c_and_the_general_path_apply_the_same_rule(rule, make):
+    """One definition, two paths: the table C writes is the general path's
+    (HiddenRows.without of the profile's data), for the plugin's rule and
+    for others."""
+    prof = make()
+    got = prof.one_thread_marshal(rule.file, rule.hides_c_function)
+    data = rule.without(prof.profile_data())
+    assert marshal.loads(got[0]) == data.stats
+    assert list(marshal.loads(got[0])) == list(data.stats)
+    assert set(got[3]) == {k[0] for k in data.stats if k[0] != "~"}
+
+
+def test_the_plugin_hides_its_own_file():
+    from fastprof.modes import pytest_plugin
+    assert HIDDEN.file == pytest_plugin.FastprofSession._profiled.__code__.co_filename
+    assert os.path.splitext(HIDDEN.file)[0] == os.path.splitext(pytest_plugin.__file__)[0]
+    assert HIDDEN.hides_c_function("<method 'disable' of 'fastprof.Profile' objects>")
+    assert not HIDDEN.hides_c_function("<built-in method builtins.len>")
+
+
+class Boom(Exception):
+    pass
+
+
+def test_hides_c_function_errors_are_raised_and_the_tables_kept():
+    prof = phase_and_end()
+    want = prof._stats_and_codes()
+
+    def boom(name):
+        raise Boom(name)
+
+    with pytest.raises(Boom):
+        prof._stats_marshal(ELSEWHERE, boom)
+    assert prof._stats_and_codes() == want
+    with pytest.raises(TypeError, match="callable or None"):
+        prof._stats_marshal(ELSEWHERE, "disable")
+    with pytest.raises(TypeError):
+        prof._stats_marshal(ELSEWHERE)
+
+    def clears(name):  # frees the entries C is reading
+        prof.clear()
+        return True
+
+    with pytest.raises(RuntimeError, match="changed the profiler"):
+        prof._stats_marshal(ELSEWHERE, clears)
+    assert prof._stats_and_codes()[0] == {}
+    prof = phase_and_end()
+    with pytest.raises(RuntimeError, match="changed the profiler"):
+        prof._stats_marshal(ELSEWHERE, lambda name: prof.enable() or prof.disable())
+    assert prof._stats_marshal(ELSEWHERE, HIDES) is not None
 
 
 def shared_key():
@@ -153,15 +252,15 @@ def surrogate_name():
     ids=["shared-key", "two-threads", "not-utf8"])
 def test_what_c_does_not_write_takes_the_general_path(work, options):
     prof = recorded(work, **options)
-    assert prof._stats_marshal(ELSEWHERE) is None
+    assert prof._stats_marshal(ELSEWHERE, HIDES) is None
     assert prof._stats_and_codes()[0]  # the general path's table is there
 
 
 def test_nothing_recorded():
     prof = fastprof.Profile()
-    assert prof._stats_marshal(ELSEWHERE) is None
+    assert prof._stats_marshal(ELSEWHERE, HIDES) is None
     with pytest.raises(TypeError):
-        prof._stats_marshal(b"bytes")
+        prof._stats_marshal(b"bytes", HIDES)
 
 
 def test_memory_running_out_raises_and_keeps_the_tables():
@@ -173,12 +272,12 @@ def test_memory_running_out_raises_and_keeps_the_tables():
         pytest.skip("no _testcapi.set_nomemory")
     prof = recorded()
     want = prof._stats_and_codes()
-    table = prof._stats_marshal(ELSEWHERE)[0]
+    table = prof._stats_marshal(ELSEWHERE, HIDES)[0]
     failed = 0
     for n in range(0, 40):
         _testcapi.set_nomemory(n, 0)
         try:
-            got = prof._stats_marshal(ELSEWHERE)
+            got = prof._stats_marshal(ELSEWHERE, HIDES)
         except MemoryError:
             got = None
         finally:
@@ -286,7 +385,7 @@ def test_no_reference_is_kept_or_lost():
     code = fib.__code__
     before = sys.getrefcount(code)
     for _ in range(100):
-        prof._stats_marshal(ELSEWHERE)
+        prof._stats_marshal(ELSEWHERE, HIDES)
     assert sys.getrefcount(code) == before
     total = fastprof.Profile()
     prof._fold_into(total, [(r[0], 1) for r in prof.threads()])

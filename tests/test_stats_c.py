@@ -1,7 +1,9 @@
 """The C loops behind ``profiler.entries_to_stats`` (csrc/fpy_stats_dict.c)
-and ``model.add_stats`` (csrc/fpy_stats_sum.c), issue 23 item 5: the same
-dicts, number for number, as the Python loops they replace (kept here as
-the oracles), and a clear exception, never a crash, on bad input."""
+and ``model.add_stats`` (csrc/fpy_stats_sum.c): the same dicts, number for
+number, as the Python loops they replace (the oracles:
+``stats_oracle.py_entries_to_stats``, and ``model.python_add_stats``, which
+is also the loop the offline commands run without the extension), and a
+clear exception, never a crash, on bad input."""
 import sys
 
 import pytest
@@ -14,29 +16,14 @@ if USING_CPROFILE:
 from stats_oracle import py_entries_to_stats, py_label  # noqa: E402
 
 from fastprof import _fastprof  # noqa: E402
+from fastprof.data import model  # noqa: E402
 from fastprof.data.model import KeyChooser, add_stats, match_key, merge_stats, stats_result  # noqa: E402
 from fastprof.recording.profiler import entries_to_stats  # noqa: E402
 
 
 def py_add_stats(out, table, keys):
-    """The Python loop model.add_stats was (the oracle)."""
-    for key, (cc, nc, tt, ct, callers) in table.items():
-        key = keys(key)
-        cur = out.get(key)
-        if cur is None:
-            cur = out[key] = [0, 0, 0.0, 0.0, {}]
-        cur[0] += cc
-        cur[1] += nc
-        cur[2] += tt
-        cur[3] += ct
-        edges = cur[4]
-        for caller, edge in callers.items():
-            caller = keys(caller)
-            prev = edges.get(caller)
-            if prev is None:
-                edges[caller] = tuple(edge)
-            else:
-                edges[caller] = tuple(a + b for a, b in zip(prev, edge))
+    """The oracle: the loop model.add_stats runs without the extension."""
+    model.python_add_stats(out, table, keys)
 
 
 def fib(n):
@@ -133,13 +120,70 @@ def test_add_stats_is_the_python_loop(keys):
     assert stats_result(got) == merge_stats(tables(), keys())
 
 
+def with_addresses(n):
+    """A C function named with an address, a different one each call."""
+    for i in range(n):
+        object.__new__(type("T%d" % i, (), {}))
+
+
 def test_add_stats_of_real_profiles_is_the_python_loop():
+    """Recorded tables (recursion: fib's edges from itself; callers dicts;
+    C functions named with addresses, each profile its own, summed under
+    KeyChooser's first key) added by C and by Python: equal sums, in the
+    same order."""
+    import fastprof
     got, want, k_got, k_want = {}, {}, KeyChooser(), KeyChooser()
-    for _ in range(3):
-        table = entries_to_stats(recorded_entries())
-        add_stats(got, table, k_got)
-        py_add_stats(want, table, k_want)
+    for n in range(1, 4):
+        entries = recorded_entries()
+        prof = fastprof.Profile()
+        prof.runcall(with_addresses, n)
+        table = entries_to_stats(entries)
+        extra = {("~", 0, k[2].replace("at 0x", "at 0x%d" % n)) if " at 0x" in k[2] else k: v
+                 for k, v in entries_to_stats(prof.getstats()).items()}
+        for t in (table, extra):
+            add_stats(got, t, k_got)
+            py_add_stats(want, t, k_want)
     assert got == want
+    assert [list(v[4]) for v in got.values()] == [list(v[4]) for v in want.values()]
+    assert list(got) == list(want)
+    fib_key = next(k for k in got if k[2] == "fib")
+    assert fib_key in got[fib_key][4]  # recursion: fib's edge from itself
+    addressed = [k for k in want if " at 0x" in k[2]]
+    assert addressed and len({match_key(k) for k in addressed}) == len(addressed)
+    assert k_got.first == k_want.first
+
+
+def test_without_the_extension_add_stats_is_the_python_loop(monkeypatch):
+    """model.add_stats runs python_add_stats when the extension could not be
+    imported (model._fastprof is None): merge_stats gives the same dict."""
+    want = merge_stats(tables(), KeyChooser())
+    calls = []
+    real = model.python_add_stats
+    monkeypatch.setattr(model, "python_add_stats", lambda *a: (calls.append(1), real(*a)))
+    monkeypatch.setattr(model, "_fastprof", None)
+    got = merge_stats(tables(), KeyChooser())
+    assert got == want and list(got) == list(want)
+    assert len(calls) == len(tables())
+
+
+@pytest.mark.parametrize("table", [
+    {("f", 1, "f"): (1, 1, 0.1)},
+    {("f", 1, "f"): 5},
+    {("f", 1, "f"): (1, 1, 0.1, 0.1, [])},
+    {("f", 1, "f"): (1, 1, 0.1, 0.1, {("g", 1, "g"): 5})},
+    {("f", 1, "f"): ("x", 1, 0.1, 0.1, {})},
+    {("f", 1, "f"): (1, 1, 0.1, 0.1, {}), ("g", 1, "g"): (1, 1, 0.1, 0.1, [])},
+])
+def test_python_loop_refuses_bad_input_as_c_does(table):
+    """The same exception type, and what was added before it stays added
+    in both."""
+    sums = []
+    for add in (_fastprof._add_stats, model.python_add_stats):
+        out = {("f", 1, "f"): [1, 1, 0.5, 0.5, {}]}
+        with pytest.raises(TypeError) as info:
+            add(out, table, match_key)
+        sums.append((out, type(info.value)))
+    assert sums[0] == sums[1]
 
 
 class Boom(Exception):

@@ -187,7 +187,12 @@ def test_killed_child_loses_only_its_own(tmp_path):
     out = tmp_path / "out.prof"
     r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog], tmp_path)
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (3, "parent done\n")
-    assert "merged 3 child processes" in r.stderr
+    assert "merged 3 child processes, 3 lost" in r.stderr
+    # the parent names each child that left nothing
+    lost = [line for line in r.stderr.splitlines() if "left no profile" in line]
+    assert len(lost) == 3, r.stderr
+    assert sum("(forked from process " in line for line in lost) == 2, lost  # fork, forkserver
+    assert sum("(a multiprocessing spawn child" in line for line in lost) == 1, lost
     got = calls_by_name(load_profile(str(out)).stats, {"parent_fn", "f_ok", "f_killed"})
     assert got == {"parent_fn": 2, "f_ok": 9}
 
@@ -218,17 +223,225 @@ def test_pool_workers_closed_and_joined_are_merged(tmp_path, method):
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_pool_workers_terminated_lose_only_their_own(tmp_path, method):
-    # Pool.terminate() kills the workers (SIGTERM) as without fastprof:
-    # their profiles are lost, the run and the parent's profile are not
+def test_pool_workers_terminated_keep_their_profiles(tmp_path, method):
+    # Pool.terminate() (leaving the with block) sends the workers SIGTERM:
+    # each writes its profile, then dies of the signal
     prog = write_program(tmp_path, POOL)
     out = tmp_path / "out.prof"
     r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, method, "terminate"], tmp_path)
     assert r.returncode == 0, r.stderr
+    assert "lost" not in r.stderr, r.stderr
     stats = load_profile(str(out)).stats
     # the parent's own calls are there
     assert [k for k in stats if k[2] == "map" and k[0].endswith("pool.py")], sorted(stats)[:20]
-    assert calls_by_name(stats, {"f_task"}).get("f_task", 0) <= 10
+    assert calls_by_name(stats, {"f_task"}) == {"f_task": 10}
+
+
+# the program of the report: a spawn Pool left by its with block (terminate()),
+# then a Python subprocess
+POOL_THEN_SUBPROCESS = textwrap.dedent("""\
+    import multiprocessing, subprocess, sys
+
+    def square_sum(n):
+        return sum(i * i for i in range(n))
+
+    if __name__ == "__main__":
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            print(sum(pool.map(square_sum, range(40))))
+        subprocess.run([sys.executable, "-c", "print('child')"], check=True)
+""")
+
+
+def test_pool_left_by_its_with_block_every_run(tmp_path):
+    # each run: all 40 calls, 3 children merged (2 workers, 1 subprocess)
+    prog = write_program(tmp_path, POOL_THEN_SUBPROCESS)
+    out = tmp_path / "mp.prof"
+    for attempt in range(5):
+        r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog], tmp_path)
+        assert r.returncode == 0, (attempt, r.stderr)
+        assert r.stdout == "%d\nchild\n" % sum(i * i for n in range(40) for i in range(n))
+        assert "merged 3 child processes (" in r.stderr, (attempt, r.stderr)
+        assert calls_by_name(load_profile(str(out)).stats, {"square_sum"}) == {"square_sum": 40}, \
+            (attempt, r.stderr)
+
+
+TERMINATED = textwrap.dedent("""\
+    import multiprocessing, os, signal, sys, threading, time
+
+    def f_before_term(): pass
+
+    def victim(ready, with_thread):
+        if with_thread:  # SIGTERM may then reach the process through that thread
+            threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        for _ in range(7):
+            f_before_term()
+        ready.set()
+        time.sleep(60)  # until terminated
+
+    if __name__ == "__main__":
+        ctx = multiprocessing.get_context(sys.argv[1])
+        ready = ctx.Event()
+        p = ctx.Process(target=victim, args=(ready, sys.argv[2] == "thread"))
+        p.start()
+        assert ready.wait(60)
+        p.terminate()
+        p.join()
+        print("exitcode", p.exitcode)
+""")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+@pytest.mark.parametrize("thread", ["main", "thread"])
+def test_terminated_child_writes_then_dies_of_sigterm(tmp_path, method, thread):
+    prog = write_program(tmp_path, TERMINATED)
+    out = tmp_path / "out.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, method, thread], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "exitcode -15\n"  # as without fastprof: died of SIGTERM
+    assert "merged 1 child process (" in r.stderr and "lost" not in r.stderr, r.stderr
+    assert calls_by_name(load_profile(str(out)).stats, {"f_before_term"}) == {"f_before_term": 7}
+
+
+OWN_HANDLERS = textwrap.dedent("""\
+    import multiprocessing, os, signal, subprocess, sys, time
+
+    def f_child(): pass
+
+    def on_term(signum, frame):
+        print("own handler", flush=True)
+        os._exit(5)  # leaves through os._exit: the profile is written then
+
+    def forked(ready):
+        print("inherited own handler", signal.getsignal(signal.SIGTERM) is on_term, flush=True)
+        for _ in range(3):
+            f_child()
+        ready.set()
+        time.sleep(60)
+
+    def spawned(ready):
+        signal.signal(signal.SIGTERM, on_term)
+        for _ in range(4):
+            f_child()
+        ready.set()
+        time.sleep(60)
+
+    if __name__ == "__main__":
+        signal.signal(signal.SIGTERM, on_term)
+        for method, target in (("fork", forked), ("spawn", spawned)):
+            ctx = multiprocessing.get_context(method)
+            ready = ctx.Event()
+            p = ctx.Process(target=target, args=(ready,))
+            p.start()
+            assert ready.wait(60)
+            p.terminate()
+            p.join()
+            print(method, "exitcode", p.exitcode, flush=True)
+""")
+
+
+def test_the_programs_own_sigterm_handler_is_kept(tmp_path):
+    # a handler the program set (in the parent before a fork, in a spawned
+    # child) is left in place; it ends the child by os._exit, whose profile
+    # is written then
+    prog = write_program(tmp_path, OWN_HANDLERS)
+    plain = run([prog], tmp_path)
+    out = tmp_path / "out.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog], tmp_path)
+    assert r.returncode == plain.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout == ("inherited own handler True\nown handler\nfork exitcode 5\n"
+                                        "own handler\nspawn exitcode 5\n"), r.stdout
+    assert "merged 2 child processes (" in r.stderr and "lost" not in r.stderr, r.stderr
+    assert calls_by_name(load_profile(str(out)).stats, {"f_child"}) == {"f_child": 7}
+
+
+KILLED_WHILE_WRITING = textwrap.dedent("""\
+    import multiprocessing, os, signal, sys
+
+    def f_doomed(): pass
+    def f_ok(): pass
+
+    def doomed():
+        # SIGKILL in the middle of the profile's write: the bytes are out,
+        # the file not yet in place
+        from fastprof.data import profile_file
+        write = profile_file._write
+
+        def write_then_die(f, data):
+            write(f, data)
+            f.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        profile_file._write = write_then_die
+        for _ in range(5):
+            f_doomed()
+
+    def ok():
+        for _ in range(2):
+            f_ok()
+
+    if __name__ == "__main__":
+        for target in (doomed, ok):
+            p = multiprocessing.get_context("spawn").Process(target=target)
+            p.start()
+            p.join()
+            print(target.__name__, p.exitcode, p.pid, flush=True)
+""")
+
+
+def test_child_killed_while_writing_leaves_no_file_and_is_named(tmp_path):
+    prog = write_program(tmp_path, KILLED_WHILE_WRITING)
+    out = tmp_path / "out.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog], tmp_path)
+    assert r.returncode == 0, r.stderr
+    codes = {line.split()[0]: (int(line.split()[1]), int(line.split()[2]))
+             for line in r.stdout.splitlines()}
+    assert codes["doomed"][0] == -9 and codes["ok"][0] == 0, r.stdout
+    doomed_pid = codes["doomed"][1]
+    assert "merged 1 child process, 1 lost (" in r.stderr, r.stderr
+    lost = [line for line in r.stderr.splitlines() if "left no profile" in line]
+    assert len(lost) == 1 and "child process %d (a multiprocessing spawn child" % doomed_pid in lost[0], \
+        r.stderr
+    got = calls_by_name(load_profile(str(out)).stats, {"f_doomed", "f_ok"})
+    assert got == {"f_ok": 2}
+    kept = sorted(p.name for p in (tmp_path / "out.prof.processes").iterdir())
+    assert "%d.prof" % doomed_pid not in kept and len(kept) == 2, kept  # the parent's, ok's
+
+
+SIGTERM_DURING_WRITE = textwrap.dedent("""\
+    import multiprocessing, os, signal, sys, threading, time
+
+    def f_child(): pass
+
+    def child(with_thread):
+        if with_thread:  # the signal goes to that thread while the main one writes
+            threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        from fastprof.data import profile_file
+        write = profile_file._write
+
+        def write_with_sigterm(f, data):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            write(f, data)
+        profile_file._write = write_with_sigterm
+        for _ in range(6):
+            f_child()
+
+    if __name__ == "__main__":
+        p = multiprocessing.get_context("spawn").Process(target=child, args=(sys.argv[1] == "thread",))
+        p.start()
+        p.join()
+        print("exitcode", p.exitcode)
+""")
+
+
+@pytest.mark.parametrize("thread", ["main", "thread"])
+def test_sigterm_during_the_write_waits_for_its_end(tmp_path, thread):
+    prog = write_program(tmp_path, SIGTERM_DURING_WRITE)
+    out = tmp_path / "out.prof"
+    r = run(["-m", "fastprof", "--subprocesses", "-o", str(out), prog, thread], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "exitcode -15\n"  # the profile written, then the death
+    assert "merged 1 child process (" in r.stderr, r.stderr
+    assert calls_by_name(load_profile(str(out)).stats, {"f_child"}) == {"f_child": 6}
 
 
 def test_without_the_option_children_are_not_counted(tmp_path):

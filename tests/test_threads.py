@@ -747,3 +747,192 @@ def test_profiler_never_calls_thread_is_alive(monkeypatch):
     names = {name for _tid, _ident, name, _stats in prof.thread_stats()}
     assert calls == []
     assert "worker" in names and "ended-before" not in names
+
+
+# ---------------------------------------------------------------------------
+# Many threads: the records of ended threads are folded per name group, but
+# the newest 64 (docs/threads-coroutines.md, csrc/fpy_thread_fold.c)
+
+KEPT_ENDED = 64  # ended threads that keep a record of their own
+
+
+def _churn_leaf(k):
+    return k + 1
+
+
+def _churn_rec(n):
+    return _churn_leaf(n) if n == 0 else _churn_rec(n - 1) + 1
+
+
+def _churn_task(k):
+    return _churn_rec(k % 4) + _churn_leaf(k)
+
+
+CHURN_KEYS = {key(_churn_leaf), key(_churn_rec), key(_churn_task)}
+
+
+def _churn_reference(ks):
+    """cProfile of _churn_task(k) for each k, in this thread."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for k in ks:
+        _churn_task(k)
+    prof.disable()
+    prof.create_stats()
+    return prof.stats
+
+
+def _one_by_one(ks, name=None):
+    for k in ks:
+        t = threading.Thread(target=_churn_task, args=(k,),
+                             name=None if name is None else "%s-%d" % (name, k))
+        t.start()
+        join_all([t])
+
+
+def _live_worker(i, started, release):
+    n, depth = workload_args(i)
+    WORKLOADS[i]["only"](n, depth)
+    started.set()
+    release.wait(JOIN_TIMEOUT)
+
+
+def test_ended_threads_fold_into_their_name_group():
+    """150 threads named alike, then 30 named otherwise, run one after the
+    other while a long-lived thread waits: the newest 64 ended threads keep
+    their records, the 116 older ones are one record of their group, named
+    for it and counting them; the live thread's record and the totals are
+    cProfile's numbers exactly, in the views and the file too."""
+    import fastprof
+    from fastprof.data.thread_groups import thread_pattern
+    from fastprof.tools import view
+    ref_live = reference_stats(2)
+    ref_churn = _churn_reference(range(180))
+    prof = fastprof.Profile(threads=True)
+    started, release = threading.Event(), threading.Event()
+    live = threading.Thread(target=_live_worker, args=(2, started, release), name="live")
+    prof.enable()
+    try:
+        live.start()
+        assert started.wait(JOIN_TIMEOUT)
+        _one_by_one(range(150))
+        _one_by_one(range(150, 180), name="pool")
+    finally:
+        prof.disable()
+    try:
+        records = prof.thread_stats()
+    finally:
+        release.set()
+        join_all([live])
+    churn_name = {tid: name for tid, ident, name, stats in records if key(_churn_task) in stats}
+    folded = [r for r in records if r[0] >> 62 == 1]
+    assert len(folded) == 1, [r[:3] for r in records]
+    tid, ident, name, stats = folded[0]
+    kept_alike = [n for n in churn_name.values() if not n.startswith("pool-") and n != name]
+    assert len(kept_alike) == KEPT_ENDED - 30
+    pattern = thread_pattern(kept_alike[0])
+    assert name == "%s x%d ended" % (pattern, 150 - len(kept_alike)) and ident == 0
+    assert stats[key(_churn_task)][:2] == (116, 116)
+    assert sorted(n for n in churn_name.values() if n.startswith("pool-")) == sorted(
+        "pool-%d" % k for k in range(150, 180))
+    for tid, _ident, name, stats in records:
+        assert_sane(stats, name)
+        if tid in churn_name and tid >> 62 == 0:
+            assert stats[key(_churn_task)][:2] == (1, 1), name
+    mine = [r for r in records if r[1] == live.ident]
+    assert [r[2] for r in mine] == ["live"]
+    assert_same_counts(ref_live, mine[0][3], workload_py_keys(2), "a live thread among ended ones")
+    # the totals, the per-thread records summed, the file, the views
+    prof.create_stats()
+    assert_same_counts(ref_churn, prof.stats, CHURN_KEYS, "180 ended threads, merged")
+    summed = {}
+    for _tid, _ident, _name, stats in records:
+        for k in CHURN_KEYS:
+            if k in stats:
+                summed[k] = summed.get(k, 0) + stats[k][1]
+    assert summed == {k: ref_churn[k][1] for k in CHURN_KEYS}
+    data = prof.profile_data()  # ("live" has ended since: the oldest ended, folded too)
+    group = {t["group"]: t["threads"] for t in data.threads if t.get("threads")}
+    assert group == {pattern: 116, "live": 1}
+    assert view.threads_selected(data, None) == 180 + 2  # and this thread and "live"
+    stats, what = view.select_stats(data, pattern)
+    assert what == "150 threads %s" % pattern
+    assert stats[key(_churn_task)][:2] == (150, 150)
+    assert "182 threads recorded" in view.threads_line(data)
+    assert "150\u00d7 %s" % pattern in view.threads_line(data)
+
+
+def test_names_of_folded_threads_are_forgotten():
+    """What the profiler keeps per ended thread goes with its record: the
+    name written down when it started too (a server runs for days)."""
+    import fastprof
+    prof = fastprof.Profile(threads=True)
+    prof.enable()
+    try:
+        _one_by_one(range(400))
+    finally:
+        prof.disable()
+    records = prof.threads()
+    assert len(records) <= KEPT_ENDED + 2, len(records)
+    prof.take_thread_names()
+    assert len(prof._thread_names) <= len(records), len(prof._thread_names)
+
+
+def test_reading_per_thread_stats_while_threads_come_and_go(fast_switching):
+    """thread_stats() and profile_data()'s per-thread records, read over and
+    over while threads end and get folded: every read works, and each one's
+    records sum to no more than the totals read after it."""
+    import fastprof
+    prof = fastprof.Profile(threads=True)
+    stop = []
+    errors = []
+
+    def churn():
+        try:
+            k = 0
+            while not stop:
+                _one_by_one([k])
+                k += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    churner = threading.Thread(target=churn, name="churner")
+    prof.enable()
+    try:
+        churner.start()
+        deadline = time.monotonic() + 3.0
+        reads = 0
+        while time.monotonic() < deadline or reads < 20:
+            records = prof.thread_stats() if reads % 2 else prof.thread_records()
+            calls = sum((r[3] if reads % 2 else r["stats"]).get(key(_churn_task), (0, 0))[1]
+                        for r in records)
+            prof.create_stats()
+            total = prof.stats.get(key(_churn_task), (0, 0))[1]
+            assert calls <= total, (calls, total)
+            prof.enable()
+            reads += 1
+    finally:
+        stop.append(1)
+        join_all([churner])
+        prof.disable()
+    assert not errors, errors
+    assert any(r[0] >> 62 == 1 for r in prof.threads()), "no thread was folded"
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.9-3.11: a profile hook per thread")
+def test_hooks_of_ended_threads_go():
+    """3.9-3.11: each thread gets a hook object; an ended thread's goes when
+    its record is folded, so they do not pile up."""
+    import gc
+
+    import fastprof
+    prof = fastprof.Profile(threads=True)
+    prof.enable()
+    try:
+        _one_by_one(range(300))
+    finally:
+        prof.disable()
+    prof.threads()  # folds
+    gc.collect()
+    hooks = [o for o in gc.get_objects() if type(o).__name__ == "_Hook"]
+    assert len(hooks) <= KEPT_ENDED + 2, len(hooks)

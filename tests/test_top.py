@@ -506,3 +506,111 @@ def test_clear_errors():
         sleeper.wait()
     one_line([os.getpid(), "--batch", "--interval", "0"], "--interval must be more than 0, not 0")
     one_line([os.getpid(), "-n", "3"], "-n/--iterations needs --batch")
+
+
+# -- a thread per task: what the agent does stays bounded ------------------------
+
+CHURN_TARGET = os.path.join(TESTS_DIR, "data", "thread_churn_target.py")
+
+
+def _churn_task(k, done):
+    done.release()
+    return k + 1
+
+
+def _threads_one_by_one(n):
+    """n short threads, each started once the one before ran (_thread's:
+    cheaper to start; before 3.12 threading's, the ones the hook follows)."""
+    import _thread
+    import threading
+    for k in range(n):
+        done = _thread.allocate_lock()
+        done.acquire()
+        if sys.version_info >= (3, 12):
+            _thread.start_new_thread(_churn_task, (k, done))
+        else:
+            threading.Thread(target=_churn_task, args=(k, done)).start()
+        assert done.acquire(timeout=60), "thread %d did not run" % k
+
+
+def test_agent_after_20000_ended_threads(tmp_path):
+    """The agent's work in the target (top_agent.TopSession, run here on
+    every version): after 20,000 short threads, a snapshot and the profile
+    so far each take the helper thread well under 100 ms of CPU (before the
+    records of ended threads were folded, the write was quadratic in them:
+    minutes, while the helper held the GIL), and the profile counts every
+    thread's calls."""
+    import marshal
+    import threading
+
+    from fastprof.modes.top_agent import TopSession
+    options = {"builtins": None, "threads": True, "clock": "wall", "coroutines": "call",
+               "callpaths": False, "max_depth": 128, "gc": True, "lines": None, "only": None,
+               "fast": False, "line_keys": [], "duration": None, "attacher_pid": os.getpid(),
+               "interval": 1.0}
+    session = TopSession(str(tmp_path), options, None, set(sys.modules))
+    session.helper_ident = threading.get_ident()
+    session.prof.enable()
+    session.started_at = time.monotonic()
+    try:
+        _threads_one_by_one(20000)
+        session.prof.disable(this_thread=True)  # as the helper does (TopSession.tick)
+        session.snapshot()  # the first one also appends every function's name
+        costs = []
+        for _ in range(3):
+            session.snapshot()
+            with open(tmp_path / "snapshot", "rb") as f:
+                snap = marshal.load(f)
+            costs.append(snap["cost"])
+            assert len(snap["threads"]) <= 64 + 3, len(snap["threads"])
+        assert min(costs) < 0.1, costs
+        session.write_so_far()  # (imports what writing needs, as start() does)
+        cpu = time.thread_time()
+        (tmp_path / "write").write_text("2")
+        session.write_so_far()
+        cost = time.thread_time() - cpu
+    finally:
+        session.prof.disable()
+    data = load_profile(str(tmp_path / "profile-2.prof"))
+    assert cost < 0.1, cost
+    calls = {key[2]: value[1] for key, value in data.stats.items()}
+    assert calls["_churn_task"] == 20000
+    assert sum(t.get("threads", 1) for t in data.threads) >= 20000
+    assert any(t.get("threads", 1) > 1000 for t in data.threads)
+
+
+@needs_remote_exec
+def test_write_on_a_thread_per_task_target(tmp_path):
+    """--batch -o on a target that starts a thread per task (thousands a
+    second): the profile is written, with the ended threads folded into
+    their group, and the target is left as it was."""
+    control = tmp_path / "control"
+    control.mkdir()
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen([sys.executable, CHURN_TARGET, str(control)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (control / "ready").exists() or proc.poll() is not None)
+        assert proc.poll() is None, proc.communicate()
+        out = tmp_path / "churn.prof"
+        status, stdout, stderr = run_top(proc.pid, "--batch", "-n", "4", "--interval", "0.5",
+                                         "--limit", "5", "-o", out)
+        assert status == 0, stderr
+        assert "fastprof top: wrote %s: " % out in stderr
+        assert stderr.splitlines()[-1] == "fastprof top: detached from process %d" % proc.pid
+        data = load_profile(str(out))
+        tasks = {key[2]: value[1] for key, value in data.stats.items()}["task"]
+        folded = [t for t in data.threads if t.get("threads", 1) > 1]
+        assert [t["group"] for t in folded] == ["task-N"], [t["name"] for t in data.threads]
+        # every thread that ran a task is in the file: each ran one
+        assert sum(t.get("threads", 1) for t in data.threads
+                   if t.get("group", t["name"]).startswith("task-")) == tasks
+        (control / "stop").write_text("")
+        result, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert err == "" and " right: True" in result, (result, err)
+    assert "profiler slot: None fastprof modules: []" in result

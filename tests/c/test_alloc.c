@@ -14,7 +14,9 @@
  *     is counted exactly;
  *   - hand every user pointer it took to the release callback exactly once,
  *     and none it refused.
- * test_merge_fail_after_n does the same for fp_thread_new + fp_thread_merge;
+ * test_merge_fail_after_n does the same for fp_thread_new + fp_thread_merge,
+ * test_fold_fail_after_n for fp_thread_fold (which changes nothing when it
+ * fails);
  * the other tests pin down, with exact numbers, what each kind of failure
  * drops (a push, an entry, a park, an edge, a node, a thread record). */
 #define _GNU_SOURCE
@@ -687,6 +689,69 @@ static void test_thread_record_failure(void **state)
     }
 }
 
+/* fp_thread_fold of the reference run's two threads into a group record,
+ * failing after N allocations: FP_ENOMEM leaves both records as they were
+ * (the source still in the profiler, every user still its own), and a
+ * fold tried again once memory is back is exact; every user is released
+ * once (valgrind / ASan see a double release). */
+static void test_fold_fail_after_n(void **state)
+{
+    (void)state;
+    fp_mem_fail_after(-1);
+    run_t ref;
+    run_init(&ref);
+    run_scenario(&ref);
+    assert_int_equal(ref.p.nomem, 0);
+    fp_thread_t *want = fp_thread_new(0);
+    assert_non_null(want);
+    for (int ti = 0; ti < N_THREADS; ti++)
+        assert_int_equal(fp_thread_merge(want, ref.t[ti]), 0);
+
+    long n;
+    for (n = 0; n < 1000000; n++) {
+        run_t r;
+        run_init(&r);
+        run_scenario(&r);
+        fp_thread_t *group = fp_thread_get(&r.p, 99);
+        assert_non_null(group);
+        int failed = 0;
+        for (int ti = 0; ti < N_THREADS; ti++) {
+            fp_mem_fail_after(n);
+            fp_status rc = fp_thread_fold(&r.p, group, r.t[ti]);
+            fp_mem_fail_after(-1);
+            if (rc == FP_OK) {
+                assert_null(fp_thread_find(&r.p, 100 + (uint64_t)ti));
+                continue;
+            }
+            assert_int_equal(rc, FP_ENOMEM);
+            failed = 1;
+            /* nothing moved: the source as recorded, the group as before */
+            assert_ptr_equal(fp_thread_find(&r.p, 100 + (uint64_t)ti), r.t[ti]);
+            assert_same_thread(r.t[ti], ref.t[ti]);
+            assert_sane_thread(group);
+            if (ti == 0)
+                assert_int_equal(group->n_entries + group->n_edges + group->n_nodes, 0);
+            else
+                assert_same_thread(group, ref.t[0]);
+            assert_int_equal(group->folded, (uint64_t)ti);
+            /* with memory back, the same fold goes through */
+            assert_int_equal(fp_thread_fold(&r.p, group, r.t[ti]), FP_OK);
+        }
+        assert_same_thread(group, want);
+        assert_int_equal(group->folded, N_THREADS);
+        assert_int_equal(HASH_COUNT(r.p.threads), 1);
+        fp_profiler_destroy(&r.p);
+        assert_int_equal(r.users_released, r.users_taken);
+        if (!failed)
+            break;
+    }
+    print_message("fold: clean from %ld allocations on\n", n);
+    assert_true(n > 100);
+    fp_thread_free(want, NULL, NULL);
+    fp_profiler_destroy(&ref.p);
+    assert_int_equal(ref.users_released, ref.users_taken);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_thread_record_failure),
         cmocka_unit_test(test_fail_after_n),
         cmocka_unit_test(test_merge_fail_after_n),
+        cmocka_unit_test(test_fold_fail_after_n),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

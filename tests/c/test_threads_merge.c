@@ -211,12 +211,81 @@ static void test_merge_bounded_paths(void **state)
     fp_profiler_destroy(&p);
 }
 
+/* fp_thread_fold moves an ended thread's record into a group record: the
+ * group's stats are the sum, frames still open close at the thread's last
+ * event, new entries keep the source's users (released once, by the
+ * group), the others are released with the source, which is gone. */
+static void test_fold_threads(void **state)
+{
+    (void)state;
+    tl_release_log_t log = {0};
+    fp_profiler_t p;
+    fp_profiler_init(&p, FP_SUBCALLS | FP_CALLPATHS, 8, tl_release, &log);
+    fp_thread_t *t1 = fp_thread_get(&p, 1);
+    fp_thread_t *t2 = fp_thread_get(&p, 2);
+    assert_non_null(t1);
+    assert_non_null(t2);
+    run_two_threads(&p, t1, t2);
+    call_u(&p, t2, KD, 6, 30); /* t2 ends inside d: closed at 30 + 0 */
+    call_u(&p, t2, KC, 3, 31);
+    t2->offset = 7;
+
+    fp_thread_t *group = fp_thread_get(&p, 100);
+    assert_non_null(group);
+    assert_int_equal(fp_thread_fold(&p, group, t1), FP_OK);
+    assert_null(fp_thread_find(&p, 1));
+    assert_int_equal(log.total, 0); /* every user of t1 moved to the group */
+    assert_int_equal(group->folded, 1);
+    assert_entry(group, KA, 3, 1, 12, 9);
+    assert_ptr_equal(fp_entry_find(group, KA)->user, TL_USER(1));
+
+    assert_int_equal(fp_thread_fold(&p, group, t2), FP_OK);
+    assert_null(fp_thread_find(&p, 2));
+    assert_int_equal(group->folded, 2);
+    assert_int_equal(group->offset, 7);
+    /* t2's b (4) and a (5): the group had its own, released with t2 */
+    assert_int_equal(log.total, 2);
+    assert_int_equal(log.calls[4], 1);
+    assert_int_equal(log.calls[5], 1);
+    assert_ptr_equal(fp_entry_find(group, KC)->user, TL_USER(3));
+    assert_ptr_equal(fp_entry_find(group, KD)->user, TL_USER(6));
+    assert_entry(group, KA, 4, 1, 18, 11);
+    assert_entry(group, KB, 3, 0, 10, 10);
+    assert_entry(group, KC, 2, 0, 8, 5); /* the open c: 31 -> 31 */
+    assert_entry(group, KD, 1, 0, 1, 1); /* the open d: 30 -> 31 */
+    assert_edge(group, KA, KB, 2, 0, 7, 7);
+    assert_edge(group, KC, KB, 1, 0, 3, 3);
+    assert_edge(group, KA, KA, 1, 0, 1, 1);
+    assert_edge(group, KD, KC, 1, 0, 0, 0);
+    fp_node_t *a = tl_node(group, NULL, KA);
+    assert_node(a, 4, 18, 11, 1);
+    assert_node(tl_node(group, a, KB), 2, 7, 7, 2);
+    assert_node(tl_node(group, tl_node(group, NULL, KD), KC), 1, 0, 0, 2);
+    for (const fp_node_t *n = group->nodes; n; n = n->hh.next) {
+        assert_true(n->index < group->n_nodes);
+        if (n->key.parent)
+            assert_true(n->key.parent->index < n->index);
+    }
+    tl_assert_idle(group);
+    assert_int_equal(HASH_COUNT(p.threads), 1);
+
+    fp_profiler_clear(&p); /* the group's stats, and its count, are gone */
+    assert_int_equal(group->folded, 0);
+    assert_int_equal(log.total, 6);
+    for (unsigned u = 1; u <= 6; u++)
+        assert_int_equal(log.calls[u], 1);
+    fp_profiler_destroy(&p);
+    assert_int_equal(log.total, 6);
+    assert_int_equal(log.bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_are_independent),
         cmocka_unit_test(test_merge_threads),
         cmocka_unit_test(test_merge_bounded_paths),
+        cmocka_unit_test(test_fold_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,9 +65,11 @@ def _name_forms(row):
     return list(row.suffixes) + ["%s*" % p for p in row.prefixes]
 
 
-def _said(names):
-    """'a, b and c'."""
-    return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
+def said(names, last="and"):
+    """*names* as a help text lists them: 'a, b and c' (*last*: 'or' for a choice).
+    The help texts list formats by this and the sets above, never by hand."""
+    names = list(names)
+    return names[0] if len(names) == 1 else "%s %s %s" % (", ".join(names[:-1]), last, names[-1])
 
 
 def known_names():
@@ -75,30 +77,49 @@ def known_names():
     return ", ".join(n for row in FORMAT_TABLE for n in _name_forms(row))
 
 
-def format_for_name(path):
-    """The format a file name asks for, or None if it names none (then: pstats)."""
+# A format is looked up once per export, by name (check_format) or by file
+# name (row_for_name, row_for_path); the row found is what is passed along.
+
+def row_for_name(path):
+    """The row of the format a file name asks for, or None if it names none
+    (then: pstats)."""
     name = os.path.basename(os.fspath(path)).lower()
     for row in FORMAT_TABLE:
         if name.endswith(row.suffixes) or (row.prefixes and name.startswith(row.prefixes)):
-            return row.name
+            return row
     return None
 
 
-def format_for_path(path):
-    """The format a file name asks for; ValueError (naming the known names)
-    when there is none (the command lines write pstats then, as cProfile
-    writes any name)."""
-    fmt = format_for_name(path)
-    if fmt is None:
+def format_for_name(path):
+    """The name of the format a file name asks for, or None (row_for_name)."""
+    row = row_for_name(path)
+    return None if row is None else row.name
+
+
+def row_for_path(path):
+    """The row of the format a file name asks for; ValueError (naming the
+    known names) when there is none (the command lines write pstats then,
+    as cProfile writes any name)."""
+    row = row_for_name(path)
+    if row is None:
         raise ValueError(
             "cannot tell the output format from %r; use one of the extensions %s "
             "(or name the format: %s)" % (os.path.basename(os.fspath(path)),
                                           known_names(), ", ".join(FORMATS)))
-    return fmt
+    return row
+
+
+def format_for_path(path):
+    """The name of the format a file name asks for; ValueError as row_for_path."""
+    return row_for_path(path).name
 
 
 def check_format(fmt):
-    """The row of format *fmt*; ValueError if there is none."""
+    """The row of format *fmt*: a format's name, or its row (returned as it
+    is: a caller that looked the format up passes the row along); ValueError
+    if there is none."""
+    if isinstance(fmt, Format):
+        return fmt
     row = BY_NAME.get(fmt)
     if row is None:
         raise ValueError("unknown format %r; known formats: %s" % (fmt, ", ".join(FORMATS)))
@@ -114,7 +135,7 @@ def formats_help():
     lines += ["  %-*s  %-*s  %s" % (w1, f, w2, n, r) for f, n, r in rows]
     lines += ["  any other name (out.txt, restats, x.fprof) is written as pstats, as",
               "  cProfile writes it; -o - writes to stdout (with --to).",
-              "%s draw the call paths recorded with --callpaths (implied when -o or" % _said(TREE_FORMATS),
+              "%s draw the call paths recorded with --callpaths (implied when -o or" % said(TREE_FORMATS),
               "--to names one of them); for a profile without them they draw a tree",
               "estimated from the caller graph (pprof: label call_stacks=estimated)."]
     return "\n".join(lines) + "\n"

@@ -13,12 +13,20 @@ for such a function (``KeyChooser``), sums of tables (``merge_stats``, as
 
 Imported by ``Profile`` when stats are read: nothing here may cost the
 program's own imports before (re and typing are imported by names too).
+
+The C extension is an accelerator here, never a need: without it (not
+built on this machine) ``add_stats`` runs ``python_add_stats``, its oracle,
+so view, diff and merge work the same (docs/architecture.md, "Accelerators
+and their oracles").
 """
 
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-from .. import _fastprof
+try:
+    from .. import _fastprof
+except ImportError:  # not built here: the pure-Python loops below
+    _fastprof = None
 
 FuncKey = Tuple[str, int, str]
 
@@ -47,6 +55,21 @@ def match_key(key: FuncKey) -> FuncKey:
     if is_builtin(key) and isinstance(key[2], str) and " at 0x" in key[2]:
         return (key[0], key[1], strip_address(key[2]))
     return key
+
+
+# the profiler's own methods, as C functions: cProfile's (_lsprof.Profiler)
+# and fastprof's have other names for the same call
+_PROFILER_METHOD = re.compile(r"<method '(enable|disable)' of '[\w.]*(lsprof|fastprof)[\w.]*' objects>$")
+
+
+def profiler_method(key: FuncKey) -> Optional[str]:
+    """``"enable"`` or ``"disable"`` when *key* is a profiler's own method
+    (cProfile's or fastprof's), else None: what pairs the two profilers'
+    rows of one call."""
+    if not is_builtin(key):
+        return None
+    found = _PROFILER_METHOD.match(str(key[2]))
+    return found.group(1) if found else None
 
 
 class KeyChooser:
@@ -86,8 +109,42 @@ def add_stats(out: Dict[FuncKey, list], table: Dict[FuncKey, tuple], keys) -> No
     memo is read first, or any callable); edges are summed element by
     element.  The loop is C (csrc/fpy_stats_sum.c): a test's table is
     added into the session's sum for every test of
-    ``pytest --fastprof-per-test``."""
+    ``pytest --fastprof-per-test``; ``python_add_stats`` without the
+    extension."""
+    if _fastprof is None:
+        python_add_stats(out, table, keys)
+        return
     _fastprof._add_stats(out, table, keys, getattr(keys, "_chosen", None))
+
+
+def python_add_stats(out: Dict[FuncKey, list], table: Dict[FuncKey, tuple], keys) -> None:
+    """``add_stats`` in Python: the C loop's oracle (tests/test_stats_c.py
+    requires the same sums, in the same order), and the loop itself when
+    the extension cannot be imported.  Python's additions in the C loop's
+    order, and its TypeErrors on bad input (rows added before stay added)."""
+    for key, row in list(table.items()):  # (a copy: keys() may change table)
+        fields = tuple(row)
+        if len(fields) != 5:
+            raise TypeError("a pstats row has 5 fields (cc, nc, tt, ct, callers), not %d"
+                            % len(fields))
+        key = keys(key)
+        cur = out.get(key)
+        if cur is None:
+            cur = out[key] = [0, 0, 0.0, 0.0, {}]
+        elif not isinstance(cur, list) or len(cur) != 5:
+            raise TypeError("the sum's rows must be lists [cc, nc, tt, ct, {}]")
+        for i in range(4):
+            cur[i] = cur[i] + fields[i]
+        edges, callers = cur[4], fields[4]
+        if not isinstance(edges, dict):
+            raise TypeError("the sum's rows must be lists [cc, nc, tt, ct, {}]")
+        if not isinstance(callers, dict):
+            raise TypeError("a row's callers must be a dict, not %.100s" % type(callers).__name__)
+        for caller, edge in callers.items():
+            caller = keys(caller)
+            prev = edges.get(caller)
+            edges[caller] = tuple(edge) if prev is None else tuple(
+                a + b for a, b in zip(prev, edge))
 
 
 def stats_result(out: Dict[FuncKey, list]) -> Dict[FuncKey, tuple]:

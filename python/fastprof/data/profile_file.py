@@ -29,8 +29,10 @@ Trailer (a plain dict; only marshal-able values)::
       "coroutines": "wall",                               # optional
       "paths": {file: path relative to its sys.path entry},  # optional
       "request": {"method": str, "path": str, "status": int,   # optional
-                  "duration": seconds, "time": unix time},
+                  "duration": seconds, "time": unix time,
+                  "recorded": seconds, "cpu": seconds, "suspended": seconds},
       "compensation": {"on": bool, "removed": seconds, "events": int},  # optional
+      "shared_keys": {(file, line, name): [(qualname, <pstats row>), ...]},  # optional
     }
 
 A thread record may hold ``"stats_of_file": True`` instead of ``stats``
@@ -41,7 +43,14 @@ what they saw before.  pstats reads the table only, which is unchanged.
 
 ``request`` (fastprof.middleware, added without a version bump): the web
 request the profile is of: its method, path (without the query), response
-status (0: none sent), duration and start time.
+status (0: none sent), duration (wall time) and start time; and, added
+later without a bump (each optional: a file without them is read as
+before), where that time went: ``recorded``, the time in its recorded
+frames (the sum of the table's tottime, every thread's, on the profile's
+clock), ``cpu``, its threads' CPU time while they ran it (less the
+profiler's own time where the times are compensated), and for a request
+in an asyncio task ``suspended``, the time its event loop's thread was
+not running it.
 
 ``lines`` (``--lines``, ``Profile(lines=...)``): per matched function, each
 line's hits and time (from the line's start to the next line or the
@@ -77,6 +86,17 @@ how much in all and over how many events (a call and a return per call;
 relative to the ``sys.path`` entry that held it in the profiled process
 (``jinja2/runtime.py``), so functions pair up across installs
 (``portable_names.py``).
+
+``shared_keys`` (added without a version bump): the rows that are sums of
+several code objects sharing one key (the ``__init__`` of every dataclass at
+``<string>:2``, the namedtuples' ``<string>:1(<lambda>)``), each code
+object's own row (its qualified name, "" where none is known, and its pstats
+row: callers are the edges into that code object, by caller key).  cProfile
+keeps one of them, the last its table lists, and drops the others' calls
+(fastprof sums them); with these a comparison with a cProfile file is made
+on cProfile's terms (``tools/diff.as_cprofile_keeps``).  ``pstats_only`` (not
+written) says a file read had no trailer: a cProfile file, or another
+pstats writer's.
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
@@ -158,6 +178,11 @@ class ProfileData:
     sources: Dict[str, Dict[int, str]] = field(default_factory=dict)
     # "wall" when coroutines were timed start to end (--coroutines wall)
     coroutines: Optional[str] = None
+    # pstats key -> [(qualified name or "", pstats row)]: the rows of the
+    # code objects summed under a key several shared
+    shared_keys: Dict[FuncKey, List[Tuple[str, tuple]]] = field(default_factory=dict)
+    # read from a file with no trailer (cProfile's: one code object per key); not written
+    pstats_only: bool = False
     # read from a damaged file: what was lost ("fastprof data cut short ..."); not written
     damaged: Optional[str] = None
 
@@ -195,6 +220,9 @@ class ProfileData:
             out["request"] = dict(self.request)
         if self.paths:
             out["paths"] = {str(f): str(r) for f, r in self.paths.items()}
+        if self.shared_keys:
+            out["shared_keys"] = {tuple(k): [(str(q), tuple(row)) for q, row in parts]
+                                  for k, parts in self.shared_keys.items()}
         return None if out == header else out
 
 
@@ -223,24 +251,50 @@ def _threads_from_marshal(threads, stats):
     return out
 
 
-def file_bytes(table: bytes, data: ProfileData, qualnames: bytes = b"") -> bytes:
-    """A profile file's bytes, from its pstats table's marshal bytes
-    (``Profiler._stats_marshal``), *data*'s trailer and, if not empty,
-    *qualnames*: the marshal bytes of the trailer's ``qualnames`` list, in
-    place of ``data.qualnames``.  That list refers to objects of its own
-    (marshal's references, counted from the start of the trailer's
+def _shared_keys_from_marshal(obj) -> Dict[FuncKey, List[Tuple[str, tuple]]]:
+    """The trailer's ``shared_keys``; ValueError if they are not rows."""
+    out = {}
+    for key, parts in obj.items():
+        rows = []
+        for qualname, row in parts:
+            if not (isinstance(row, tuple) and len(row) == 5 and isinstance(row[4], dict)):
+                raise ValueError("a shared key's row is not a pstats row")
+            rows.append((str(qualname), row))
+        out[tuple(key)] = rows
+    return out
+
+
+def file_parts(table: bytes, data: ProfileData, qualnames: bytes = b"") -> List[bytes]:
+    """A profile file's bytes, in pieces to write one after the other: its
+    pstats table's marshal bytes *table*, then *data*'s trailer.  If not
+    empty, *qualnames* is the marshal bytes of the trailer's ``qualnames``
+    list, in place of ``data.qualnames``.  That list refers to objects of
+    its own (marshal's references, counted from the start of the trailer's
     ``marshal.loads``), so what comes before it in the trailer is written
-    without any (marshal version 2)."""
+    without any (marshal version 2).  The one maker of a .prof file's bytes:
+    write_profile's and per-test's C fast path's (file_bytes)."""
     if not qualnames:
         trailer = data.trailer()
-        return table if trailer is None else table + marshal.dumps(trailer)
+        return [table] if trailer is None else [table, marshal.dumps(trailer)]
     head = marshal.dumps(data.trailer() or {"format": FORMAT_NAME, "version": FORMAT_VERSION}, 2)
-    return table + head[:-1] + marshal.dumps("qualnames", 2) + qualnames + b"0"  # (b"0": the dict's end)
+    return [table, head[:-1] + marshal.dumps("qualnames", 2) + qualnames + b"0"]  # (b"0": the dict's end)
+
+
+def file_bytes(table: bytes, data: ProfileData, qualnames: bytes = b"") -> bytes:
+    """A profile file's bytes in one piece (file_parts): what per-test's C
+    fast path writes, its table marshalled by ``Profiler._stats_marshal``."""
+    return b"".join(file_parts(table, data, qualnames))
 
 
 def write_profile(path, data: ProfileData) -> None:
     """Write *data* to *path* (str, PathLike or a binary file object); a
-    path is replaced whole or not at all (atomic_file.py)."""
+    path is replaced whole or not at all (atomic_file.py).
+
+    The one writer of pstats output: ``Profile.dump_stats``, the exports'
+    pstats row (so every command line's -o/--to pstats, the middleware's
+    request profiles), per-process, per-test and the attach and top agents
+    all write through it (per-test's C fast path writes the same bytes,
+    file_bytes)."""
     if hasattr(path, "write"):
         _write(path, data)
         return
@@ -248,10 +302,8 @@ def write_profile(path, data: ProfileData) -> None:
 
 
 def _write(f, data: ProfileData) -> None:
-    marshal.dump(data.stats, f)
-    trailer = data.trailer()
-    if trailer is not None:
-        marshal.dump(trailer, f)
+    for part in file_parts(marshal.dumps(data.stats), data):  # (= marshal.dump of each)
+        f.write(part)
 
 
 def load_profile(path) -> ProfileData:
@@ -271,6 +323,7 @@ def load_profile(path) -> ProfileData:
             data = ProfileData(stats)
             rest = f.read()
             if not rest:  # the file ends with the pstats table: a cProfile file
+                data.pstats_only = True
                 return data
             try:
                 trailer = marshal.loads(rest)
@@ -301,6 +354,7 @@ def load_profile(path) -> ProfileData:
                           for k, v in trailer.get("lines_own", {}).items()}
         data.sources = line_sources.from_marshal(trailer.get("sources", {}))
         data.paths = {str(f): str(r) for f, r in trailer.get("paths", {}).items()}
+        data.shared_keys = _shared_keys_from_marshal(trailer.get("shared_keys", {}))
         if isinstance(trailer.get("request"), dict):
             data.request = dict(trailer["request"])
         data.compensation = check_compensation(trailer.get("compensation"))

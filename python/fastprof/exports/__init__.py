@@ -25,7 +25,7 @@ from typing import Optional
 
 from ..data.arguments import check_percent
 from ..data.atomic_file import write_atomically
-from ..data.formats import FOLDED_FORMATS, FORMATS, check_format, format_for_path
+from ..data.formats import FORMATS, check_format, format_for_path, row_for_path
 from ..data.profile_file import ProfileData
 
 __all__ = ["FORMATS", "DEFAULT_MIN_PERCENT", "export", "render", "render_bytes",
@@ -44,19 +44,19 @@ def check_min_percent(min_percent: Optional[float]) -> float:
     return check_percent("min_percent", min_percent)
 
 
-def folding_note(fmt: str, min_percent: Optional[float]) -> str:
-    """One line saying which paths a tree format leaves out ('' if none)."""
+def folding_note(fmt, min_percent: Optional[float]) -> str:
+    """One line saying which paths a tree format leaves out ('' if none);
+    *fmt*: a format's name or its row (formats.check_format)."""
     value = check_min_percent(min_percent)
-    if fmt not in FOLDED_FORMATS or value <= 0:
+    if not check_format(fmt).folded or value <= 0:
         return ""
     return ("call paths below %g%% of the total time are folded into their callers "
             "(--min-percent 0 keeps them all)" % value)
 
 
-def _write(data: ProfileData, fmt: str, out, title: Optional[str], min_percent: float) -> None:
-    """Write *data* in *fmt* to *out* (binary or text, as the format is)
-    with the writer its table row names."""
-    row = check_format(fmt)
+def _write(data: ProfileData, row, out, title: Optional[str], min_percent: float) -> None:
+    """Write *data* in the format of table row *row* to *out* (binary or
+    text, as the format is) with the writer the row names."""
     module, function = row.writer.split(":")
     # the writers are imported when used: each costs imports the others do not need
     writer = getattr(importlib.import_module("." + module, __name__), function)
@@ -66,28 +66,33 @@ def _write(data: ProfileData, fmt: str, out, title: Optional[str], min_percent: 
         writer(data, out, title=title)
 
 
-def render(data: ProfileData, fmt: str, *, title: Optional[str] = None,
+def render(data: ProfileData, fmt, *, title: Optional[str] = None,
            min_percent: Optional[float] = None) -> str:
-    """The text of *data* in a text format (every format but the binary ones)."""
-    if check_format(fmt).binary:
-        raise ValueError("%s is a binary format; use render_bytes() or export()" % fmt)
+    """The text of *data* in a text format (every format but the binary
+    ones); *fmt*: its name, or its row of the format table."""
+    row = check_format(fmt)
+    if row.binary:
+        raise ValueError("%s is a binary format; use render_bytes() or export()" % row.name)
     buf = io.StringIO()
-    _write(data, fmt, buf, title, check_min_percent(min_percent))
+    _write(data, row, buf, title, check_min_percent(min_percent))
     return buf.getvalue()
 
 
-def render_bytes(data: ProfileData, fmt: str, *, title: Optional[str] = None) -> bytes:
-    """The bytes of *data* in a binary format (formats.BINARY_FORMATS)."""
-    if not check_format(fmt).binary:
-        raise ValueError("%s is a text format; use render()" % fmt)
+def render_bytes(data: ProfileData, fmt, *, title: Optional[str] = None) -> bytes:
+    """The bytes of *data* in a binary format (formats.BINARY_FORMATS);
+    *fmt*: its name, or its row of the format table."""
+    row = check_format(fmt)
+    if not row.binary:
+        raise ValueError("%s is a text format; use render()" % row.name)
     buf = io.BytesIO()
-    _write(data, fmt, buf, title, DEFAULT_MIN_PERCENT)
+    _write(data, row, buf, title, DEFAULT_MIN_PERCENT)
     return buf.getvalue()
 
 
-def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optional[str] = None,
+def export(data: ProfileData, path, fmt=None, *, title: Optional[str] = None,
            min_percent: Optional[float] = None) -> str:
-    """Write *data* to *path* in *fmt* (None: from the extension); return the format.
+    """Write *data* to *path* in *fmt* (a format's name or its row of the
+    format table; None: from the extension); return the format's name.
 
     *min_percent* (speedscope, collapsed, html): call paths below this
     percent of the total time are folded into their callers (None:
@@ -96,7 +101,7 @@ def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optiona
     The file is written to a temporary name next to *path* and renamed, so
     a failed export never leaves half a file (or destroys an old one).
     """
-    row = check_format(fmt) if fmt is not None else check_format(format_for_path(path))
+    row = check_format(fmt) if fmt is not None else row_for_path(path)
     min_percent = check_min_percent(min_percent)
     write_atomically(path, lambda f: _write_to(data, row, f, title, min_percent))
     return row.name
@@ -105,9 +110,9 @@ def export(data: ProfileData, path, fmt: Optional[str] = None, *, title: Optiona
 def _write_to(data: ProfileData, row, f, title: Optional[str], min_percent: float) -> None:
     """Write *data* in format *row* to the binary file *f*."""
     if row.binary:
-        _write(data, row.name, f, title, min_percent)
+        _write(data, row, f, title, min_percent)
     else:
         text = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
-        _write(data, row.name, text, title, min_percent)
+        _write(data, row, text, title, min_percent)
         text.flush()
         text.detach()

@@ -1,5 +1,6 @@
 """pstats: the profile file itself, cProfile's format and fastprof's
-trailer (fastprof.profile_file), as a row of the format table."""
+trailer, as a row of the format table: written by the one writer of pstats
+output, fastprof.data.profile_file.write_profile."""
 
 from typing import BinaryIO, Optional
 

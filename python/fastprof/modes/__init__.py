@@ -2,7 +2,8 @@
 command lines, each in its own module.
 
 - ``attach``: ``fastprof attach PID`` (3.14+); ``attach_agent``: what runs
-  inside the attached process; ``process_alive``: whether a process exists
+  inside the attached process; ``process_alive``: whether a process exists;
+  ``interrupts``: Ctrl-C noted, not raised, while a mode holds a profile
 - ``top``: ``fastprof top PID`` (3.14+), a live view; ``top_agent``: what
   it runs inside the process (attach_agent's session plus snapshots)
 - ``signal_toggle``: the dormant profiler a signal toggles (``--signal``)

@@ -12,6 +12,13 @@ The target runs the script when its main thread next checks for pending
 work: a main thread blocked in C delays the start.  After ``--timeout``
 the request is withdrawn (the ``claim`` file); the script still runs when
 the main thread wakes, sees that, removes the directory and does nothing.
+
+Ctrl-C is noted, not raised (interrupts.CtrlC), from the start of the
+command to its last line: wherever it lands, the session stops where it
+can (before the request: nothing sent; while waiting for the target:
+withdrawn, or stopped as soon as it started; while profiling: stopped),
+collects and writes what was profiled, and says "stopping (Ctrl-C)".  A
+second Ctrl-C gives up waiting for the profile.
 """
 
 import os
@@ -22,6 +29,7 @@ from ..data import formats
 from ..data.model import pstats_of, sort_args
 from ..data.profile_file import load_profile
 from . import attach_agent, run_options
+from .interrupts import CtrlC
 from .process_alive import alive as _alive
 from .run_options import UsageError
 
@@ -191,11 +199,14 @@ def _problem(directory, pid):
     return None
 
 
-def _wait_started(directory, pid, timeout, say):
-    """Wait until profiling runs in the target; AttachError if it does not."""
+def _wait_started(directory, pid, timeout, say, ctrl_c=None):
+    """Wait until profiling runs in the target; AttachError if it does not,
+    KeyboardInterrupt if *ctrl_c* (a CtrlC) notes a press first."""
     t0 = time.monotonic()
     noticed = False
     while True:
+        if ctrl_c is not None and ctrl_c.pressed:
+            raise KeyboardInterrupt
         problem = _problem(directory, pid)
         if problem:
             raise AttachError(problem)
@@ -221,20 +232,19 @@ def _wait_started(directory, pid, timeout, say):
         time.sleep(POLL)
 
 
-def _wait_done(directory, pid, duration, say):
-    """Profile for *duration* seconds (None: until Ctrl-C), then stop; return
-    the done marker's summary dict."""
+def _wait_done(directory, pid, duration, say, ctrl_c):
+    """Profile for *duration* seconds (None: until Ctrl-C, noted by
+    *ctrl_c*), then stop; return the done marker's summary dict."""
     t0 = time.monotonic()
-    try:
-        while not _exists(directory, "done"):
-            if _exists(directory, "error"):
-                raise AttachError(read_agent_file(directory, "error").strip())
-            if not _alive(pid):
-                break
-            if duration is not None and time.monotonic() - t0 >= duration + 5.0:
-                break  # the helper stops itself at its duration; this is a backstop
-            time.sleep(POLL)
-    except KeyboardInterrupt:
+    while not _exists(directory, "done") and not ctrl_c.pressed:
+        if _exists(directory, "error"):
+            raise AttachError(read_agent_file(directory, "error").strip())
+        if not _alive(pid):
+            break
+        if duration is not None and time.monotonic() - t0 >= duration + 5.0:
+            break  # the helper stops itself at its duration; this is a backstop
+        time.sleep(POLL)
+    if ctrl_c.news():
         say("stopping (Ctrl-C): collecting the profile from process %d" % pid)
     # the helper may still run: ask it to stop, then wait for its profile
     if not _exists(directory, "done"):
@@ -253,7 +263,7 @@ def _wait_done(directory, pid, duration, say):
                                   % (pid, COLLECT_TIMEOUT))
             try:
                 time.sleep(POLL)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # a second Ctrl-C: give up
                 raise AttachError("interrupted while process %d wrote its profile" % pid) from None
     import ast
     return ast.literal_eval(read_agent_file(directory, "done"))
@@ -274,13 +284,19 @@ def remove_agent_files(directory):
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def start_agent(directory, pid, agent_options, timeout, say, agent="attach_agent"):
+def start_agent(directory, pid, agent_options, timeout, say, agent="attach_agent", ctrl_c=None):
     """Run the bootstrap in process *pid* with *agent_options* and wait until
     profiling runs there; the agent talks through *directory* (made with
     tempfile.mkdtemp).  *agent*: the module of fastprof.modes whose start()
     the bootstrap calls.  AttachError on failure; its ``keep`` attribute is
     True when the directory must be left for the target (a request it still
-    holds: it removes the directory itself when its main thread wakes)."""
+    holds: it removes the directory itself when its main thread wakes).
+    *ctrl_c*: the command's CtrlC; a press noted before profiling runs
+    withdraws the request, or, if the target took it already, stops
+    profiling as soon as it started (the caller then collects)."""
+    if ctrl_c is not None and ctrl_c.pressed:
+        raise AttachError("interrupted before profiling started; nothing was sent to "
+                          "process %d" % pid)
     script = os.path.join(directory, "inject.py")
     attach_agent.note(directory, "inject.py",
                       attach_agent.bootstrap_text(directory, agent_options, agent))
@@ -289,7 +305,7 @@ def start_agent(directory, pid, agent_options, timeout, say, agent="attach_agent
     except Exception as exc:
         raise AttachError(_remote_exec_error(pid, exc)) from None
     try:
-        _wait_started(directory, pid, timeout, say)
+        _wait_started(directory, pid, timeout, say, ctrl_c)
     except KeyboardInterrupt:
         if _withdraw(directory):
             err = AttachError("interrupted before profiling started; the request is withdrawn")
@@ -306,9 +322,10 @@ def start_agent(directory, pid, agent_options, timeout, say, agent="attach_agent
         raise
 
 
-def attach(pid, options, duration, timeout, say):
+def attach(pid, options, duration, timeout, say, ctrl_c):
     """Profile process *pid*; return (ProfileData, summary dict).  AttachError
-    on failure.  *options*: Profile's keyword arguments."""
+    on failure.  *options*: Profile's keyword arguments; *ctrl_c*: the
+    command's CtrlC (a press stops the profile, which is still collected)."""
     import tempfile
 
     directory = tempfile.mkdtemp(prefix="fastprof-attach-")  # 0700, unpredictable name
@@ -316,13 +333,13 @@ def attach(pid, options, duration, timeout, say):
     try:
         agent_options = dict(options, duration=duration, attacher_pid=os.getpid())
         try:
-            start_agent(directory, pid, agent_options, timeout, say)
+            start_agent(directory, pid, agent_options, timeout, say, ctrl_c=ctrl_c)
         except AttachError as err:
             keep = getattr(err, "keep", False)
             raise
         say("profiling process %d%s" % (pid, " for %gs" % duration if duration is not None
                                        else " until Ctrl-C"))
-        summary = _wait_done(directory, pid, duration, say)
+        summary = _wait_done(directory, pid, duration, say, ctrl_c)
         data = load_profile(os.path.join(directory, "profile.prof"))
         return data, summary
     finally:
@@ -346,6 +363,19 @@ def run(args):
     def say(text):
         print("%s: %s" % (PROG, text), file=sys.stderr, flush=True)
 
+    # from here to the last line, Ctrl-C is noted: it stops the profile,
+    # which is collected and written all the same; a second one gives up
+    ctrl_c = CtrlC().start()
+    try:
+        return _run(args, say, ctrl_c)
+    except KeyboardInterrupt:
+        run_options.report(PROG, "interrupted again (Ctrl-C): stopped without the profile")
+        return 130
+    finally:
+        ctrl_c.stop()
+
+
+def _run(args, say, ctrl_c):
     try:
         check_interpreter()
         pid = parse_pid(args.pid)
@@ -368,10 +398,12 @@ def run(args):
         # refused here as the target would refuse it (same Python version):
         # --fast where it is unavailable, bad patterns
         probe = run_options.new_profile(options)
-        data, summary = attach(pid, options, args.duration, args.timeout, say)
+        data, summary = attach(pid, options, args.duration, args.timeout, say, ctrl_c)
     except (AttachError, UsageError) as exc:
         run_options.report(PROG, exc)
         return 2
+    if ctrl_c.news():  # once the profile had ended (its duration, the target's exit)
+        say("stopping (Ctrl-C): writing the profile collected from process %d" % pid)
     for line in summary.get("unmatched", ()):
         say(line)
     if args.output is not None:
@@ -388,4 +420,6 @@ def run(args):
         run_options.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
         sys.stdout.flush()
     say(_summary_line(pid, data, summary, args.output))
+    if ctrl_c.news():
+        say("stopping (Ctrl-C): the profile was written first")
     return 0

@@ -316,18 +316,19 @@ class Session:
         )
         from ..tools.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
-        prof.take_thread_names()
-        kept = [t for t in prof.thread_stats() if t[1] != self.helper_ident]
-        codes = [e.code for tid, _i, _n, _s in kept for e in prof.getstats(tid)]
-        data = ProfileData(merge_stats([st for _t, _i, _n, st in kept]),
-                           clock=prof.clock_info().get("clock"),
-                           qualnames=qualnames_of_codes(codes))
-        if self.options.get("threads"):
-            data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
-                            for tid, ident, name, st in kept]
-        if self.options.get("callpaths"):
-            data.callpaths = merge_callpaths([callpaths_to_file(prof.callpaths(tid))
-                                              for tid, _i, _n, _s in kept])
+        # the records listed stay as they are until the last one is read,
+        # though threads go on ending (top's write while profiling)
+        with prof.threads_held():
+            kept = [t for t in prof.thread_records() if t["ident"] != self.helper_ident]
+            codes = [e.code for t in kept for e in prof.getstats(t["id"])]
+            data = ProfileData(merge_stats([t["stats"] for t in kept]),
+                               clock=prof.clock_info().get("clock"),
+                               qualnames=qualnames_of_codes(codes))
+            if self.options.get("threads"):
+                data.threads = kept
+            if self.options.get("callpaths"):
+                data.callpaths = merge_callpaths([callpaths_to_file(prof.callpaths(t["id"]))
+                                                  for t in kept])
         prof.add_recording_details(data)
         return data
 

@@ -13,42 +13,56 @@ keep theirs; tests that failed or were skipped are neither compared nor
 recorded.
 
 What would make counts differ between two runs of the same code is made
-equal before each test or left out of the table (docs/gate.md):
+equal before each test, left out of the table, or learned (docs/gate.md):
 
 - hash randomisation: the run re-executes itself with ``PYTHONHASHSEED=0``
   (``reexec_with_hash_seed``), so set and dict-of-str orders are the same;
-- caches that earlier tests fill (``functools.lru_cache``/``cache``, ``re``'s):
-  cleared before each test (``CacheReset``), so a test's counts do not depend
-  on which tests ran before it (``-k``, xdist's scheduling);
+- random's global generator (numpy's), the state a standard module creates
+  at its first use, the caches earlier tests fill, ``sys.argv``: seeded,
+  warmed, cleared and stripped of the gate's options before each test
+  (``count_steady``), so a test's counts do not depend on which tests ran
+  before it (``-k``, xdist's scheduling) nor on the gate's options;
 - garbage collections and the finalizers they run, module bodies and the
   import system, thread scheduling in threading/queue/asyncio internals,
-  pytest's own code: left out of the table (``counts.py``).
+  pytest's own code, threads that were running before the test began:
+  left out of the table (``counts.py``);
+- what still varies (a socket read's chunks, a polling loop, lock
+  contention): learned.  A test recorded is run again, ``--fastprof-counts-runs``
+  times in all (the same command re-run, in reverse then shuffled order:
+  ``run_learning_passes``), and each count that varied is kept as its range
+  (``counts.merge``); a later run alarms only outside it (``counts.compare``),
+  and names the likely cause of what moved (``count_causes``).
 
 Under pytest-xdist the workers compute their tests' tables and hand them to
 the controller in a file (like the profiles of ``--fastprof``), which
 compares and writes the baselines.
 """
 
-import functools
-import gc
 import json
 import os
-import re
+import random
 import shutil
+import subprocess
 import sys
 import tempfile
-import weakref
 
 import pytest
 
 from ..data.atomic_file import write_bytes_atomically
-from ..data.portable_names import relative_paths
-from ..tools import counts
-from . import run_options
+from ..data.portable_names import PathsMemo, relative_paths
+from ..data.profile_file import ProfileData
+from ..recording.profiler import callpaths_to_file
+from ..tools import count_causes, counts
+from . import count_steady, run_options
 
 HASH_SEED = "0"
 SKIP_MARK = "fastprof_counts_skip"   # a test (class, module) the gate leaves alone
+TOLERANCE_MARK = "fastprof_counts_tolerance"   # (PERCENT): this test's own tolerance
 REEXEC_MARK = "FASTPROF_COUNTS_REEXEC"
+PASS_MARK = "FASTPROF_COUNTS_PASS"   # a learning pass: its number (2, 3...)
+# the gate's options that take a value (stripped from sys.argv with it)
+VALUE_OPTIONS = ("--fastprof-counts", "--fastprof-counts-tolerance", "--fastprof-counts-c-tolerance",
+                 "--fastprof-counts-report", "--fastprof-counts-runs")
 
 
 # ---------------------------------------------------------------- the hash seed
@@ -100,28 +114,48 @@ def reexec_with_hash_seed(config) -> bool:
     return True  # (not reached)
 
 
-# ---------------------------------------------------------------- caches
+# ---------------------------------------------------------------- learning
 
-class CacheReset:
-    """Clears the caches that earlier tests fill before each test: every
-    ``functools.lru_cache``/``cache`` function (found once, then again when
-    more modules are imported) and ``re``'s."""
+def pass_order(items, number):
+    """The tests of learning pass *number* (2, 3...) in the order it runs
+    them: reversed for the second, shuffled (seeded by the number) after, so
+    that state a first use creates is created by other tests than in the
+    recording run and the counts it changes are learned."""
+    if number == 2:
+        items.reverse()
+    elif number > 2:
+        random.Random(number).shuffle(items)
 
-    def __init__(self):
-        self.modules = -1
-        self.caches = []
 
-    def __call__(self):
-        if len(sys.modules) != self.modules:
-            self.modules = len(sys.modules)
-            kind = getattr(functools, "_lru_cache_wrapper", None)
-            self.caches = [weakref.ref(o) for o in gc.get_objects()
-                           if type(o) is kind and hasattr(o, "cache_clear")]
-        for ref in self.caches:
-            cache = ref()
-            if cache is not None:
-                cache.cache_clear()
-        re.purge()
+def run_learning_passes(command, cwd, first, last):
+    """Run the pytest *command* again as learning passes *first*..*last*
+    (each merges its counts into the baselines still learning); the
+    problems, one line each."""
+    problems = []
+    for number in range(first, last + 1):
+        env = dict(os.environ)
+        env[PASS_MARK] = str(number)
+        env.pop(REEXEC_MARK, None)
+        try:
+            r = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except OSError as exc:
+            problems.append("learning run %d could not start: %s" % (number, exc))
+            break
+        if r.returncode not in (0, 1):
+            tail = r.stdout.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            problems.append("learning run %d ended with status %d: %s"
+                            % (number, r.returncode, tail[0]))
+            break
+    return problems
+
+
+def threads_now():
+    """{ident: Thread} of the threads alive now ({} before threading is imported)."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return {}
+    return {t.ident: t for t in threading.enumerate()}
 
 
 def plugin_files(config):
@@ -163,16 +197,27 @@ class CountGate:
     def __init__(self, config, directory, profile_options):
         self.config = config
         self.directory = os.path.abspath(directory)
-        self.update = config.getoption("fastprof_counts_update")
+        self.worker = hasattr(config, "workerinput")
+        self.controller = getattr(config.option, "dist", "no") != "no" and not self.worker
+        # a learning pass: its number (the controller's, handed to its workers)
+        self.pass_number = (int(config.workerinput.get("fastprof_counts_pass", 0)) if self.worker
+                            else _pass_number())
+        self.update = config.getoption("fastprof_counts_update") and not self.pass_number
         try:
             self.tolerance = counts.parse_tolerance(config.getoption("fastprof_counts_tolerance"))
             c_tol = config.getoption("fastprof_counts_c_tolerance")
             self.c_tolerance = None if c_tol is None else counts.parse_tolerance(c_tol)
         except ValueError as exc:
             raise pytest.UsageError("fastprof: --fastprof-counts-tolerance: %s" % exc) from None
+        self.runs = config.getoption("fastprof_counts_runs")
+        if self.runs is None or self.runs < 1:
+            raise pytest.UsageError("fastprof: --fastprof-counts-runs: %r is not a number of runs "
+                                    ">= 1" % (self.runs,))
         report = config.getoption("fastprof_counts_report")
-        self.report = os.path.abspath(report) if report else None
-        self.reset = None if config.getoption("fastprof_counts_keep_caches") else CacheReset()
+        self.report = os.path.abspath(report) if report and not self.pass_number else None
+        self.reset = None if config.getoption("fastprof_counts_keep_caches") else count_steady.CacheReset()
+        self.seed = not config.getoption("fastprof_counts_no_seed")
+        self.warm = count_steady.Warmers()
         options = dict(profile_options)
         options.update(threads=True, callpaths=True, gc=True, builtins=True, max_depth=1024)
         self.profile_options = options
@@ -181,30 +226,62 @@ class CountGate:
             run_options.new_profile(self.profile_options)  # refused now, not at the first test
         except (run_options.UsageError, OSError) as exc:
             raise pytest.UsageError("fastprof: --fastprof-counts: %s" % exc) from None
-        self.worker = hasattr(config, "workerinput")
-        self.controller = getattr(config.option, "dist", "no") != "no" and not self.worker
+        # the learning passes re-run this command (what re-executes it for the hash seed)
+        self.command = None
+        if not (self.worker or self.pass_number) and tuple(config.invocation_params.args) == tuple(sys.argv[1:]):
+            self.command = _command_line()
+        # the tests see the same command line and environment with any gate option
+        self.argv = sys.argv
+        sys.argv = count_steady.argv_without_gate_options(sys.argv, VALUE_OPTIONS)
+        os.environ.pop(REEXEC_MARK, None)
+        os.environ.pop(PASS_MARK, None)
         self.tables = {}        # node id -> count table
+        self.tolerances = {}    # node id -> its fastprof_counts_tolerance
         self.bad = set()        # node ids that failed or were skipped
         self.problems = []
         self.profile = None
         self.framework_files = None  # the pytest plugins' files (relative paths)
+        self.paths_memo = PathsMemo()  # the files' relative paths, found once per run
+        self.kinds_memo = {}    # what the table does with each function (counts.function_kind)
+        self.before = {}        # the threads alive when the current test began
+        self.test_thread = None  # the ident of the thread that runs it
         self.outcome = None
         self.written = []       # baseline files written
         self.rewritten = 0      # --fastprof-counts-update: tests whose baseline was there
         self.marked = 0         # tests marked fastprof_counts_skip
+        self.learning = {}      # node id -> 1: recorded now, to learn over self.runs runs
+        self.learned = None     # after the learning passes: (tests, counts) learned as ranges
         self.xdist_dir = None
         if self.controller:
             self.xdist_dir = tempfile.mkdtemp(prefix="fastprof-counts-")
 
+    def pytest_unconfigure(self, config):
+        sys.argv = self.argv
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        if self.pass_number:
+            pass_order(items, self.pass_number)
+
     # -- the phases --------------------------------------------------------
+
+    def _before_test(self, item):
+        """Make the process-wide state the same for every test (count_steady)."""
+        if self.reset is not None:
+            self.reset()
+        self.warm()
+        if self.seed:
+            count_steady.seed_generators(item.nodeid)
+        self.before = threads_now()
+        self.test_thread = _current_ident()
 
     def _profiled(self, item, first=False):
         if first:
             self.profile = None
-            if self.reset is not None:
-                self.reset()
+            self._before_test(item)
         if self.profile is None:
             self.profile = run_options.new_profile(self.profile_options)
+            self.profile.paths_memo = self.paths_memo
         prof = self.profile
         try:
             prof.enable()
@@ -240,13 +317,49 @@ class CountGate:
             self.marked += 1
             return
         try:
+            mark = item.get_closest_marker(TOLERANCE_MARK)
+            if mark is not None:
+                self.tolerances[item.nodeid] = counts.parse_tolerance(
+                    mark.args[0] if mark.args else mark.kwargs.get("percent"))
             if self.framework_files is None:
                 self.framework_files = plugin_files(self.config)
-            self.tables[item.nodeid] = counts.counts_of_test(
-                prof.profile_data(), framework_files=self.framework_files,
-                noise_keys=shared_fixture_keys(item))
+            table = self._table(prof, shared_fixture_keys(item))
+            left = [t for ident, t in threads_now().items() if ident not in self.before]
+            if left:
+                table[counts.THREADS] = len(left)
+            self.tables[item.nodeid] = table
         except Exception as exc:  # never lose the run to the gate
             self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
+
+    def _table(self, prof, noise_keys):
+        """The test's count table, without the threads that were running
+        before it began (a server an earlier test left running)."""
+        foreign = [tid for tid, ident, _n in prof.threads()
+                   if ident in self.before and ident != self.test_thread]
+        if not foreign:
+            return counts.counts_of_test(self._counted_data(prof), framework_files=self.framework_files,
+                                         noise_keys=noise_keys, kinds_memo=self.kinds_memo)
+        table = {}
+        for tid, _ident, _n in prof.threads():
+            if tid in foreign:
+                continue
+            part = counts.counts_of_test(prof.profile_data(thread=tid),
+                                         framework_files=self.framework_files, noise_keys=noise_keys,
+                                         kinds_memo=self.kinds_memo)
+            for entry, count in part.items():
+                table[entry] = table.get(entry, 0) + count
+        return table
+
+    def _counted_data(self, prof):
+        """What ``counts_of_test`` reads of *prof* (its stats, call paths,
+        names, files' paths, line hits): ``profile_data()`` without what the
+        table does not need (per-thread stats, compensation, own times)."""
+        prof.create_stats()
+        data = ProfileData(prof.stats, qualnames=prof.qualnames)
+        data.callpaths = callpaths_to_file(prof.callpaths())
+        data.paths = self.paths_memo.relative_paths(key[0] for key in data.stats)
+        data.lines = prof.line_stats() or {}
+        return data
 
     def pytest_runtest_logreport(self, report):
         if report.failed or (report.skipped and report.when != "teardown"):
@@ -264,6 +377,8 @@ class CountGate:
         self.outcome = self.finish()
         if self.outcome.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.learning and not self.pass_number:
+            self._learn()
         if self.report:
             text = (counts.as_json(self.outcome) if self.report.endswith(".json")
                     else counts.markdown(self.outcome))
@@ -273,15 +388,45 @@ class CountGate:
             except OSError as exc:
                 self.problems.append("cannot write %s: %s" % (self.report, exc.strerror or exc))
 
+    def _learn(self):
+        """The learning passes of the tests recorded now (their baselines
+        learned over fewer than --fastprof-counts-runs runs), then what they
+        learned: how many counts varied, in which tests."""
+        first = 2
+        if self.command is None:
+            self.outcome.notes.append(
+                "%d test%s learned over fewer than %d runs: this pytest command cannot run "
+                "itself again (pytest.main() in a program?), so the next runs learn instead of "
+                "comparing them" % (len(self.learning), "" if len(self.learning) == 1 else "s",
+                                    self.runs))
+            return
+        problems = run_learning_passes(self.command, str(self.config.invocation_params.dir),
+                                       first, self.runs)
+        self.outcome.notes.extend(problems)
+        noisy = {}
+        for nodeid in self.learning:
+            path, name = counts.baseline_file(self.directory, nodeid)
+            try:
+                table = counts.read_tables(path).get(name) or {}
+            except counts.BaselineError:
+                continue
+            ranges = counts.noisy_entries(table)
+            if ranges:
+                noisy[nodeid] = (ranges, table)
+        self.learned = noisy
+
     def finish(self):
-        """Compare the tables with the baselines; record the new ones (all with --update)."""
+        """Compare the tables with the baselines, or learn from them (a
+        baseline learned over fewer runs than --fastprof-counts-runs); record
+        the new ones (all with --update)."""
         by_file = {}
         for nodeid, table in self.tables.items():
             if nodeid in self.bad:
                 continue
             path, name = counts.baseline_file(self.directory, nodeid)
             by_file.setdefault(path, {})[name] = (nodeid, table)
-        outcome = counts.Outcome(changed={}, recorded=[], notes=[], errors=[])
+        outcome = counts.Outcome(changed={}, recorded=[], notes=[], errors=[], causes={})
+        noisy_tests = noisy_counts = accumulated = 0
         for path in sorted(by_file):
             try:
                 kept = counts.read_tables(path)
@@ -292,18 +437,41 @@ class CountGate:
             for name, (nodeid, table) in sorted(by_file[path].items()):
                 old = kept.get(name)
                 if old is None or self.update:
-                    if old != table:
-                        kept[name] = table
+                    # learned over more runs: "# runs: 1" until they merge in
+                    fresh = dict(table, **{counts.RUNS: 1}) if self.runs > 1 else table
+                    if old != fresh:
+                        kept[name] = fresh
                         dirty = True
                     if old is None:
                         outcome.recorded.append(nodeid)
                     else:
                         self.rewritten += 1
+                    if self.runs > 1:
+                        self.learning[nodeid] = 1
+                    continue
+                runs = counts.runs_of(old)
+                if runs is not None and runs < self.runs:
+                    # still learning (recorded where the command could not
+                    # run itself again): this run is one more, not compared
+                    kept[name] = counts.merge(old, table)
+                    dirty = True
+                    accumulated += 1
+                    continue
+                if self.pass_number:
                     continue
                 outcome.compared += 1
-                changes = counts.compare(old, table, self.tolerance, self.c_tolerance)
+                ranges = len(counts.noisy_entries(old))
+                if ranges:
+                    noisy_tests += 1
+                    noisy_counts += ranges
+                tolerance = self.tolerances.get(nodeid, self.tolerance)
+                c_tolerance = self.c_tolerance if nodeid not in self.tolerances else tolerance
+                changes = counts.compare(old, table, tolerance, c_tolerance)
                 if changes:
                     outcome.changed[nodeid] = changes
+                    cause = count_causes.diagnose(changes, old, table)
+                    if cause is not None:
+                        outcome.causes[nodeid] = cause
             if dirty:
                 try:
                     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -312,6 +480,15 @@ class CountGate:
                     self.written.append(path)
                 except OSError as exc:
                     self.problems.append("cannot write %s: %s" % (path, exc.strerror or exc))
+        if accumulated and not self.pass_number:
+            outcome.notes.append("%d test%s learned from this run, not compared: their baselines "
+                                 "are learned over %d runs (--fastprof-counts-runs)"
+                                 % (accumulated, "" if accumulated == 1 else "s", self.runs))
+        if noisy_tests:
+            outcome.notes.append("%d count%s in %d test%s were learned as noisy (they varied while "
+                                 "recorded): compared with their learned range"
+                                 % (noisy_counts, "" if noisy_counts == 1 else "s",
+                                    noisy_tests, "" if noisy_tests == 1 else "s"))
         if self.marked:
             outcome.notes.append("%d test%s marked %s: not counted"
                                  % (self.marked, "" if self.marked == 1 else "s", SKIP_MARK))
@@ -322,6 +499,7 @@ class CountGate:
         if not hash_seed_is_fixed():
             outcome.notes.append("hash randomisation is on: set PYTHONHASHSEED=0 (counts of "
                                  "code that iterates sets of str may differ between runs)")
+        outcome.notes.extend(self.warm.problems)
         outcome.notes.extend(self.problems)
         return outcome
 
@@ -350,6 +528,9 @@ class CountGate:
         if self.update:
             tr.write_line("--fastprof-counts-update: %d baseline%s rewritten"
                           % (self.rewritten, "" if self.rewritten == 1 else "s"))
+        if self.learned is not None:
+            for line in self._learned_lines():
+                tr.write_line(line)
         if self.written:
             tr.write_line("%d baseline file%s written under %s" % (
                 len(self.written), "" if len(self.written) == 1 else "s", self._dir_shown()))
@@ -357,6 +538,25 @@ class CountGate:
             tr.write_line("fastprof: " + note)
         if self.report:
             tr.write_line("report written to %s" % self.report)
+
+    def _learned_lines(self, limit=20):
+        """What the learning passes found: the tests whose counts varied."""
+        n = len(self.learning)
+        noisy = self.learned
+        total = sum(len(r) for r, _t in noisy.values())
+        lines = ["learned over %d runs (this one, then the same command in reverse and shuffled "
+                 "order): %d of %d test%s varied, in %d count%s, kept as ranges%s"
+                 % (self.runs, len(noisy), n, "" if n == 1 else "s", total,
+                    "" if total == 1 else "s", ":" if noisy else "")]
+        for nodeid in sorted(noisy)[:limit]:
+            ranges, table = noisy[nodeid]
+            changes = [counts.Change(e, table[e][0], table[e][1], table[e]) for e in ranges]
+            cause = count_causes.diagnose(changes, table, {}, moved=False)
+            lines.append("    %s: %d count%s%s" % (nodeid, len(ranges), "" if len(ranges) == 1 else "s",
+                                                   " (%s)" % cause[0] if cause else ""))
+        if len(noisy) > limit:
+            lines.append("    ... and %d more" % (len(noisy) - limit))
+        return lines
 
     def _dir_shown(self):
         return os.path.join(self.directory, counts.version_tag())
@@ -367,8 +567,8 @@ class CountGate:
         config = self.config
         path = os.path.join(config.workerinput["fastprof_counts_dir"],
                             "%s.json" % config.workerinput.get("workerid", os.getpid()))
-        out = {"tables": None, "bad": sorted(self.bad), "problems": self.problems,
-               "marked": self.marked}
+        out = {"tables": None, "bad": sorted(self.bad), "problems": self.problems + self.warm.problems,
+               "marked": self.marked, "tolerances": self.tolerances}
         try:
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(self.tables, f)
@@ -380,6 +580,7 @@ class CountGate:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
         node.workerinput["fastprof_counts_dir"] = self.xdist_dir
+        node.workerinput["fastprof_counts_pass"] = self.pass_number
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
@@ -391,9 +592,22 @@ class CountGate:
         self.bad.update(output["bad"])
         self.problems.extend(output["problems"])
         self.marked += output.get("marked", 0)
+        self.tolerances.update(output.get("tolerances", {}))
         if output["tables"]:
             try:
                 with open(output["tables"], encoding="utf-8") as f:
                     self.tables.update(json.load(f))
             except (OSError, ValueError) as exc:
                 self.problems.append("%s's counts are lost: %s" % (name, exc))
+
+
+def _pass_number():
+    try:
+        return max(0, int(os.environ.get(PASS_MARK, "0")))
+    except ValueError:
+        return 0
+
+
+def _current_ident():
+    threading = sys.modules.get("threading")
+    return threading.get_ident() if threading is not None else None

@@ -46,8 +46,7 @@ __all__ = ["WSGIMiddleware", "ASGIMiddleware", "DjangoMiddleware", "RequestProfi
 
 log = logging.getLogger("fastprof.middleware")
 
-# record ids of a routed request (csrc/fpy_route.h): top bit, 31-bit request id
-_ROUTE_BIT = 1 << 63
+# request ids the routing takes (csrc/fpy_route.h): 31 bits, not 0
 _MAX_REQUEST = 0x7FFFFFFF
 # a profile file of ours: starts with its time (so names sort by time)
 _OURS = re.compile(r"^\d{8}T\d{6}\.\d{3}-")
@@ -55,14 +54,16 @@ _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class _Request:
-    __slots__ = ("rid", "method", "path", "keep", "t0", "wall", "status")
+    __slots__ = ("rid", "method", "path", "keep", "t0", "wall", "status", "home", "in_task")
 
-    def __init__(self, rid, method, path, keep):
+    def __init__(self, rid, method, path, keep, in_task):
         self.rid = rid
         self.method = method
         self.path = path
         self.keep = keep
         self.status = 0
+        self.home = threading.get_ident()  # its thread (an async one's event loop)
+        self.in_task = in_task  # runs in an asyncio task (ASGI, async Django)
         self.wall = time.time()
         self.t0 = time.perf_counter()
 
@@ -123,15 +124,17 @@ class RequestProfiler:
 
     # -- which requests -----------------------------------------------------
 
-    def start(self, method, path, triggered=False):
-        """A _Request to record, or None (not recorded); never raises."""
+    def start(self, method, path, triggered=False, in_task=False):
+        """A _Request to record, or None (not recorded); never raises.
+        *in_task*: the request runs in an asyncio task (its profile then
+        says how long the task was suspended)."""
         try:
-            return self._start(method, path, triggered)
+            return self._start(method, path, triggered, in_task)
         except Exception as exc:
             self._log_once("start", "cannot profile a request: %s", exc)
             return None
 
-    def _start(self, method, path, triggered):
+    def _start(self, method, path, triggered, in_task):
         keep = triggered
         if not keep and self.every is not None:
             keep = next(self._seen) % self.every == 0
@@ -139,7 +142,7 @@ class RequestProfiler:
             return None
         with self._lock:
             rid = next(self._ids) % _MAX_REQUEST or next(self._ids)
-            req = _Request(rid, method, path, keep)
+            req = _Request(rid, method, path, keep, in_task)
             self._open.add(rid)
             if self._active == 0:
                 try:
@@ -174,7 +177,9 @@ class RequestProfiler:
         self._open.discard(req.rid)  # nothing more is recorded for it
         try:
             if keep:  # read outside the lock: other requests start meanwhile
-                data = self._collect(req.rid)
+                times = self._profile.request_times(req.rid)
+                data = self._collect(req.rid, times)
+                data.request = _request_record(req, duration, data.stats, times)
         except Exception as exc:
             self._log_once("collect", "cannot read a request's profile: %s", exc)
         finally:
@@ -189,8 +194,6 @@ class RequestProfiler:
                 except Exception as exc:
                     self._log_once("disable", "profiler error: %s", exc)
         if data is not None:
-            data.request = {"method": req.method, "path": req.path, "status": int(req.status),
-                            "duration": duration, "time": req.wall}
             self._submit(req, duration, data)
 
     def triggered_wsgi(self, environ):
@@ -211,16 +214,16 @@ class RequestProfiler:
 
     # -- the profile --------------------------------------------------------
 
-    def _collect(self, rid):
+    def _collect(self, rid, times):
+        """The profile of request *rid*, from its records (*times*: the
+        profiler's ``request_times``, one per thread that ran it)."""
         from ..data.names import qualnames_of
         from ..data.profile_file import ProfileData
         from ..tools.merge import merge_profiles  # (deferred: only kept requests need them)
         prof = self._profile
         names = {t.ident: t.name for t in threading.enumerate()}
         parts, threads = [], []
-        for tid, ident, _native in prof.threads():
-            if not tid & _ROUTE_BIT or (tid >> 32) & _MAX_REQUEST != rid:
-                continue
+        for tid, ident, _run, _cpu in sorted(times):
             entries = prof.getstats(tid)
             if not entries:
                 continue
@@ -324,6 +327,22 @@ class RequestProfiler:
             return
         self._logged.add(what)
         log.warning(msg, *args)
+
+
+def _request_record(req, duration, stats, times):
+    """The trailer's ``request`` (data/profile_file.py): what the request
+    was, and where its time went: ``duration`` (wall), ``recorded`` (in its
+    recorded frames, every thread's), ``cpu`` (its threads' CPU time while
+    in its context) and, for a request in an asyncio task, ``suspended``
+    (its event loop's thread was not running it)."""
+    record = {"method": req.method, "path": req.path, "status": int(req.status),
+              "duration": duration, "time": req.wall,
+              "recorded": sum(float(v[2]) for v in stats.values()),
+              "cpu": sum(cpu for _tid, _ident, _run, cpu in times)}
+    if req.in_task:
+        ran = sum(run for _tid, ident, run, _cpu in times if ident == req.home)
+        record["suspended"] = max(0.0, duration - ran)
+    return record
 
 
 def _query_has(query, name):
@@ -444,7 +463,8 @@ class ASGIMiddleware:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        req = rp.start(scope.get("method", "GET"), scope.get("path", "/"), rp.triggered_asgi(scope))
+        req = rp.start(scope.get("method", "GET"), scope.get("path", "/"), rp.triggered_asgi(scope),
+                       in_task=True)
         if req is None:
             await self.app(scope, receive, send)
             return
@@ -521,7 +541,7 @@ class DjangoMiddleware:
 
     async def _acall(self, request):
         rp = self.profiler
-        req = rp.start(request.method, request.path_info, self._triggered(request))
+        req = rp.start(request.method, request.path_info, self._triggered(request), in_task=True)
         if req is None:
             return await self.get_response(request)
         token = rp.enter(req)

@@ -33,17 +33,17 @@ from . import run_options
 class TestProfiles:
     """Writes each test's profile and keeps their sum.
 
-    *options*: the profiler's (``run_options.profile_options``); *skip_file*:
-    the file whose functions are left out of every profile (the plugin's
-    own hook wrappers); *general(prof)*: the ProfileData of *prof* without
-    them, for the profiles C does not write.  Made before the first test,
+    *options*: the profiler's (``run_options.profile_options``); *hidden*:
+    what every profile leaves out, the plugin's rule
+    (``pytest_plugin.HiddenRows``): C is handed its ``file`` and
+    ``hides_c_function``, the general path (the profiles C does not write,
+    the sum) takes ``hidden.without(data)``.  Made before the first test,
     with the sum's profiler: what runs between two tests must allocate
     little, or it moves the garbage collections inside them."""
 
-    def __init__(self, options, skip_file, general):
+    def __init__(self, options, hidden):
         self.options = options
-        self.skip_file = skip_file
-        self.general = general
+        self.hidden = hidden
         # the files' relative paths, taken once per session (the profilers' too)
         self.paths_memo = PathsMemo()
         self.lines = options.get("lines") is not None
@@ -75,7 +75,7 @@ class TestProfiles:
 
     def _bytes(self, prof):
         """The file's bytes, or None when C does not write this profile."""
-        got = prof.one_thread_marshal(self.skip_file)
+        got = prof.one_thread_marshal(self.hidden.file, self.hidden.hides_c_function)
         if got is None:
             return None
         table, qualnames, codes, files, calls, tid = got
@@ -125,6 +125,10 @@ class TestProfiles:
                 self.sum.name_thread(to, name)
             pairs.append((tid, to))
         prof.fold_into(self.sum, pairs)
+
+    def general(self, prof):
+        """*prof*'s ProfileData without the hidden rows (the general path)."""
+        return self.hidden.without(prof.profile_data())
 
     # -- the session -------------------------------------------------------------
 

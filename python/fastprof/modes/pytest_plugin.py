@@ -61,10 +61,10 @@ def pytest_addoption(parser):
         "--fastprof", nargs="?", const=DEFAULT_FILE, default=None, metavar="FILE",
         help="profile each test's setup, call and teardown with fastprof; write the "
              "profile to FILE (default: %s in the rootdir), in the format its name "
-             "asks for (.prof, .html, .callgrind, .speedscope.json, .collapsed), and "
+             "asks for (%s; pstats for any other name), and "
              "show the slowest tests and functions at the end. Write --fastprof=FILE "
              "(with '=') or put it after the test paths, so that a path is not taken "
-             "for FILE." % DEFAULT_FILE)
+             "for FILE." % (DEFAULT_FILE, formats.known_names()))
     group.addoption(
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
@@ -113,6 +113,15 @@ def _add_count_options(group):
         "--fastprof-counts-keep-caches", action="store_true", default=False,
         help="with --fastprof-counts: do not clear functools.lru_cache and re caches "
              "before each test (counts then depend on the tests that ran before)")
+    group.addoption(
+        "--fastprof-counts-runs", metavar="N", type=int, default=3,
+        help="with --fastprof-counts: learn each new baseline over N runs (default 3): the "
+             "recording run re-runs the same command N-1 times (reversed, then shuffled "
+             "order) and keeps each count that varied as its range; 1: record one run")
+    group.addoption(
+        "--fastprof-counts-no-seed", action="store_true", default=False,
+        help="with --fastprof-counts: do not seed random's (and numpy's) global generator "
+             "from each test's node id before it runs")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -125,6 +134,9 @@ def pytest_cmdline_main(config):
 
 def pytest_configure(config):
     config.addinivalue_line(
+        "markers", "fastprof_counts_tolerance(PERCENT): pytest --fastprof-counts lets this "
+                   "test's counts move by PERCENT of their baseline")
+    config.addinivalue_line(
         "markers", "fastprof_counts_skip: pytest --fastprof-counts neither records nor "
                    "compares this test's call counts (its work depends on what ran before it)")
     outfile = config.getoption("fastprof", None)
@@ -136,7 +148,7 @@ def pytest_configure(config):
                                     "--fastprof or --fastprof-per-test (one profiler at a time)")
         _configure_counts(config, counts_dir)
         return
-    for option in ("update", "report", "keep_caches"):
+    for option in ("update", "report", "keep_caches", "no_seed"):
         if config.getoption("fastprof_counts_" + option, None) not in (None, False):
             raise pytest.UsageError("fastprof: --fastprof-counts-%s needs --fastprof-counts DIR"
                                     % option.replace("_", "-"))
@@ -256,8 +268,7 @@ class FastprofSession:
                 # made before the first test, as everything that allocates
                 # much: work between two tests moves the collections in them
                 from .per_test import TestProfiles  # (deferred: nothing at pytest start-up)
-                self.tests = TestProfiles(self.profile_options, _own_file(),
-                                          lambda prof: _without_own_rows(prof.profile_data()))
+                self.tests = TestProfiles(self.profile_options, HIDDEN)
             prof.paths_memo = self.tests.paths_memo
         return prof
 
@@ -349,7 +360,7 @@ class FastprofSession:
             return self.tests.result() if self.tests is not None else None
         if self.profile is None:
             return None
-        data = _without_own_rows(self.profile.profile_data())
+        data = HIDDEN.without(self.profile.profile_data())
         self._note_unmatched(self.profile)
         return data
 
@@ -456,31 +467,58 @@ class XdistController:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-_HERE = os.path.splitext(os.path.abspath(__file__))[0]
-_is_here = {}  # file name of a key -> whether it is this module (asked once per file)
+class HiddenRows:
+    """What the plugin hides of every profile it writes, stated once: the
+    rows of the code objects of *file* (the plugin's hook wrappers, resumed
+    inside each profiled phase), the edges from them, and a C function
+    called only from those rows whose name ``hides_c_function`` accepts
+    (the disable() they end with).  ``without`` applies it to a profile's
+    data (the general path); a per-test file written in C is handed *file*
+    and ``hides_c_function`` (``Profile.one_thread_marshal``), and C applies
+    that and nothing else."""
 
+    def __init__(self, file):
+        self.file = file
 
-def _own_file():
-    """The file name of this module's code objects (their co_filename)."""
-    return FastprofSession._profiled.__code__.co_filename
+    @staticmethod
+    def hides_c_function(name):
+        """Whether a C function named *name*, called only from hidden rows, is hidden."""
+        return "disable" in name
 
+    def keys(self, stats):
+        """The hidden keys of pstats dict *stats*."""
+        own = {k for k in stats if k[0] == self.file}
+        if not own:
+            return own
+        for key, row in stats.items():
+            if key[0] == "~" and row[4] and set(row[4]) <= own and self.hides_c_function(key[2]):
+                own.add(key)
+        return own
 
-def _here(filename):
-    got = _is_here.get(filename)
-    if got is None:
-        got = _is_here[filename] = os.path.splitext(os.path.abspath(filename))[0] == _HERE
-    return got
-
-
-def _own_keys(stats):
-    """The rows of this plugin's hook wrappers (resumed inside each profiled
-    phase) and of the disable() they call."""
-    here = {f: _here(f) for f in {k[0] for k in stats}}  # (a few files for many rows)
-    own = {k for k in stats if here[k[0]]}
-    for key, row in stats.items():
-        if key[0] == "~" and "disable" in key[2] and row[4] and set(row[4]) <= own:
-            own.add(key)
-    return own
+    def without(self, data):
+        """ProfileData *data* without the hidden rows (nor edges from them,
+        nor call paths through them, nor their qualified names and files)."""
+        own = self.keys(data.stats)
+        if not own:
+            return data
+        whole, data.stats = data.stats, _drop(data.stats, own)
+        data.qualnames = {k: q for k, q in data.qualnames.items() if k not in own}
+        files = {k[0] for k in data.stats}
+        data.paths = {f: r for f, r in data.paths.items() if f in files}
+        for t in data.threads:
+            # one thread's stats are the whole table's (a copy): dropped once
+            t["stats"] = dict(data.stats) if t["stats"] == whole else _drop(t["stats"], own)
+        cp = data.callpaths
+        if cp is not None:
+            from ..data.profile_file import CallPaths  # (deferred: nothing at pytest start-up)
+            keep, nodes = {}, []
+            for i, (parent, func, calls, tt, ct) in enumerate(cp.nodes):
+                if tuple(cp.functions[func]) in own or (parent >= 0 and parent not in keep):
+                    continue
+                keep[i] = len(nodes)
+                nodes.append((keep[parent] if parent >= 0 else -1, func, calls, tt, ct))
+            data.callpaths = CallPaths(cp.functions, nodes)
+        return data
 
 
 def _drop(stats, own):
@@ -490,30 +528,8 @@ def _drop(stats, own):
             for k, v in stats.items() if k not in own}
 
 
-def _without_own_rows(data):
-    """*data* without the plugin's own rows (nor edges from them, nor call
-    paths through them, nor their qualified names and files)."""
-    own = _own_keys(data.stats)
-    if not own:
-        return data
-    whole, data.stats = data.stats, _drop(data.stats, own)
-    data.qualnames = {k: q for k, q in data.qualnames.items() if k not in own}
-    files = {k[0] for k in data.stats}
-    data.paths = {f: r for f, r in data.paths.items() if f in files}
-    for t in data.threads:
-        # one thread's stats are the whole table's (a copy): dropped once
-        t["stats"] = dict(data.stats) if t["stats"] == whole else _drop(t["stats"], own)
-    cp = data.callpaths
-    if cp is not None:
-        from ..data.profile_file import CallPaths  # (deferred: nothing at pytest start-up)
-        keep, nodes = {}, []
-        for i, (parent, func, calls, tt, ct) in enumerate(cp.nodes):
-            if tuple(cp.functions[func]) in own or (parent >= 0 and parent not in keep):
-                continue
-            keep[i] = len(nodes)
-            nodes.append((keep[parent] if parent >= 0 else -1, func, calls, tt, ct))
-        data.callpaths = CallPaths(cp.functions, nodes)
-    return data
+# this module's code objects' file (co_filename): the hook wrappers' rows
+HIDDEN = HiddenRows(FastprofSession._profiled.__code__.co_filename)
 
 
 def summary_lines(data, times):

@@ -26,6 +26,7 @@ import sys
 
 from ..data import arguments, formats
 from . import run_options
+from .interrupts import CtrlC
 from .run_options import UsageError
 
 # --threads is on by default on the command line (run_options.RUN_OPTIONS)
@@ -140,7 +141,9 @@ def build_parser():
                       "running this Python), each from its start to its exit, and merge "
                       "their profiles into the output; with -o FILE, each process's own "
                       "profile is kept in FILE.processes/PID.prof (fastprof view FILE "
-                      "--process PID). A child killed before it ends loses only its own.")
+                      "--process PID). A child ended by SIGTERM (Pool.terminate()) or os._exit "
+                      "writes its profile first; one killed outright (SIGKILL) loses only its "
+                      "own, and is named on stderr.")
 
     return p
 
@@ -407,12 +410,9 @@ def _pending_threads():
 
 
 def _write_output(prof, options, fmt):
-    # --signal: every write replaces the file atomically (exports.export),
-    # the final one too, since a reader may be watching it
-    if fmt == "pstats" and options.outfile != run_options.STDOUT and options.signal is None:
-        prof.dump_stats(options.outfile)
-    else:
-        run_options.write_output(prof.profile_data(), options.outfile, fmt,
+    # every format by the table's writer (pstats: profile_file.write_profile,
+    # as dump_stats), replacing the file atomically
+    run_options.write_output(prof.profile_data(), options.outfile, fmt,
                              min_percent=options.min_percent)
 
 
@@ -543,9 +543,9 @@ def main(argv=None):
             check_module(args[0])
         else:
             kind = check_script(args[0])
-        fmt = None
+        fmt = None  # the format's row: looked up once, passed on to the write
         if options.outfile is not None:
-            fmt = run_options.output_format(options.outfile, options.to)
+            fmt = run_options.output_row(options.outfile, options.to)
             run_options.check_output_path(options.outfile, [] if options.module else [args[0]])
             if options.outfile != run_options.STDOUT:
                 # the program may chdir: fix the path now, as cProfile does
@@ -567,7 +567,7 @@ def main(argv=None):
         return 2
 
     # formats that draw the call tree get exact call paths without asking
-    callpaths = options.callpaths or fmt in formats.TREE_FORMATS
+    callpaths = options.callpaths or (fmt is not None and fmt.tree)
     kwargs = run_options.profile_options(options, callpaths)
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
@@ -593,33 +593,55 @@ def main(argv=None):
     pid = os.getpid()
     failures = []
 
+    # Ctrl-C from the program's end to the profile's write is noted, not
+    # raised: the profile is written whole, then the run says so
+    ctrl_c = CtrlC()
+
     def at_os_exit(status, error):  # the program left by os._exit(status)
         if error is not None:
             failures.append(error)
-        _finish(prof, options, fmt, failures, status, toggle, follower)
+        _finish(prof, options, fmt, failures, status, toggle, follower, ctrl_c)
     from ..recording import exit_hook  # (deferred: nothing before the program)
     exit_hook.install(prof, at_os_exit)
-    status = run_program(prof, code, globs, options.threads, failures, toggle)
+    try:
+        status = run_program(prof, code, globs, options.threads, failures, toggle, ctrl_c)
+    except KeyboardInterrupt:  # in the instant between the program's end and ctrl_c's start
+        ctrl_c.start().pressed += 1
+        status = 130
+        try:
+            prof.disable()
+        except Exception as err:
+            failures.append(err)
     if os.getpid() != pid:
         # a fork child that ran on to the script's end: the profile is the
         # parent's to write or print; the child exits as python would
+        ctrl_c.stop()
         return status
     if prof.enabled:
         # The program's threads run on: python waits for them after we
         # return (threading's exit hooks first, then the join), and only
         # then runs the atexit callbacks. The profile is written from the
         # first of those, when the threads have ended.
+        ctrl_c.stop()  # meanwhile Ctrl-C interrupts the wait, as python's
         import atexit
-        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid, toggle, follower)
+        atexit.register(_finish_at_exit, prof, options, fmt, failures, pid, toggle, follower,
+                        ctrl_c)
         return status
-    return _finish(prof, options, fmt, failures, status, toggle, follower)
+    return _finish(prof, options, fmt, failures, status, toggle, follower, ctrl_c)
 
 
-def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
+# after the profile, when Ctrl-C interrupted the program or its write
+CTRL_C_NOTE = "%s: stopped by Ctrl-C: the profile holds what ran until then"
+
+
+def _finish(prof, options, fmt, failures, status, toggle=None, follower=None, ctrl_c=None):
     """Stop profiling, report profiler failures, write or print the
-    profile; return the exit status."""
+    profile; return the exit status.  *ctrl_c*: the run's CtrlC, in place
+    until the profile is out."""
     from ..recording import exit_hook  # (deferred: nothing before the program)
     exit_hook.remove()  # the profile is being written: an os._exit from now on leaves at once
+    if ctrl_c is not None:
+        ctrl_c.start()
     if toggle is not None:
         toggle.begin_exit()  # a signal from now on does not interrupt this
     try:
@@ -627,12 +649,24 @@ def _finish(prof, options, fmt, failures, status, toggle=None, follower=None):
     finally:
         if toggle is not None:
             toggle.end_exit()
+        if ctrl_c is not None:
+            ctrl_c.stop()
+            if ctrl_c.pressed:
+                _say(CTRL_C_NOTE % PROG)
+
+
+def _say(line):
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):  # a stderr the program closed or dropped
+        pass
 
 
 def finish_profile(prof, options, fmt, failures, status, follower=None, prog=PROG):
     """How a run ends, here and in %fastprof: stop profiling, report
     profiler *failures* and unmatched patterns (as *prog*), write the
-    profile (*fmt*) or print its table; return the exit status."""
+    profile (*fmt*: a format's name or row) or print its table; return the
+    exit status."""
     try:
         prof.disable()
     except Exception as err:
@@ -664,16 +698,16 @@ def finish_profile(prof, options, fmt, failures, status, follower=None, prog=PRO
     return status
 
 
-def _finish_at_exit(prof, options, fmt, failures, pid, toggle=None, follower=None):
+def _finish_at_exit(prof, options, fmt, failures, pid, toggle=None, follower=None, ctrl_c=None):
     """_finish() as an atexit callback, once python has waited for the
     program's threads. The exit status is decided by then: a failure is
     reported, but cannot change it."""
     if os.getpid() != pid:
         return  # a fork child made while python waited for the threads
-    _finish(prof, options, fmt, failures, 0, toggle, follower)
+    _finish(prof, options, fmt, failures, 0, toggle, follower, ctrl_c)
 
 
-def run_program(prof, code, globs, threads, failures, toggle=None):
+def run_program(prof, code, globs, threads, failures, toggle=None, ctrl_c=None):
     """Run the program under *prof*; return its exit status.
 
     Its exception, if any, is reported as python would report it; profiler
@@ -685,7 +719,8 @@ def run_program(prof, code, globs, threads, failures, toggle=None):
 
     With a signal *toggle* (--signal), profiling starts only if it is not
     idle, and from the program's end on a signal may stop it, no longer
-    start it.
+    start it.  *ctrl_c* (a CtrlC) is started once the profiler is off; a
+    program ended by KeyboardInterrupt counts as a press.
     """
     if toggle is None or toggle.want_on:
         prof.enable()
@@ -703,6 +738,10 @@ def run_program(prof, code, globs, threads, failures, toggle=None):
         prof.disable(this_thread=True)
     except Exception as err:
         failures.append(err)
+    if ctrl_c is not None:
+        ctrl_c.start()
+        if isinstance(error, KeyboardInterrupt):
+            ctrl_c.pressed += 1
     if not (threads and prof.enabled and _pending_threads()):
         try:
             prof.disable()

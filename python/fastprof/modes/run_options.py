@@ -42,8 +42,8 @@ RUN_OPTIONS = (
      "call: each resume of a generator/coroutine is a call, as in cProfile (default); "
      "wall: one call from start to finish"),
     (("--callpaths",), "callpaths", "store_true", None, False, None,
-     "also record the calling-context tree, stored in the .prof trailer (implied by -o "
-     ".html, .speedscope.json, .collapsed/.folded, .pb.gz and --to gecko)"),
+     "also record the calling-context tree, stored in the .prof trailer (implied when -o "
+     "or --to asks for a format drawn from it: %s)" % formats.said(formats.TREE_FORMATS, "or")),
     (("--max-depth",), "max_depth", "store", int, 128, "N",
      "with --callpaths, cut call paths deeper than N (default 128)"),
     (("--no-builtins",), "builtins", "store_false", None, None, None,
@@ -53,8 +53,8 @@ RUN_OPTIONS = (
      "as cProfile with builtins=False; C functions' time is their callers' own time "
      "(implies --no-builtins; --coroutines call only; not with --lines or --only)"),
     (("--min-percent",), "min_percent", "store", float, None, "P",
-     "-o .html/.speedscope.json/.collapsed: fold call paths below P% of the total time "
-     "into their callers (default 0.01; 0 keeps all)"),
+     "%s output: fold call paths below P%% of the total time into their callers "
+     "(default 0.01; 0 keeps all)" % formats.said(formats.FOLDED_FORMATS, "or")),
     (("--lines",), "lines", "append", None, [], "PATTERN",
      "line by line: each line's hits and time in the functions PATTERN names: "
      "MODULE[:QUALNAME] with shell wildcards (myapp: the package and all its submodules; "
@@ -228,20 +228,30 @@ STDOUT = "-"
 
 def check_format(fmt):
     """*fmt* if it is a known format name; UsageError otherwise."""
+    return _row(fmt).name
+
+
+def _row(fmt):
     try:
-        return formats.check_format(fmt).name
+        return formats.check_format(fmt)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def output_format(path, to=None):
-    """The format to write *path* in: *to* if given, else from the name, else pstats."""
+def output_row(path, to=None):
+    """The row of the format to write *path* in: *to* if given, else from
+    the name, else pstats (pass it to write_output: looked up once)."""
     if to is not None:
-        return check_format(to)
+        return _row(to)
     if path == STDOUT:
         raise UsageError("writing to stdout ('-o -') needs --to FORMAT (one of %s)"
                          % ", ".join(formats.FORMATS))
-    return formats.format_for_name(path) or "pstats"
+    return formats.row_for_name(path) or formats.BY_NAME["pstats"]
+
+
+def output_format(path, to=None):
+    """The name of the format to write *path* in (output_row)."""
+    return output_row(path, to).name
 
 
 # -- output paths ----------------------------------------------------------------
@@ -290,17 +300,19 @@ def check_output_path(path, inputs=()):
 
 
 def write_output(data, path, fmt, title=None, min_percent=None):
-    """Write profile *data* (a ProfileData) to *path* ('-': stdout) in *fmt*;
-    *min_percent*: exports.export's cut of small call paths."""
+    """Write profile *data* (a ProfileData) to *path* ('-': stdout) in *fmt*
+    (a format's name or its row, output_row); *min_percent*: exports.export's
+    cut of small call paths."""
     from .. import exports  # (deferred: nothing before the program)
+    row = formats.check_format(fmt)  # (looked up once: the row goes on)
     if path != STDOUT:
-        exports.export(data, path, fmt, title=title, min_percent=min_percent)
-    elif fmt in formats.BINARY_FORMATS:
+        exports.export(data, path, row, title=title, min_percent=min_percent)
+    elif row.binary:
         sys.stdout.flush()
-        sys.stdout.buffer.write(exports.render_bytes(data, fmt, title=title))
+        sys.stdout.buffer.write(exports.render_bytes(data, row, title=title))
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write(exports.render(data, fmt, title=title, min_percent=min_percent))
+        sys.stdout.write(exports.render(data, row, title=title, min_percent=min_percent))
         sys.stdout.flush()
 
 

@@ -15,6 +15,10 @@ How the pieces keep the profile clean and the program safe:
 - The writing runs in the handler, on the main thread, while the profiler
   is off. A signal that comes during a write only flips the wanted state;
   the outer handler applies it when the write is done.
+- Ctrl-C during a write is held back until the write is done (the file
+  is complete), then acts as it would have (the program's SIGINT handler:
+  KeyboardInterrupt by default); a write cut short anyway (a second
+  Ctrl-C) leaves the previous file and its data for the next write.
 - The program's own handler for SIG is refused: at install if it has one
   (anything but SIG_DFL / SIG_IGN), and later by a guard put in place of
   ``_signal.signal`` (which ``signal.signal`` calls, looking it up at each
@@ -28,6 +32,7 @@ import sys
 from ..data import formats
 from ..recording.profiler import Profile
 from . import run_options
+from .interrupts import CtrlC
 from .run_options import UsageError
 
 # signals a process cannot catch
@@ -196,15 +201,18 @@ class SignalToggle:
                 self._busy = False
             raise ValueError("uninstall() must be called from the main thread")
         self.begin_exit()
+        ctrl_c = CtrlC(patience=None).start()
         try:
             self._stopped(error, was_enabled)
             self._write_unwritten()
         finally:
+            ctrl_c.stop()
             self._take_out(self._previous)
             if self._at_exit_registered:
                 import atexit
                 atexit.unregister(self._at_exit)
                 self._at_exit_registered = False
+        self._ctrl_c_after_write(ctrl_c)
         return False
 
     def _stopped(self, error, was_enabled):
@@ -243,10 +251,15 @@ class SignalToggle:
         if self._busy:
             return False  # the running write decides once it is done
         self._busy = True
+        ctrl_c = CtrlC(patience=None).start()
         try:
             self._write_unwritten()
         finally:
             self._busy = False
+            ctrl_c.stop()
+        if ctrl_c.pressed:
+            self.want_on = False  # the program is interrupted: off until SIG again
+            self._ctrl_c_after_write(ctrl_c)
         if self.want_on and not self.closing:
             self.profiler.prepare_enable()
         # read last, with no call after it (no signal is handled between
@@ -256,7 +269,20 @@ class SignalToggle:
     def _write_unwritten(self):
         while self._unwritten:
             self._unwritten = False
-            self._write()
+            try:
+                self._write()
+            except BaseException:
+                self._unwritten = True  # cut short: the next write has it all
+                raise
+
+    def _ctrl_c_after_write(self, ctrl_c, deliver=True):
+        """A Ctrl-C held back during a write (*ctrl_c*): say so, then let it
+        act as the program's SIGINT handler makes it (with *deliver*)."""
+        if not ctrl_c.pressed:
+            return
+        self._report("Ctrl-C while %s was written: it was written first" % self.filename)
+        if deliver:
+            ctrl_c.deliver()
 
     def _write(self):
         """Write the profile collected so far, atomically (a temporary file
@@ -303,9 +329,14 @@ class SignalToggle:
         if os.getpid() != self._pid or not self._installed:
             return False
         self.begin_exit()
-        self._stopped(error, was_enabled)
-        self._write_unwritten()
+        ctrl_c = CtrlC(patience=None).start()
+        try:
+            self._stopped(error, was_enabled)
+            self._write_unwritten()
+        finally:
+            ctrl_c.stop()
         self.end_exit()
+        self._ctrl_c_after_write(ctrl_c, deliver=False)  # the program is over
         return False
 
 

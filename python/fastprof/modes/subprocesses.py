@@ -19,16 +19,23 @@ Forked children (multiprocessing's fork, the forkserver's workers,
 nothing of the parent is counted twice.
 
 Each child writes ``DIR/PID.prof`` (atomically: a temporary name, then
-``os.replace``) when it ends: at exit (atexit), or, for multiprocessing
-workers, which end with ``os._exit`` after their ``Process._bootstrap``,
-when that returns; a child that calls ``os._exit`` itself writes it then
-(``exit_hook``).  A child killed before it writes (SIGKILL, SIGTERM from
-``Pool.terminate()``, so leaving ``with Pool()``) loses its own profile only:
-writing from a signal handler at an arbitrary point of a forked worker is
-not safe (it hung a CI run once), so a killed child dies as it would
-without fastprof.  At the
-parent's end :meth:`Follower.finish` sums the files into the parent's
-profile (merge.ProfileSum, one file at a time) and removes DIR.
+``os.replace``, so a child killed while writing leaves no half file) when
+it ends: at exit (atexit), or, for multiprocessing workers, which end with
+``os._exit`` after their ``Process._bootstrap``, when that returns; a child
+that calls ``os._exit`` itself writes it then (``exit_hook``).  SIGTERM
+(``Pool.terminate()``, so leaving ``with Pool()``) is handled where it
+would kill the child (its handler is SIG_DFL, or ours inherited through a
+fork): the signal module's handler, which runs Python at a safe point of
+the main thread, writes the profile, then the child dies of SIGTERM by the
+default action, as it would have.  A handler the program set is left
+alone.  The handler's write is bounded (``SIGTERM_WRITE_LIMIT``): a write
+stuck on a lock the interrupted code held ends in the same death, without
+the profile.
+
+Each profiled child also leaves ``DIR/PID.started`` when it starts: at
+the parent's end :meth:`Follower.finish` sums the profiles into the
+parent's (merge.ProfileSum, one file at a time), names each child that
+started but left no profile (SIGKILL, still running), and removes DIR.
 
 multiprocessing's helper processes (the forkserver itself, the resource
 tracker) live as long as the parent: they are not profiled (their profile
@@ -42,9 +49,11 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 
 from ..recording import exit_hook
 from . import package_parent
+from .process_alive import alive
 
 ENV = "FASTPROF_SUBPROCESSES"
 
@@ -55,6 +64,15 @@ _UNMATCHED_SUFFIX = ".unmatched"
 PROCESSES_SUFFIX = ".processes"
 
 _PROFILE_NAME = re.compile(r"^(\d+)\.prof$")
+
+# beside DIR/PID.prof: left by each profiled child when it starts, so that
+# the parent can name a child that left no profile
+_STARTED_SUFFIX = ".started"
+_STARTED_NAME = re.compile(r"^(\d+)\.started$")
+
+# seconds a child's write on SIGTERM may take before it dies of the signal
+# anyway (a write stuck on a lock the interrupted code holds)
+SIGTERM_WRITE_LIMIT = 30.0
 
 # multiprocessing's helper processes, by the code they are started with
 _HELPER_MARKERS = ("from multiprocessing.forkserver import main",
@@ -114,6 +132,9 @@ class _State:
         self.child = child    # write DIR/PID.prof at the end (not the parent)
         self.pid = os.getpid()
         self.written = False
+        self.writing = False       # a write of DIR/PID.prof is running
+        self.term_pending = None   # a SIGTERM that came during it: died of once done
+        self.sigterm_handler = None  # the SIGTERM handler installed here, if any
 
 
 _state = None
@@ -128,6 +149,7 @@ class Follower:
         """*options*: cmdline.profile_options(), which the children's
         profilers are made with too; *main_alias*: the script's stem."""
         global _state
+        self.started = time.time()
         self.dir = tempfile.mkdtemp(prefix="fastprof-children-")
         boot = os.path.join(self.dir, "boot")
         os.mkdir(boot, 0o700)
@@ -179,25 +201,53 @@ class Follower:
         total = ProfileSum(pair_installs=False)  # one run: one install
         total.add(own)
         pids = [os.getpid()]
+        skipped = set()
         for pid in sorted(_child_pids(self.dir)):
             path = os.path.join(self.dir, "%d.prof" % pid)
             try:
                 total.add(load_profile(path))
             except ProfileFileError as exc:
                 print("%s: child process profile skipped: %s" % (prog, exc), file=sys.stderr)
+                skipped.add(pid)
                 continue
             pids.append(pid)
             self.children_unmatched.append(_read_unmatched(path[:-len(".prof")] + _UNMATCHED_SUFFIX))
             if keep is not None:
                 shutil.copyfile(path, os.path.join(keep, "%d.prof" % pid))
+        lost = self._lost_children(set(pids) | skipped)
         shutil.rmtree(self.dir, ignore_errors=True)
         merged = total.result()
         _name_threads_by_pid(merged, pids)
         n = len(pids) - 1
-        print("%s: merged %d child process%s%s" % (
+        print("%s: merged %d child process%s%s%s" % (
             prog, n, "" if n == 1 else "es",
+            ", %d lost" % len(lost) if lost else "",
             " (one profile per process in %s)" % keep if keep else ""), file=sys.stderr)
+        for line in lost:
+            print("%s: %s" % (prog, line), file=sys.stderr)
         return merged
+
+    def _lost_children(self, merged):
+        """One line per child that started profiling but whose profile is
+        not among *merged* (pids): which process, and why it is missing."""
+        lines = []
+        for pid in sorted(_pids_named(self.dir, _STARTED_NAME)):
+            if pid in merged:
+                continue
+            info = _read_started(os.path.join(self.dir, "%d%s" % (pid, _STARTED_SUFFIX)))
+            what = info.get("what") or "a child"
+            at = info.get("time")
+            if isinstance(at, (int, float)) and at >= self.started:
+                what += ", started %.2fs into the run" % (at - self.started)
+            if alive(pid):
+                why = ("was still running when the program ended (not joined): "
+                       "what it ran is not in the profile")
+            else:
+                why = ("left no profile: what it ran is not in the profile (it was killed "
+                       "before it could write one: SIGKILL, or a signal other than "
+                       "SIGTERM that kills; or it exec'd another program)")
+            lines.append("child process %d (%s) %s" % (pid, what, why))
+        return lines
 
 
     def unmatched_everywhere(self, lines):
@@ -218,12 +268,26 @@ def _read_unmatched(path):
 
 
 def _child_pids(directory):
+    return _pids_named(directory, _PROFILE_NAME)
+
+
+def _pids_named(directory, pattern):
     out = []
     for name in os.listdir(directory):
-        m = _PROFILE_NAME.match(name)
+        m = pattern.match(name)
         if m:
             out.append(int(m.group(1)))
     return out
+
+
+def _read_started(path):
+    """What a child wrote in its DIR/PID.started ({} if unreadable)."""
+    try:
+        with open(path) as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _clear_processes_dir(path):
@@ -266,6 +330,15 @@ def _is_helper():
     return any(marker in arg for arg in _command_line() for marker in _HELPER_MARKERS)
 
 
+def _exec_description():
+    """What a child started by exec is, for the parent's lines about it."""
+    args = _command_line()[1:]
+    if "--multiprocessing-fork" in args:
+        return "a multiprocessing spawn child"
+    text = " ".join(["python"] + args)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def start_child(cfg):
     """Called by the bootstrap in a child started by exec: profile it."""
     global _state
@@ -275,6 +348,8 @@ def start_child(cfg):
     if not _is_helper():
         _state.prof = _new_profiler(cfg)
         exit_hook.install(_state.prof, _write_at_os_exit)
+        _mark_started(_state, _exec_description())
+        _write_on_sigterm(_state)
         _state.prof.enable()
 
 
@@ -283,8 +358,21 @@ def _new_profiler(cfg):
     return new_profile(cfg["options"], main_alias=cfg.get("main_alias"))
 
 
+def _about_to_exec():
+    """True in the child subprocess forks to run a preexec_fn: it execs
+    the program at once (followed if it is this Python)."""
+    try:
+        caller = sys._getframe(2)  # the frame that forked: this runs from C, under _after_fork
+    except ValueError:
+        return False
+    return caller.f_code.co_name == "_execute_child" and \
+        caller.f_globals.get("__name__") == "subprocess"
+
+
 def _after_fork():
     """A fork child: drop the inherited profiler (the parent's stats), start a fresh one."""
+    if _about_to_exec():
+        return
     state = _state
     old = state.prof
     if old is not None:
@@ -300,7 +388,101 @@ def _after_fork():
     _patch_multiprocessing()
     state.prof = _new_profiler(state.cfg)
     exit_hook.install(state.prof, _write_at_os_exit)
+    _mark_started(state, "forked from process %d" % os.getppid())
+    _write_on_sigterm(state)
     state.prof.enable()
+
+
+def _mark_started(state, what):
+    """DIR/PID.started: this process is profiled, so the parent can say
+    which one left no profile (a SIGKILL leaves no time to write it)."""
+    path = os.path.join(state.cfg["dir"], "%d%s" % (state.pid, _STARTED_SUFFIX))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, json.dumps({"what": what, "time": time.time()}).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the profile itself does not depend on it
+
+
+# -- SIGTERM -------------------------------------------------------------------
+
+def _write_on_sigterm(state):
+    """Where SIGTERM would kill this process (SIG_DFL, or the handler
+    installed here before a fork), handle it: write the profile, then die
+    of it (``_on_sigterm``).  A handler the program set is left alone."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread sets handlers (a fork from another thread is main)
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if current is signal.SIG_DFL or (current is not None and current is state.sigterm_handler):
+            # a C callable (Profile.toggled_by): it stops the profiler before
+            # any Python code of ours runs, so no frame of it is recorded
+            handler = state.prof.toggled_by(_on_sigterm)
+            signal.signal(signal.SIGTERM, handler)
+            state.sigterm_handler = handler
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def _on_sigterm(_error, _was_enabled, signum, _frame):
+    """SIGTERM's handler (run by the signal module at a safe point of the
+    main thread, the profiler stopped): write the profile, then die of the
+    signal by its default action (the exit status the sender expects)."""
+    import signal
+    state = _state
+    if state is not None and state.writing:
+        state.term_pending = signum  # the write running decides, once done
+        return False
+    try:
+        signal.signal(signum, signal.SIG_DFL)  # a second one, or the watchdog's, kills
+    except (ValueError, OSError):
+        pass
+    if state is not None and state.child and not state.written and os.getpid() == state.pid:
+        _start_watchdog(signum, SIGTERM_WRITE_LIMIT)
+        _write_child_profile()
+    _die_of(signum)
+    return False
+
+
+def _start_watchdog(signum, seconds):
+    """A thread that kills this process with *signum* (at its default
+    action by then) after *seconds*: the write the handler does cannot
+    outlast it, even stuck on a lock the interrupted code holds.  A bare
+    _thread: starting a threading.Thread takes a lock that code may hold."""
+    import _thread
+    try:
+        _thread.start_new_thread(_watchdog, (signum, seconds))
+    except Exception:
+        pass
+
+
+def _watchdog(signum, seconds):
+    import signal
+    time.sleep(seconds)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    except (AttributeError, OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signum)
+
+
+def _die_of(signum):
+    """End this process by *signum*'s default action (the main thread)."""
+    import signal
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    except (AttributeError, OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signum)
+    # still here: the default action is not death (not for SIGTERM)
+    exit_hook.remove()
+    os._exit(128 + signum)
 
 
 def _write_at_os_exit(_status, _error):
@@ -336,18 +518,26 @@ def _write_child_profile():
     if os.getpid() != state.pid:
         return
     state.written = True
-    # a SIGTERM now (Pool.terminate() racing the worker's own exit) would
-    # kill the process in the middle of the write: it waits for the end
+    # a SIGTERM now (Pool.terminate() racing the worker's own exit) waits
+    # for the end of the write: blocked in this thread, and if another
+    # thread takes it, _on_sigterm leaves it to us (term_pending)
     import signal
     try:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     except (AttributeError, OSError, ValueError):
         blocked = None
+    state.writing = True
     try:
         _write(state)
     finally:
+        state.writing = False
         if blocked is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    pending, state.term_pending = state.term_pending, None
+    if pending is not None:
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            _die_of(pending)
 
 
 def _write(state):

@@ -8,7 +8,10 @@ consecutive snapshots is the interval's exact numbers (interval_rows):
 calls, own time and cumulative time of every function that returned in
 it.  ``q`` (or Ctrl-C, SIGTERM, SIGHUP) stops the profiler in the target
 and removes the directory; a viewer killed outright is noticed by the
-target's helper, which does the same by itself.
+target's helper, which does the same by itself.  The three signals are
+noted, not raised (interrupts.CtrlC), from the start of the command to
+its end: wherever one lands, the session ends where it can, ``--batch
+-o`` still writes the session's profile, and the command says so.
 
 The screen is drawn by curses (standard library), from lines made by
 frame_lines(), which the ``--batch`` mode prints as they are.
@@ -25,6 +28,7 @@ from ..data.names import readable_name
 from ..tools.view import format_count, format_time, micro_sign
 from . import attach, run_options
 from .attach import AttachError
+from .interrupts import CtrlC
 from .process_alive import alive as _alive
 from .run_options import UsageError
 
@@ -301,12 +305,8 @@ class Feed:
             self.offset += end
 
 
-class Detach(KeyboardInterrupt):
-    """SIGTERM / SIGHUP: stop the viewer the way q (or Ctrl-C) does."""
-
-
-def _on_signal(signum, _frame):
-    raise Detach()
+# stop the viewer the way q does: Ctrl-C, kill, the terminal closed
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Session:
@@ -399,7 +399,7 @@ def attach_agent_note(directory, name, text):
 
 # -- the terminal ------------------------------------------------------------------
 
-def _curses_loop(session, args, fmt):
+def _curses_loop(session, args, fmt, ctrl_c):
     import curses
     import locale
     locale.setlocale(locale.LC_ALL, "")
@@ -412,7 +412,7 @@ def _curses_loop(session, args, fmt):
         screen.timeout(int(POLL * 1000))
         view = session.view
         dirty = True
-        while True:
+        while not ctrl_c.pressed:
             if session.check():
                 dirty = True
             if session.ended:
@@ -461,12 +461,12 @@ def _curses_loop(session, args, fmt):
     curses.wrapper(loop)
 
 
-def _batch_loop(session, args):
+def _batch_loop(session, args, ctrl_c):
     """--batch: print each interval's frame; stop after --iterations."""
     import shutil
     width = shutil.get_terminal_size((80, 24)).columns
     frames = 0
-    while args.iterations is None or frames < args.iterations:
+    while (args.iterations is None or frames < args.iterations) and not ctrl_c.pressed:
         if session.check():
             lines = session.view.lines(width, 2 + 2 + 2 + args.limit)
             if session.view.rows()[0] is not None:
@@ -585,11 +585,30 @@ def check_args(args):
     return pid, fmt
 
 
+def _signal_text(signum):
+    return {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM",
+            signal.SIGHUP: "SIGHUP"}.get(signum, "signal %s" % signum)
+
+
 def run(args):
     """``fastprof top`` with parsed *args*; return the exit status."""
     def say(text):
         print("%s: %s" % (PROG, text), file=sys.stderr, flush=True)
 
+    # from here to the end Ctrl-C, SIGTERM and SIGHUP are noted: the session
+    # ends where it can; a second one stops waiting for the target
+    ctrl_c = CtrlC(STOP_SIGNALS).start()
+    try:
+        return _run(args, say, ctrl_c)
+    except KeyboardInterrupt:
+        run_options.report(PROG, "interrupted again (%s): detached without waiting for "
+                           "process %s" % (_signal_text(ctrl_c.last), args.pid))
+        return 130
+    finally:
+        ctrl_c.stop()
+
+
+def _run(args, say, ctrl_c):
     import tempfile
     try:
         pid, fmt = check_args(args)
@@ -606,13 +625,13 @@ def run(args):
     options.update(duration=None, attacher_pid=os.getpid(), interval=args.interval)
     directory = tempfile.mkdtemp(prefix="fastprof-top-")  # 0700, unpredictable name
     keep = False
-    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     view = View(pid, sort=args.sort, micro=micro_sign(sys.stdout))
     session = Session(pid, directory, view, say)
     status = 0
     try:
         try:
-            attach.start_agent(directory, pid, options, args.timeout, say, agent="top_agent")
+            attach.start_agent(directory, pid, options, args.timeout, say, agent="top_agent",
+                               ctrl_c=ctrl_c)
         except AttachError as err:
             keep = getattr(err, "keep", False)
             run_options.report(PROG, _for_top(str(err)))
@@ -622,27 +641,33 @@ def run(args):
                 # the thread filter needs the threads' names, from a snapshot; a
                 # thread is there once it ran after the attach: a few are read
                 deadline = time.monotonic() + max(2.0, 3 * args.interval)
-                while not session.ended:
+                while not session.ended and not ctrl_c.pressed:
                     if session.check() and _thread_id(view, args.thread, missing=None) is not None:
                         break
                     if time.monotonic() > deadline and view.after is not None:
                         break
                     time.sleep(POLL)
-                if view.after is not None:
+                if view.after is not None and not ctrl_c.pressed:
                     view.thread = _thread_id(view, args.thread)
                     session.show_thread(view.thread)
-            if args.batch:
-                _batch_loop(session, args)
+            if ctrl_c.pressed:
+                pass
+            elif args.batch:
+                _batch_loop(session, args, ctrl_c)
             else:
-                _curses_loop(session, args, fmt)
-        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (Detach)
-            pass
+                _curses_loop(session, args, fmt, ctrl_c)
         except UsageError as exc:
             run_options.report(PROG, exc)
             status = 2
         except BaseException:
             session.stop()  # whatever went wrong here, the target is left as it was
             raise
+        if ctrl_c.news():
+            say("stopping (%s): detaching from process %d%s" % (
+                _signal_text(ctrl_c.last), pid,
+                ", writing the profile to %s first" % args.output
+                if args.batch and args.output is not None and status == 0 and not session.ended
+                else ""))
         if session.ended:
             say(session.ended)
             if session.ended.startswith("error"):
@@ -656,15 +681,17 @@ def run(args):
                 if text is not None:
                     say(text)
                 time.sleep(POLL)
+        if ctrl_c.news():
+            say("stopping (%s): detaching from process %d" % (_signal_text(ctrl_c.last), pid))
         if not session.stop():
             say("process %d did not confirm the stop within %gs; its helper stops by "
                 "itself once this command is gone" % (pid, STOP_TIMEOUT))
             status = 1
         else:
             say("detached from process %d" % pid)
+        if ctrl_c.news():
+            say("stopping (%s): already detached from process %d" % (_signal_text(ctrl_c.last), pid))
         return status
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
         if not keep:
             attach.remove_agent_files(directory)

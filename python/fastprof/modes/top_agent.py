@@ -21,7 +21,9 @@ same private directory):
                      one getstats() is much cheaper than one per thread),
                      "helper": the helper's rows (the viewer subtracts them),
                      "thread": [id, rows] of the thread the viewer asked for
-                     (the ``thread`` file), or None.  A row per function:
+                     (the ``thread`` file), or None; "cost": the helper's
+                     CPU seconds for this snapshot, the file written aside
+                     (what it took from the target).  A row per function:
                      [function number, calls, recursive calls, tottime, cumtime],
                      cumulative since attach
     thread           the id of the thread the viewer shows (written by it)
@@ -92,33 +94,39 @@ class TopSession(attach_agent.Session):
         with self.lock:
             if self.finished:
                 return
+            cpu = time.thread_time()
             prof = self.prof
-            prof.take_thread_names()
-            self.new = []
-            records = prof.threads()
-            helper = max([tid for tid, ident, _n in records if ident == self.helper_ident],
-                         default=None)
-            # running: the newest record of each ident with a thread now
-            # (a server's short-lived threads leave many ended records)
-            newest = {}
-            for tid, ident, _n in records:
-                newest[ident] = max(tid, newest.get(ident, tid))
-            now = sys._current_frames()
-            threads = [[tid, prof.thread_name(tid, ident), ident in now and newest[ident] == tid]
-                       for tid, ident, _n in records if tid != helper]
-            wanted = self.wanted_thread()
-            at = time.monotonic()
-            every = self.rows(prof.getstats())
-            own = self.rows(prof.getstats(helper)) if helper is not None else []
-            one = None
-            if wanted is not None and any(t[0] == wanted for t in threads):
-                one = [wanted, self.rows(prof.getstats(wanted))]
+            # the records listed stay until the last read, though the
+            # target's threads go on ending (csrc/fpy_thread_fold.c)
+            with prof.threads_held():
+                prof.take_thread_names()
+                self.new = []
+                records = prof.threads()
+                helper = max([tid for tid, ident, _n in records if ident == self.helper_ident],
+                             default=None)
+                # running: the newest record of each ident with a thread now
+                # (the records of ended threads but the newest are folded
+                # into their group's, ident 0)
+                newest = {}
+                for tid, ident, _n in records:
+                    newest[ident] = max(tid, newest.get(ident, tid))
+                now = sys._current_frames()
+                threads = [[tid, prof.thread_name(tid, ident), ident in now and newest[ident] == tid]
+                           for tid, ident, _n in records if tid != helper]
+                wanted = self.wanted_thread()
+                at = time.monotonic()
+                every = self.rows(prof.getstats())
+                own = self.rows(prof.getstats(helper)) if helper is not None else []
+                one = None
+                if wanted is not None and any(t[0] == wanted for t in threads):
+                    one = [wanted, self.rows(prof.getstats(wanted))]
             if self.new:
                 self.add_functions(self.new)
             self.seq += 1
             note_bytes(self.directory, "snapshot", marshal.dumps(
                 {"seq": self.seq, "time": at, "elapsed": at - self.started_at,
-                 "threads": threads, "all": every, "helper": own, "thread": one}))
+                 "threads": threads, "all": every, "helper": own, "thread": one,
+                 "cost": time.thread_time() - cpu}))
 
     def rows(self, entries):
         """[function number, calls, recursive calls, tottime, cumtime] of

@@ -9,7 +9,18 @@ unchanged.
 
 import sys
 
-from .. import _fastprof
+try:
+    from .. import _fastprof
+except ImportError as exc:  # say what is missing and what still works, in one line
+    _package = __package__.rpartition(".")[0]
+    raise ImportError(
+        "fastprof's C extension is missing (%s): profiling needs it; fastprof view, "
+        "diff, merge and convert work without it"
+        # (not found: "cannot import name" from the package; found but not
+        # loadable: the loader's reason)
+        % ("%s._fastprof is not built for Python %d.%d" % ((_package,) + sys.version_info[:2])
+           if exc.name == _package else str(exc).splitlines()[0]),
+        name=_package + "._fastprof") from None
 from ..data.arguments import CLOCKS, COROUTINE_MODES, check_bool, check_choice, check_max_depth
 
 # Nothing else is imported here (arguments imports nothing): ``import
@@ -32,6 +43,52 @@ def entries_to_stats(entries):
     is ``names.label``'s, each entry's added to the ones before it.
     """
     return _fastprof._entries_stats(entries)
+
+
+def shared_key_rows(entries):
+    """``{key: [(qualified name or "", row), ...]}``: for each key several
+    code objects of ``getstats()`` *entries* share, each one's own pstats
+    row, its callers the edges into that code object (the file's
+    ``shared_keys``).  cProfile's ``snapshot_stats`` keeps one of them (its
+    dict overwrites: the last entry, the highest address in _lsprof's tree)
+    and sums the edges *from* them all, as ``entries_to_stats`` does; so
+    these rows are what a comparison with a cProfile file needs."""
+    from ..data.names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
+    by_key = {}
+    for e in entries:
+        if not isinstance(e.code, str):  # (C functions: one entry per name)
+            by_key.setdefault(label(e.code), []).append(e)
+    shared = {key: group for key, group in by_key.items() if len(group) > 1}
+    if not shared:
+        return {}
+    rows = {}  # id(code) -> [cc, nc, tt, ct, callers]
+    for group in shared.values():
+        for e in group:
+            rows[id(e.code)] = [e.callcount - e.reccallcount, e.callcount,
+                                e.inlinetime, e.totaltime, {}]
+    for e in entries:
+        caller = None
+        for sub in e.calls or ():
+            row = rows.get(id(sub.code))
+            if row is None:
+                continue
+            caller = caller or label(e.code)
+            nc, cc = sub.callcount, sub.callcount - sub.reccallcount
+            prev = row[4].get(caller, (0, 0, 0.0, 0.0))
+            row[4][caller] = (prev[0] + nc, prev[1] + cc, prev[2] + sub.inlinetime,
+                              prev[3] + sub.totaltime)
+    out = {}
+    for key, group in shared.items():
+        parts = [(_qualname(e.code), tuple(rows[id(e.code)])) for e in group]
+        parts.sort(key=lambda p: (p[0], -p[1][1]))
+        out[key] = parts
+    return out
+
+
+def _qualname(code):
+    """*code*'s qualified name where it says more than its name (3.11+), else ""."""
+    qual = getattr(code, "co_qualname", "")
+    return qual if qual != code.co_name else ""
 
 
 def callpaths_to_file(nodes):
@@ -197,7 +254,10 @@ class Profile(_fastprof.Profiler):
             from .func_patterns import script_stem  # (deferred: import fastprof adds nothing to cProfile's imports)
             self.set_main_alias(script_stem())
         # id from threads() -> thread name, kept after the thread is gone
+        # (until its record is folded into its group's: thread_names.py)
         self._thread_names = {}
+        # the numbers of the groups of thread names (thread_names.NameGroups)
+        self._name_groups = None
         # (ident, native_id) -> name of the threads alive at enable() time
         self._names_at_enable = {}
         # the Thread objects that had ended before profiling started: they
@@ -207,6 +267,9 @@ class Profile(_fastprof.Profiler):
         self.error = None
         # pstats key -> qualified name, filled with self.stats (3.11+)
         self.qualnames = {}
+        # whether self.stats sums several code objects under one key (the
+        # file then says which: ProfileData.shared_keys)
+        self._keys_shared = False
 
     @property
     def options(self):
@@ -257,6 +320,17 @@ class Profile(_fastprof.Profiler):
         if self._lines is None:
             return {}, {}
         return self._lines.line_stats(request), self._lines.own_stats(request)
+
+    def request_times(self, request):
+        """Where a routed request's time went, per thread that ran it: a
+        list of ``(record id, ident, seconds, cpu_seconds)``: the thread's
+        time in the request's context (from its first event there to its
+        first event elsewhere) and its CPU time meanwhile, the profiler's
+        own time taken out of it where the times are compensated (the C
+        ``_route_times``). The calling thread's time in it ends here."""
+        compensate = self._options["compensate"]
+        return [(tid, ident, run, max(0.0, cpu - own) if compensate else cpu)
+                for tid, ident, run, cpu, own in self._route_times(request)]
 
     def drop_request(self, request):
         """Free what was recorded for a routed request: its thread records
@@ -398,6 +472,8 @@ class Profile(_fastprof.Profiler):
             self.stats, codes = entries_to_stats(entries), [e.code for e in entries]
         # read here, once, from the code objects
         self.qualnames = qualnames_of_codes(codes)
+        # a row per code object: fewer rows than codes when some share a key
+        self._keys_shared = len(codes) > len(self.stats)
 
     def print_stats(self, sort=-1, thread=None):
         """Print the stats table like cProfile (``sort``: a pstats sort key,
@@ -436,20 +512,41 @@ class Profile(_fastprof.Profiler):
         the OS), ``ident`` is ``threading.get_ident()`` of the thread,
         ``stats`` a pstats dict.  Names come from ``threading``; a thread
         that ended before its name could be seen is called
-        ``"Thread-<ident> (ended)"``.
+        ``"Thread-<ident> (ended)"``.  Threads that ended before the newest
+        64 ended ones are summed per name group in one record each
+        (``Thread-N (worker) x7994 ended``, ident 0): see
+        docs/threads-coroutines.md.
         """
-        return self._thread_stats(None)
+        return [(tid, ident, name, stats)
+                for tid, ident, name, stats, _folded in self._thread_records(None)]
 
-    def _thread_stats(self, whole):
-        """thread_stats(); *whole*: the stats of every thread, just taken,
-        which one thread's are when there is one (not built again)."""
-        self.take_thread_names()
-        records = self.threads()
-        out = []
-        for tid, ident, _native in records:
-            out.append((tid, ident, self.thread_name(tid, ident),
-                        dict(whole) if whole is not None and len(records) == 1
-                        else self._thread_stats_dict(tid)))
+    def thread_records(self):
+        """The per-thread records as a profile file keeps them
+        (``ProfileData.threads``): a dict per ``thread_stats()`` row, with
+        ``id``, ``ident``, ``name``, ``stats``, and for the record of a
+        group of ended threads ``group`` (its name pattern) and ``threads``
+        (how many it sums).  Does not stop profiling."""
+        return [thread_record(*r) for r in self._thread_records(None)]
+
+    def _thread_records(self, whole):
+        """``(id, ident, name, stats, folded)`` per record, *folded*
+        ``(pattern, threads)`` for a group's record, else None; *whole*: the
+        stats of every thread, just taken, which one thread's are when there
+        is one (not built again).  The records stay as listed meanwhile."""
+        with self.threads_held():
+            self.take_thread_names()
+            records = self.threads()
+            groups = _c_call(self, "_thread_groups", {})
+            out = []
+            for tid, ident, _native in records:
+                stats = (dict(whole) if whole is not None and len(records) == 1
+                         else self._thread_stats_dict(tid))
+                group = groups.get(tid)
+                if group is None:
+                    out.append((tid, ident, self.thread_name(tid, ident), stats, None))
+                else:
+                    name, pattern = self._groups().record(*group)
+                    out.append((tid, ident, name, stats, (pattern, group[1])))
         return out
 
     def _thread_stats_dict(self, tid):
@@ -458,7 +555,23 @@ class Profile(_fastprof.Profiler):
     def thread_name(self, tid, ident):
         """The name of thread record *tid* (OS ident *ident*), as the views
         show it."""
+        if tid >> 62 == 1:  # the record of a group of ended threads
+            group, threads = _c_call(self, "_thread_groups", {}).get(tid, (0, 0))
+            return self._groups().record(group, threads)[0]
         return _threads_mod().record_name(self._thread_names, tid, ident)
+
+    def threads_held(self):
+        """A context manager: while inside, no record of an ended thread is
+        folded into its group's, so the records ``threads()`` listed stay
+        readable one by one (a read of several steps while profiling goes
+        on: ``fastprof top``'s snapshots)."""
+        return _FoldsHeld(self)
+
+    def _groups(self):
+        """The numbers of the thread name groups (made on first use)."""
+        if self._name_groups is None:
+            self._name_groups = _threads_mod().NameGroups()
+        return self._name_groups
 
     def name_thread(self, tid, name):
         """Give thread record *tid* the name *name* (a profiler that is a
@@ -471,13 +584,15 @@ class Profile(_fastprof.Profiler):
         sum; the C ``_fold_into``)."""
         self._fold_into(other, pairs)
 
-    def one_thread_marshal(self, skip_file):
+    def one_thread_marshal(self, skip_file, hides_c_function):
         """A profile one thread recorded, straight to marshal bytes (the C
         ``_stats_marshal``): (its pstats table's bytes, the trailer's
         qualified names' bytes or b"", the rows' codes, their files, calls,
-        thread id), without the rows of file *skip_file*; None when it
-        cannot (several threads, line stats, call paths): use getstats()."""
-        return self._stats_marshal(skip_file)
+        thread id), without the rows of file *skip_file*, the edges from
+        them, nor a C function called only from them whose name
+        *hides_c_function(name)* accepts (None: none); None when it cannot
+        (several threads, line stats, call paths): use getstats()."""
+        return self._stats_marshal(skip_file, hides_c_function)
 
     def compensation_info(self):
         """What compensation removed so far: ``{"compensate": bool,
@@ -491,14 +606,16 @@ class Profile(_fastprof.Profiler):
         if threading is not None and isinstance(thread, threading.Thread):
             ids = [tid for tid, ident, _n in records if ident == thread.ident]
             if not ids:
-                raise ValueError("thread %r was not profiled" % (thread.name,))
+                raise ValueError("thread %r was not profiled (or it ended, and its record was "
+                                 "folded into its group's: see thread_stats())" % (thread.name,))
             return max(ids)  # the newest record owns a reused ident
         if isinstance(thread, bool) or not isinstance(thread, int):
             raise TypeError("thread must be an id from thread_stats() or a "
                             "threading.Thread, not %r" % (thread,))
-        if thread not in [tid for tid, _i, _n in records]:
+        if thread not in {tid for tid, _i, _n in records}:
+            known = [str(r[0]) for r in records[:20]] + (["..."] if len(records) > 20 else [])
             raise ValueError("no profiled thread has id %r (known ids: %s)" % (
-                thread, ", ".join(str(r[0]) for r in records) or "none"))
+                thread, ", ".join(known) or "none"))
         return thread
 
     def take_thread_names(self):
@@ -507,19 +624,30 @@ class Profile(_fastprof.Profiler):
         that reads thread stats of a profiler still enabled calls it first."""
         try:
             records = self.threads()
+            self._forget_names(_c_call(self, "_take_folded", ()))
         except Exception:
             return
         _threads_mod().name_records(records, self._thread_names, self._names_at_enable,
                                     self._ended_before_start)
 
-    def _thread_started(self, tid):
+    def _thread_started(self, tid, folded=()):
         """Called by the C profiler (threads=True) on a new thread's first
         event, in that thread, before its record *tid* exists: its name is
-        written down while its Thread object is at hand.  Never recorded
-        (the interpreter reports no events inside an event callback)."""
+        written down while its Thread object is at hand; returns its name's
+        group (where its record is folded once the thread has ended).
+        *folded*: the records folded away since the last call, whose names
+        go.  Never recorded (the interpreter reports no events inside an
+        event callback)."""
+        self._forget_names(folded)
         name = _threads_mod().starting_thread_name()
         if name is not None:
             self._thread_names[tid] = name
+        return self._groups().number(name)
+
+    def _forget_names(self, folded):
+        names = self._thread_names
+        for tid in folded:
+            names.pop(tid, None)
 
     # -- files -------------------------------------------------------------
 
@@ -536,10 +664,11 @@ class Profile(_fastprof.Profiler):
             data = ProfileData(self.stats, clock=info.get("clock"),
                                qualnames=self.qualnames)
             if self._options["threads"]:
-                data.threads = [{"id": tid, "ident": ident, "name": name, "stats": st}
-                                for tid, ident, name, st in self._thread_stats(self.stats)]
+                data.threads = [thread_record(*r) for r in self._thread_records(self.stats)]
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(self.callpaths())
+            if self._keys_shared:
+                data.shared_keys = shared_key_rows(self.getstats())
             self.add_recording_details(data)
             return data
         self._disable()
@@ -550,6 +679,7 @@ class Profile(_fastprof.Profiler):
                            only=self._options.get("only"), fast=self._options["fast"])
         data.paths = _relative_paths(data.stats, self.paths_memo)
         data.compensation = self.compensation(data.stats)
+        data.shared_keys = shared_key_rows(entries)
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
         return data
@@ -623,6 +753,35 @@ class Profile(_fastprof.Profiler):
         finally:
             self.take_thread_names()
         return result
+
+
+class _FoldsHeld:
+    """Profile.threads_held(): no ended thread's record folded meanwhile."""
+
+    def __init__(self, prof):
+        self.prof = prof
+
+    def __enter__(self):
+        _c_call(self.prof, "_hold_folds", None, True)
+        return self.prof
+
+    def __exit__(self, *exc):
+        _c_call(self.prof, "_hold_folds", None, False)
+        return False
+
+
+def _c_call(prof, name, default, *args):  # INTERIM until the in-place .so is rebuilt
+    method = getattr(prof, name, None)
+    return default if method is None else method(*args)
+
+
+def thread_record(tid, ident, name, stats, folded=None):
+    """A thread's record as the file keeps it (``ProfileData.threads``);
+    *folded*: ``(pattern, threads)`` of a group's record (thread_groups.py)."""
+    record = {"id": tid, "ident": ident, "name": name, "stats": stats}
+    if folded is not None:
+        record["group"], record["threads"] = folded
+    return record
 
 
 def _line_recorder(lines, threads, main_alias=None, keys=()):

@@ -9,6 +9,8 @@ the time the stats are read (a server's short-lived request threads).
 
 import sys
 
+from ..data.thread_groups import folded_name, thread_pattern
+
 # Imported by Profile.enable(), so before the program runs: nothing here may
 # import what the program has not (threading, weakref, typing register ABCs
 # or cost import time the program would see); threading is taken from
@@ -114,6 +116,53 @@ def record_name(names, tid, ident):
     ``"Thread-<ident> (ended)"`` (a thread that ended before it could be seen)."""
     name = names.get(tid)
     return name if name is not None else "Thread-%d (ended)" % ident
+
+
+# -- groups: where the records of ended threads are folded -------------------
+#
+# The C profiler folds the records of ended threads, but the newest few,
+# into one record per group (csrc/fpy_thread_fold.c); the group of a thread
+# is the number its name's pattern (thread_groups.thread_pattern) gets here
+# when the thread starts.
+
+# Names that differ in more than numbers (a request id in hex) would make a
+# group each: past this many, further ones share group 0 with the threads
+# that had no name.
+MAX_GROUPS = 256
+
+OTHER_THREADS = "other threads"
+
+
+class NameGroups:
+    """The group numbers of thread name patterns (0: no name, or one
+    pattern too many)."""
+
+    def __init__(self):
+        self.numbers = {}
+        self.patterns = [OTHER_THREADS]
+
+    def number(self, name):
+        """The group of a thread named *name* (None: no name)."""
+        if name is None:
+            return 0
+        pattern = thread_pattern(name)
+        n = self.numbers.get(pattern)
+        if n is None:
+            if len(self.patterns) > MAX_GROUPS:
+                return 0
+            n = self.numbers[pattern] = len(self.patterns)
+            self.patterns.append(pattern)
+        return n
+
+    def pattern(self, number):
+        """The pattern of group *number*."""
+        return self.patterns[number] if 0 <= number < len(self.patterns) else OTHER_THREADS
+
+    def record(self, number, threads):
+        """``(name, pattern)`` of the record that *threads* ended threads of
+        group *number* were folded into."""
+        pattern = self.pattern(number)
+        return folded_name(pattern, threads), pattern
 
 
 # -- names written down when threads start -----------------------------------

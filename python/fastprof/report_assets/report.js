@@ -91,8 +91,18 @@
     add('functions', fmtInt(F.length));
     add('calls', fmtInt(VIEW.total_calls) + (VIEW.primitive_calls !== VIEW.total_calls ?
         ' (' + fmtInt(VIEW.primitive_calls) + ' primitive)' : ''));
-    if (D.request) add('request', D.request.method + ' ' + D.request.path + ' \u2192 ' +
-      (D.request.status || 'no response') + ' in ' + (D.request.duration * 1000).toFixed(1) + ' ms');
+    if (D.request) {
+      var R = D.request, spent = [];
+      // where the request's time went (files of older versions: the duration only)
+      if (R.recorded != null) spent.push(fmtTime(R.recorded) + ' in recorded frames');
+      if (R.cpu != null) spent.push(fmtTime(R.cpu) + ' CPU');
+      if (R.suspended != null) spent.push('suspended ' + fmtTime(R.suspended));
+      add('request', R.method + ' ' + R.path + ' \u2192 ' + (R.status || 'no response') + ' in ' +
+        fmtTime(R.duration) + (spent.length ? ' (' + spent.join(', ') + ')' : ''),
+        spent.length ? 'wall time; the time in its recorded frames (every thread), its threads\' ' +
+          'CPU time while on it' + (R.suspended != null ? ', and how long its asyncio task ' +
+          'was suspended (awaiting I/O, timers, worker threads or other tasks)' : '') : '');
+    }
     if (D.clock) add('clock', D.clock);
     if (D.only) add('only', D.only.join(', '), "calls into other Python code are not recorded; their time is in the calling function's own time");
     if (D.fast) add('mode', 'fast', "Python functions only; the time of C functions is in their callers' own time");

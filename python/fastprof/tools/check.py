@@ -9,15 +9,22 @@ compare.  Exit status 0 when they match within the tolerance, 1 when some
 changed, 2 for bad input (the command line's rule).  ``--time`` also checks
 each function's own time with ``fastprof diff``'s noise rule (a move beyond
 ``--threshold`` percent of its base value *and* beyond ``--min-time``).
+
+A cProfile file against a fastprof file: where several code objects share a
+key (dataclass ``__init__``s at ``<string>:2``), cProfile keeps one of them,
+fastprof sums them; the fastprof file's row of such a key is replaced by the
+row of the code object the cProfile file holds (``diff.as_cprofile_keeps``)
+and the report says so.
 """
 
 import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from ..data.names import stdname
 from ..data.portable_names import portable_names
 from . import counts
-from .diff import make_noise
+from .diff import CprofileTerms, as_cprofile_keeps, kept_note, make_noise
 from .view import format_time
 
 FORMATS = ("text", "markdown", "json")
@@ -37,6 +44,8 @@ class CheckResult:
     times: List[TimeChange] = field(default_factory=list)
     noise: Optional[str] = None      # the noise rule of --time, described
     tolerant: bool = False           # a tolerance above 0 was given
+    # what was done to compare a fastprof file with a cProfile file (diff.as_cprofile_keeps)
+    cprofile: Optional[CprofileTerms] = None
 
     @property
     def failed(self) -> bool:
@@ -57,13 +66,15 @@ def check(base, new, tolerance: float = 0.0, c_tolerance: Optional[float] = None
           time: bool = False, threshold: float = 10.0, min_time: str = "1%") -> CheckResult:
     """Compare profiles *base* and *new* (ProfileData).  Functions are named
     by qualified name, or by the key's name on both sides when one side has
-    none (a cProfile file)."""
+    none (a cProfile file), and on cProfile's terms where it holds one of
+    several code objects sharing a key (``as_cprofile_keeps``)."""
+    base, new, terms = as_cprofile_keeps(base, new)
     qual = bool(base.qualnames) and bool(new.qualnames)
     old_table = counts.counts_of_profile(base, qual)
     new_table = counts.counts_of_profile(new, qual)
     result = CheckResult(counts.compare(old_table, new_table, tolerance, c_tolerance),
                          len(set(old_table) | set(new_table)),
-                         tolerant=bool(tolerance or c_tolerance))
+                         tolerant=bool(tolerance or c_tolerance), cprofile=terms)
     if time:
         a, b = own_times(base, qual), own_times(new, qual)
         noise = make_noise(sum(a.values()), sum(b.values()), threshold, min_time)
@@ -83,12 +94,15 @@ def _time_cells(t: TimeChange, micro: str) -> Tuple[str, str, str]:
 def text(result: CheckResult, base_name: str, new_name: str, limit: int = 30,
          micro: str = "\u00b5") -> str:
     lines = []
+    # (the <gc> row's fold is said where own times are compared: --time)
+    notes = ["note: " + line for line in kept_note(result.cprofile, base_name, new_name,
+                                                    collections=result.noise is not None)]
     if not result.failed:
         lines.append("fastprof check: %s -> %s: no call count changed%s (%d functions and edges)%s"
                      % (base_name, new_name, " beyond the tolerance" if result.tolerant else "",
                         result.compared,
                         "; no time moved beyond noise (%s)" % result.noise if result.noise else ""))
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + notes) + "\n"
     if result.changes:
         n = len(result.changes)
         lines.append("fastprof check: %s -> %s: %d call count%s changed (of %d functions and edges):"
@@ -106,7 +120,7 @@ def text(result: CheckResult, base_name: str, new_name: str, limit: int = 30,
         for t in result.times[:limit or None]:
             old, new, delta = _time_cells(t, micro)
             lines.append("    %s -> %s (%s)  %s" % (old, new, delta, t.name))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + notes) + "\n"
 
 
 def markdown(result: CheckResult, base_name: str, new_name: str, limit: int = 30) -> str:
@@ -132,6 +146,8 @@ def markdown(result: CheckResult, base_name: str, new_name: str, limit: int = 30
             for t in result.times[:limit or None]:
                 old, new, delta = _time_cells(t, "\u00b5")
                 out.append("| %s | %s | %s | %s |" % (old, new, delta, counts.md_code(t.name)))
+    for line in kept_note(result.cprofile, base_name, new_name, collections=result.noise is not None):
+        out.append("\n" + md(line))
     return "\n".join(out) + "\n"
 
 
@@ -142,6 +158,11 @@ def as_json(result: CheckResult, base_name: str, new_name: str) -> str:
     if result.noise is not None:
         obj["noise"] = result.noise
         obj["times"] = [{"function": t.name, "old": t.old, "new": t.new} for t in result.times]
+    if result.cprofile is not None and result.cprofile.kept:
+        # keys compared with the one code object of several the cProfile file holds
+        obj["cprofile_kept"] = [{"function": stdname(k.key), "code_objects": k.code_objects,
+                                 "qualname": k.qualname, "exact": k.exact, "side": result.cprofile.side}
+                                for k in result.cprofile.kept]
     return json.dumps(obj, indent=1) + "\n"
 
 

@@ -20,8 +20,16 @@ Baselines are text files of sections, one per test, sorted (``write_tables``,
 
     # fastprof call counts, Python 3.12 ...
     [test_groupby]
+    # runs: 3
     1 toolz/itertoolz.py:groupby
     4 toolz/itertoolz.py:groupby -> ~:<method 'append' of 'list' objects>
+    9..14 toolz/itertoolz.py:groupby -> ~:<method 'acquire' of '_thread.lock' objects>
+
+A baseline learned over several runs (``merge``) keeps a count that varied
+as the range it was seen in (``9..14``); ``compare`` accepts a count inside
+that range widened by its width (``allowed``).  ``# runs: N`` and other
+``# name: N`` lines of a section are its meta entries (``#runs``: how many
+runs it was learned over; ``#threads``: threads the test left running).
 """
 
 import json
@@ -30,12 +38,15 @@ import re
 import sys
 import sysconfig
 from dataclasses import dataclass
-from typing import Collection, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Collection, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-from ..data.model import FuncKey, is_builtin
+from ..data.model import FuncKey, is_builtin, profiler_method
 from ..data.portable_names import portable_names
 
 CountTable = Dict[str, int]
+# a baseline's count: exact, or the (low, high) range it varied in while learned
+Count = Union[int, Tuple[int, int]]
+BaselineTable = Dict[str, Count]
 
 EDGE = " -> "
 LINE = " line "
@@ -79,11 +90,16 @@ USER, OTHER, OPAQUE_KIND, SEALED_KIND, FRAMEWORK_KIND, NOISE_KIND = range(6)
 _HIDDEN, _COUNTING, _DEAD = range(3)
 
 
+_STDLIB_DIRS: List[List[str]] = []
+
+
 def _stdlib_dirs() -> List[str]:
-    paths = sysconfig.get_paths()
-    dirs = {os.path.join(os.path.normpath(paths[k]), "") for k in ("stdlib", "platstdlib")
-            if paths.get(k)}
-    return sorted(dirs, key=len, reverse=True)
+    if not _STDLIB_DIRS:   # (the same for the whole process: asked once)
+        paths = sysconfig.get_paths()
+        dirs = {os.path.join(os.path.normpath(paths[k]), "") for k in ("stdlib", "platstdlib")
+                if paths.get(k)}
+        _STDLIB_DIRS.append(sorted(dirs, key=len, reverse=True))
+    return _STDLIB_DIRS[0]
 
 
 def _top(relpath: str) -> str:
@@ -124,21 +140,28 @@ def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str],
 
 
 def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = (),
-                   noise_keys: Collection[FuncKey] = ()) -> CountTable:
+                   noise_keys: Collection[FuncKey] = (),
+                   kinds_memo: Optional[Dict[FuncKey, int]] = None) -> CountTable:
     """The count table of one test's profile *data* (a ProfileData with call
     paths): functions, edges and, with *lines*, line hits of what the test
     itself ran (see the module docstring).  *framework_files*: see
     ``function_kind``; *noise_keys*: functions never counted, nor what they
     call (fixtures of a wider scope than the test's, whose setup runs in
-    whichever test needs them first)."""
+    whichever test needs them first); *kinds_memo*: a dict kept from test to
+    test of one run (the same *framework_files*), each function's kind
+    (``function_kind``) found once."""
     cp = data.callpaths
     if cp is None:
         raise ValueError("the profile has no call paths (record it with callpaths=True)")
     keys = [tuple(k) for k in cp.functions]
-    everyone = portable_names(set(keys), data.qualnames, data.paths)  # for the files' paths
-    dirs = _stdlib_dirs()
-    kinds = [NOISE_KIND if k in noise_keys else function_kind(k, _relpath(k, everyone), dirs, framework_files)
-             for k in keys]
+    memo = {} if kinds_memo is None else kinds_memo
+    new = {k for k in keys if k not in memo}
+    if new:
+        everyone = portable_names(new, data.qualnames, data.paths)  # for the files' paths
+        dirs = _stdlib_dirs()
+        for k in new:
+            memo[k] = function_kind(k, _relpath(k, everyone), dirs, framework_files)
+    kinds = [NOISE_KIND if k in noise_keys else memo[k] for k in keys]
     fcalls: Dict[int, int] = {}
     ecalls: Dict[Tuple[int, int], int] = {}
     table: CountTable = {}
@@ -192,7 +215,8 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
             ecalls[(a, b)] = calls
     # named among the counted functions only (a "#2" among repeated names
     # must not depend on what else ran, uncounted)
-    names = portable_names({keys[f] for f in fcalls}, data.qualnames, data.paths)
+    names = {k: steady_name(n) for k, n in
+             portable_names({keys[f] for f in fcalls}, data.qualnames, data.paths).items()}
     for f, calls in fcalls.items():
         name = names[keys[f]]
         table[name] = table.get(name, 0) + calls
@@ -212,18 +236,29 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
     return table
 
 
+_NUMBERED = re.compile(r"\d+")
+
+
+def steady_name(name: str) -> str:
+    """*name* with the numbers of an exec'd code's file name made ``N``
+    (``<boltons.funcutils.FunctionBuilder-10>:f``: a counter of the code
+    compiled before it in the process, which the tests that ran before set)."""
+    if name.startswith("<") and not name.startswith("<frozen "):
+        head, sep, tail = name.partition(">:")
+        if sep:
+            return _NUMBERED.sub("N", head) + sep + tail
+    return name
+
+
 def _relpath(key: FuncKey, names: Mapping[FuncKey, str]) -> str:
     name = names[key]
     return name.split(":", 1)[0] if ":" in name else ""
 
 
-_PROFILER_ROWS = re.compile(r"<method '(enable|disable)' of '[\w.]*(lsprof|fastprof)[\w.]*' objects>$")
-
-
 def left_out(key: FuncKey) -> bool:
     """The garbage collector's row and the profiler's own (enable, disable:
     cProfile's and fastprof's differ)."""
-    return is_builtin(key) and (key[2] == GC_NAME or bool(_PROFILER_ROWS.match(str(key[2]))))
+    return is_builtin(key) and (key[2] == GC_NAME or profiler_method(key) is not None)
 
 
 def counts_of_profile(data, qualnames: bool = True) -> CountTable:
@@ -261,6 +296,7 @@ class Change:
     entry: str
     old: int
     new: int
+    learned: Optional[Tuple[int, int]] = None   # the range a noisy count was learned in
 
     @property
     def delta(self) -> int:
@@ -285,21 +321,144 @@ def parse_tolerance(text) -> float:
     return value
 
 
-def compare(old: Mapping[str, int], new: Mapping[str, int], tolerance: float = 0.0,
+META = "#"            # meta entries of a baseline table start with it
+RUNS = "#runs"        # how many runs a baseline table was learned over
+THREADS = "#threads"  # threads the test left running after its teardown
+
+
+def is_meta(entry: str) -> bool:
+    return entry.startswith(META)
+
+
+def bounds(count: Count) -> Tuple[int, int]:
+    """(low, high) of a baseline count: a learned range, or the exact count twice."""
+    return count if isinstance(count, tuple) else (count, count)
+
+
+def runs_of(table: Mapping[str, Count]) -> Optional[int]:
+    """How many runs *table* was learned over; None for a table written
+    before baselines were learned (taken as complete)."""
+    runs = table.get(RUNS)
+    return runs if isinstance(runs, int) else None
+
+
+def noisy_entries(table: Mapping[str, Count]) -> List[str]:
+    """The entries of baseline *table* learned as ranges."""
+    return sorted((e for e, c in table.items() if isinstance(c, tuple)), key=entry_sort_key)
+
+
+def merge(old: Mapping[str, Count], new: Mapping[str, int]) -> BaselineTable:
+    """Baseline *old* after one more run's table *new*: a count that differs
+    becomes the range of both (an entry missing on one side counts 0);
+    ``#runs`` is one more; the other meta entries keep their highest value."""
+    out: BaselineTable = {}
+    for entry in set(old) | set(new):
+        if is_meta(entry):
+            if entry != RUNS:
+                out[entry] = max(old.get(entry, 0), new.get(entry, 0))
+            continue
+        lo_a, hi_a = bounds(old.get(entry, 0))
+        lo_b, hi_b = bounds(new.get(entry, 0))
+        lo, hi = min(lo_a, lo_b), max(hi_a, hi_b)
+        if hi:
+            out[entry] = lo if lo == hi else (lo, hi)
+    out[RUNS] = (runs_of(old) or 1) + 1
+    return out
+
+
+# C functions and standard modules whose call counts follow the scheduling of
+# threads and the arrival of I/O, not the work: (kind, what the entry starts
+# or contains).  An entry is classified by its callee (an edge's) or itself.
+SCHEDULING = (
+    ("lock", ("~:<method 'acquire' of '_thread.", "~:<method 'release' of '_thread.",
+              "~:<method '__enter__' of '_thread.", "~:<method '__exit__' of '_thread.",
+              "~:<method 'locked' of '_thread.", "~:<method '_is_owned' of '_thread.",
+              "~:<method '_release_save' of '_thread.", "~:<method '_acquire_restore' of '_thread.",
+              "threading.py:Condition.", "threading.py:Semaphore.",
+              "threading.py:BoundedSemaphore.", "threading.py:Barrier.",
+              "threading.py:_RLock.")),
+    ("wait", ("~:<built-in method time.sleep>", "threading.py:Event.", "threading.py:Thread.join",
+              "threading.py:Thread.is_alive", "threading.py:Thread._wait_for_tstate_lock",
+              "queue.py:", "~:<method 'get' of '_queue.SimpleQueue' objects>",
+              "~:<method 'put' of '_queue.SimpleQueue' objects>",
+              "concurrent/futures/", "asyncio/", "multiprocessing/", "subprocess.py:")),
+    ("io", ("~:<method 'recv", "~:<method 'send", "~:<method 'accept' of '_socket.",
+            "~:<method 'connect", "~:<method 'settimeout' of '_socket.", "socket.py:",
+            "ssl.py:", "selectors.py:", "socketserver.py:", "~:<built-in method select.",
+            "~:<method 'poll' of 'select.", "~:<method 'select' of 'select.",
+            "~:<method 'register' of 'select.", "~:<method 'unregister' of 'select.",
+            "~:<method 'modify' of 'select.", "~:<built-in method posix.read>",
+            "~:<built-in method posix.write>", "~:<method 'readinto' of '_io.FileIO' objects>")),
+)
+
+
+def scheduling_kind(entry: str) -> Optional[str]:
+    """"lock", "wait" or "io" when *entry* (a function or an edge, by its
+    callee) counts calls that follow thread scheduling or I/O arrival; None
+    for work."""
+    callee = entry.rsplit(EDGE, 1)[-1]
+    if LINE in callee:
+        return None
+    for kind, starts in SCHEDULING:
+        for start in starts:
+            if callee.startswith(start):
+                return kind
+    return None
+
+
+# a count learned as a range may move beyond it by its width or by this part
+# of its highest value, whichever is more: a few runs see less than all of
+# its spread (a socket read's chunks on a loaded machine), and a regression
+# that doubles a call is still far outside
+NOISY_MARGIN = 0.25
+
+
+def allowed(count: Count, tolerance: float, scheduling: bool = False) -> Tuple[int, float]:
+    """(low, high) a new count may take against baseline *count*: an exact
+    count moves by *tolerance* percent; a learned range (low, high) is widened
+    on both sides by ``NOISY_MARGIN`` (or its width), then by the tolerance;
+    *scheduling* (a row of a test whose counts follow thread scheduling or
+    I/O): anything up to twice its highest count."""
+    lo, hi = bounds(count)
+    width = hi - lo
+    if scheduling:
+        lo, top = 0, max(2 * hi, hi + 2 * width)
+    else:
+        margin = max(width, NOISY_MARGIN * hi)
+        lo, top = lo - margin, hi + margin
+    slack = tolerance / 100.0
+    return max(0, int(lo - slack * lo)), top + slack * top
+
+
+def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float = 0.0,
             c_tolerance: Optional[float] = None) -> List[Change]:
     """The entries whose count moved by more than *tolerance* percent of the
     old count (*c_tolerance* for C functions; default: *tolerance*), new or
-    gone entries always; biggest change first."""
+    gone entries always; against a learned baseline (*old* has ranges), a
+    noisy entry's count outside its ``allowed`` range, and in a test with
+    noisy entries its scheduling rows (``scheduling_kind``) beyond twice
+    their highest count; biggest change first."""
     c_tolerance = tolerance if c_tolerance is None else c_tolerance
+    noisy = any(isinstance(c, tuple) for c in old.values())
     out = []
     for entry in set(old) | set(new):
-        a, b = old.get(entry, 0), new.get(entry, 0)
-        if a == b:
+        if is_meta(entry):
+            continue
+        base, b = old.get(entry, 0), new.get(entry, 0)
+        if base == b:
             continue
         tol = c_tolerance if is_c_entry(entry) else tolerance
-        if a and b and abs(b - a) <= tol / 100.0 * a:
-            continue
-        out.append(Change(entry, a, b))
+        learned = base if isinstance(base, tuple) else None
+        if learned is not None or (noisy and base and scheduling_kind(entry)):
+            lo, hi = allowed(base, tol, noisy and scheduling_kind(entry) is not None)
+            if lo <= b <= hi:
+                continue
+            a = bounds(base)[0 if b < bounds(base)[0] else 1]
+        else:
+            a = base
+            if a and b and abs(b - a) <= tol / 100.0 * a:
+                continue
+        out.append(Change(entry, a, b, learned))
     out.sort(key=lambda c: (-abs(c.delta), entry_sort_key(c.entry)))
     return out
 
@@ -324,35 +483,54 @@ class BaselineError(ValueError):
     """A baseline file that cannot be read: its path and line say where."""
 
 
-def format_tables(tables: Mapping[str, CountTable], version: str) -> str:
+def format_tables(tables: Mapping[str, BaselineTable], version: str) -> str:
     """The text of a baseline file: *tables* ({test name: table}), sorted."""
     out = [HEADER % version]
     for test in sorted(tables):
         out.append("\n[%s]\n" % test)
         table = tables[test]
         for entry in sorted(table, key=entry_sort_key):
-            out.append("%d %s\n" % (table[entry], entry))
+            count = table[entry]
+            if is_meta(entry):
+                out.append("# %s: %d\n" % (META_NAMES.get(entry, entry[1:]), count))
+            elif isinstance(count, tuple):
+                out.append("%d..%d %s\n" % (count[0], count[1], entry))
+            else:
+                out.append("%d %s\n" % (count, entry))
     return "".join(out)
 
 
-def parse_tables(text: str, where: str = "baseline") -> Dict[str, CountTable]:
+# meta entries as a section's comment lines name them
+META_NAMES = {RUNS: "runs", THREADS: "threads left running"}
+_META_OF = {v: k for k, v in META_NAMES.items()}
+_META_LINE = re.compile(r"# ([a-z][a-z ]*): (\d+)$")
+_RANGE = re.compile(r"(\d+)\.\.(\d+)$")
+
+
+def parse_tables(text: str, where: str = "baseline") -> Dict[str, BaselineTable]:
     """The inverse of ``format_tables``; BaselineError on a malformed line."""
     tables: Dict[str, CountTable] = {}
     current: Optional[CountTable] = None
     for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            meta = _META_LINE.match(line) if current is not None else None
+            if meta:
+                current[_META_OF.get(meta.group(1), META + meta.group(1))] = int(meta.group(2))
             continue
         if line.startswith("[") and line.endswith("]"):
             current = tables.setdefault(line[1:-1], {})
             continue
         count, _, entry = line.partition(" ")
-        if current is None or not count.isdigit() or not entry:
+        learned = _RANGE.match(count)
+        if current is None or not (count.isdigit() or learned) or not entry:
             raise BaselineError("%s:%d: not a count line: %r" % (where, n, line))
-        current[entry] = int(count)
+        current[entry] = (int(learned.group(1)), int(learned.group(2))) if learned else int(count)
     return tables
 
 
-def read_tables(path: str) -> Dict[str, CountTable]:
+def read_tables(path: str) -> Dict[str, BaselineTable]:
     """A baseline file's tables ({} if there is no file); BaselineError if malformed."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -390,6 +568,8 @@ class Outcome:
     compared: int = 0
     notes: Optional[List[str]] = None
     errors: Optional[List[str]] = None   # baselines that could not be read
+    # per changed test whose counts vary by nature: (likely cause, the one-line fix)
+    causes: Optional[Dict[str, Tuple[str, str]]] = None
 
     @property
     def failed(self) -> bool:
@@ -397,6 +577,8 @@ class Outcome:
 
 
 def describe(change: Change) -> str:
+    if change.learned is not None:
+        return "%d (learned %d..%d)" % ((change.new,) + change.learned)
     if change.old == 0:
         return "new: %d" % change.new
     if change.new == 0:
@@ -410,6 +592,10 @@ def text_lines(outcome: Outcome, limit: int = 20) -> List[str]:
     for test in sorted(outcome.changed):
         changes = outcome.changed[test]
         lines.append("%s: %d count%s changed" % (test, len(changes), "" if len(changes) == 1 else "s"))
+        cause = (outcome.causes or {}).get(test)
+        if cause is not None:
+            lines.append("    likely cause: %s" % cause[0])
+            lines.append("    fix: %s" % cause[1])
         for c in changes[:limit or None]:
             lines.append("    %-20s %s" % (describe(c), c.entry))
         if limit and len(changes) > limit:
@@ -437,7 +623,11 @@ def markdown(outcome: Outcome, title: str = "fastprof call counts", limit: int =
         out.append("No call count changed (%d compared).\n" % outcome.compared)
     for test in sorted(outcome.changed):
         changes = outcome.changed[test]
-        out.append("\n### %s\n\n| before | after | change | function or edge |\n|---:|---:|---:|---|" % md_code(test))
+        out.append("\n### %s\n" % md_code(test))
+        cause = (outcome.causes or {}).get(test)
+        if cause is not None:
+            out.append("Likely cause: %s. Fix: %s\n" % (md_escape(cause[0]), md_escape(cause[1])))
+        out.append("| before | after | change | function or edge |\n|---:|---:|---:|---|")
         for c in changes[:limit or None]:
             out.append("| %d | %d | %+d | %s |" % (c.old, c.new, c.delta, md_code(c.entry)))
         if limit and len(changes) > limit:
@@ -454,6 +644,7 @@ def as_json(outcome: Outcome) -> str:
     obj = {"failed": outcome.failed, "compared": outcome.compared,
            "changed": {t: [{"entry": c.entry, "old": c.old, "new": c.new} for c in cs]
                        for t, cs in sorted(outcome.changed.items())},
+           "causes": {t: {"cause": c, "fix": f} for t, (c, f) in sorted((outcome.causes or {}).items())},
            "recorded": sorted(outcome.recorded), "notes": list(outcome.notes or []),
            "errors": list(outcome.errors or [])}
     return json.dumps(obj, indent=1, sort_keys=True) + "\n"

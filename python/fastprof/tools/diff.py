@@ -9,8 +9,10 @@ it: the trailer's ``paths``; else relative to its ``sys.path`` entry), and funct
 by that path and qualified name (``Context.resolve``); several of one
 qualified name (the lambdas of one function) pair in order of first line;
 a function whose first line moved (the code around it was edited) still
-pairs.  Without qualified names (cProfile files, 3.9/3.10) a plain name
-unique in its file pairs.  C functions whose name carries an address
+pairs.  When one profile has no qualified names (a cProfile file), both are
+paired by plain names: a property's getter and setter, the lambdas of one
+file, pair by file, name and first line, then in order of first line.  C
+functions whose name carries an address
 (``<built-in method __new__ of type object at 0x7f...>``, a new address
 every run) are matched, and shown, without it (``model.match_key``).
 Rows show the relative path; ``full_paths`` shows the recorded one.
@@ -26,14 +28,21 @@ so that tiny functions do not flap.  Rows are ranked by significance (see
 Functions with line stats (``--lines``) in both profiles get a section of
 their own: the lines whose hits changed or whose time moved beyond the
 same noise, the biggest time change first (``line_changes``).
+
+A cProfile file against a fastprof file: where several code objects share
+one key (every dataclass ``__init__`` at ``<string>:2``), cProfile keeps one
+of them and drops the others' calls, fastprof sums them; fastprof's file
+keeps each one's row (``ProfileData.shared_keys``), and the comparison
+takes the one the cProfile file holds (``as_cprofile_keeps``: also used by
+``fastprof check``).
 """
 
 import linecache
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
-from ..data.model import FuncKey, by_match_key, is_builtin, merge_qualnames
-from ..data.names import readable_name
+from ..data.model import FuncKey, by_match_key, is_builtin, merge_qualnames, profiler_method
+from ..data.names import readable_name, stdname
 from ..data.portable_names import pair_functions, portable_parts
 from ..data.profile_file import ProfileData
 from .view import format_count, format_time, render_table, totals
@@ -138,10 +147,13 @@ def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple],
                new_paths: Optional[Dict[str, str]] = None) -> List[Change]:
     """One Change per function of either profile (unchanged ones included),
     paired by relative path and qualified name (the module doc); the
-    qualnames and paths are each profile's (``ProfileData``)."""
+    qualnames and paths are each profile's (``ProfileData``).  When one
+    has no qualified names (a cProfile file), both pair by plain names."""
+    if not (base_qualnames and new_qualnames):
+        base_qualnames = new_qualnames = None
     base, new = by_match_key(base), by_match_key(new)  # keys without addresses
-    bp = portable_parts(base, base_qualnames, base_paths)
-    np_ = portable_parts(new, new_qualnames, new_paths)
+    bp = _profilers_alike(portable_parts(base, base_qualnames, base_paths))
+    np_ = _profilers_alike(portable_parts(new, new_qualnames, new_paths))
     pairs = pair_functions(bp, np_)
     out = []
     new_of = {bk: nk for nk, bk in pairs.items()}
@@ -153,6 +165,183 @@ def diff_stats(base: Dict[FuncKey, tuple], new: Dict[FuncKey, tuple],
         if nk not in pairs:
             out.append(Change(None, nk, _ZERO, tuple(new[nk][:4]), np_[nk][0]))
     return out
+
+
+# -- a cProfile file against a fastprof file: one code object per key ----------
+
+GC_KEY = ("~", 0, "<gc>")   # fastprof's row of the garbage collections
+
+
+@dataclass
+class KeptRow:
+    """A key several code objects share in the fastprof file of a
+    comparison with a cProfile file, which holds one of them."""
+    key: FuncKey          # in the fastprof file
+    code_objects: int     # how many share the key
+    qualname: str         # the one compared ("" where none is known)
+    exact: bool           # its calls and callers are the cProfile file's
+
+
+@dataclass
+class CprofileTerms:
+    """What was done to a fastprof file compared with a cProfile file."""
+    side: str             # the fastprof file's side: "base" or "new"
+    kept: List[KeptRow]   # its rows of keys several code objects share
+    collections: int = 0  # the calls of its <gc> row, folded into its callers
+
+
+def as_cprofile_keeps(base: ProfileData, new: ProfileData
+                      ) -> Tuple[ProfileData, ProfileData, Optional[CprofileTerms]]:
+    """*base* and *new* compared on cProfile's terms when one is a cProfile
+    file (``pstats_only``) and the other a fastprof file.  cProfile's
+    ``snapshot_stats`` keeps one code object's row per key (its dict
+    overwrites) and sums the edges from all of them, so the fastprof file's
+    row of a key several code objects share (``shared_keys``) becomes the
+    row of the one the cProfile file holds (``kept_row``); cProfile counts
+    a garbage collection's time in the function it interrupted, so the
+    fastprof file's ``<gc>`` row is folded into its callers' own time.
+    Returns the two profiles (the fastprof one a changed copy) and what
+    was done (None: nothing)."""
+    if base.pstats_only and not new.pstats_only:
+        new, terms = _as_cprofile(new, base, "new")
+    elif new.pstats_only and not base.pstats_only:
+        base, terms = _as_cprofile(base, new, "base")
+    else:
+        terms = None
+    return base, new, terms
+
+
+def _as_cprofile(summed: ProfileData, cprofile: ProfileData, side: str
+                 ) -> Tuple[ProfileData, Optional[CprofileTerms]]:
+    kept: List[KeptRow] = []
+    if summed.shared_keys:
+        summed, kept = _keeping_one(summed, cprofile)
+    gc = summed.stats.get(GC_KEY)
+    if gc is not None and GC_KEY not in cprofile.stats:
+        stats = dict(summed.stats)
+        del stats[GC_KEY]
+        for caller, edge in gc[4].items():   # (the collector's own time under each)
+            row = stats.get(caller)
+            if row is not None:
+                stats[caller] = (row[0], row[1], row[2] + edge[2]) + tuple(row[3:])
+        summed = replace(summed, stats=stats)
+    if not kept and gc is None:
+        return summed, None
+    return summed, CprofileTerms(side, kept, int(gc[1]) if gc is not None else 0)
+
+
+Place = Tuple[str, int, str]   # (relative path, first line, plain name); C: ("~", 0, name)
+
+
+def _places(data: ProfileData) -> Dict[FuncKey, Place]:
+    """Each key of *data* (rows and callers) by where it is, whatever
+    install its file came from."""
+    keys = set(data.stats)
+    for row in data.stats.values():
+        keys.update(row[4])
+    return {k: (part[0], k[1], str(k[2]) if part[0] != "~" else part[1])
+            for k, part in portable_parts(keys, None, data.paths).items()}
+
+
+def _keeping_one(summed: ProfileData, cprofile: ProfileData) -> Tuple[ProfileData, List[KeptRow]]:
+    """*summed* (a fastprof file) with the rows of its shared keys those of
+    the code objects *cprofile* holds; what was replaced."""
+    here, there = _places(summed), _places(cprofile)
+    by_place: Dict[Place, Optional[FuncKey]] = {}
+    for key in cprofile.stats:
+        by_place[there[key]] = key if there[key] not in by_place else None  # (ambiguous: none)
+    stats, qualnames = dict(summed.stats), dict(summed.qualnames)
+    out = []
+    for key, parts in sorted(summed.shared_keys.items(), key=lambda kv: str(kv[0])):
+        other = by_place.get(here.get(key)) if key in stats else None
+        if other is None:
+            continue  # in one file only: compared as it is
+        choice, exact = kept_row(stats[key], parts, cprofile.stats[other], here, there)
+        if choice is None:
+            continue  # the file's own sum matched: another writer that sums
+        qualname, row = choice
+        stats[key] = row
+        if qualname:
+            qualnames[key] = qualname
+        out.append(KeptRow(key, len(parts), qualname, exact))
+    return replace(summed, stats=stats, qualnames=qualnames), out
+
+
+def kept_row(whole: tuple, parts: List[Tuple[str, tuple]], other: tuple,
+             here: Dict[FuncKey, Place], there: Dict[FuncKey, Place]):
+    """(part, exact): the one of *parts* (each code object summed in row
+    *whole*: its qualified name and row) that a cProfile file holds as row
+    *other*.  Exact: its calls and callers are *other*'s; else the closest
+    is taken: the fewest callers on one side only, then the fewest counts
+    that differ, then the smallest differences.  The part is None when
+    *whole* itself is as close (a pstats table of a writer that sums too).
+    Callers are compared by place (*here*, *there*: each file's
+    ``_places``), so two installs compare."""
+    def callers(row, places):
+        out: Dict[Place, int] = {}
+        for caller, edge in row[4].items():
+            p = places.get(caller, caller)
+            out[p] = out.get(p, 0) + int(edge[0])
+        return out
+
+    theirs = callers(other, there)
+
+    def distance(row):
+        mine = callers(row, here)
+        apart = len(set(mine) ^ set(theirs))
+        differ = (int(row[1]) != int(other[1])) + (int(row[0]) != int(other[0])) + sum(
+            mine[p] != theirs[p] for p in set(mine) & set(theirs))
+        size = abs(int(row[1]) - int(other[1])) + sum(
+            abs(mine.get(p, 0) - theirs.get(p, 0)) for p in set(mine) | set(theirs))
+        return apart, differ, size
+
+    # (the sum first: on a tie it wins)
+    (apart, differ, _size), at = min([(distance(whole), -1)]
+                                     + [(distance(row), i) for i, (_q, row) in enumerate(parts)])
+    return (parts[at] if at >= 0 else None), apart == differ == 0
+
+
+def kept_note(terms: Optional[CprofileTerms], base_name: str, new_name: str, limit: int = 4,
+              collections: bool = True) -> List[str]:
+    """What ``as_cprofile_keeps`` did, for people: a line for the shared
+    keys, one per key none of whose code objects has the cProfile file's
+    calls, and with *collections* one for the garbage collections."""
+    if terms is None:
+        return []
+    summed, other = (new_name, base_name) if terms.side == "new" else (base_name, new_name)
+    lines = []
+    kept = terms.kept
+    if kept:
+        shown = ", ".join("%s of %d" % (stdname(k.key), k.code_objects) for k in kept[:limit])
+        if len(kept) > limit:
+            shown += ", and %d more" % (len(kept) - limit)
+        lines.append("%s is a cProfile file: of several code objects sharing a (file, line, name) "
+                     "key it holds one, where %s sums them; %d such key%s compared with the code "
+                     "object %s holds: %s" % (other, summed, len(kept), "" if len(kept) == 1 else "s",
+                                              other, shown))
+    if terms.collections and collections:
+        lines.append("%s is a cProfile file: the %d garbage collection%s of %s's <gc> row %s "
+                     "compared as part of the functions %s interrupted" % (
+                         other, terms.collections, "" if terms.collections == 1 else "s", summed,
+                         "is" if terms.collections == 1 else "are",
+                         "it" if terms.collections == 1 else "they"))
+    for k in kept:
+        if not k.exact:
+            lines.append("%s: none of its %d code objects in %s has the calls and callers "
+                         "%s holds; compared with the closest%s" % (
+                             stdname(k.key), k.code_objects, summed, other,
+                             " (%s)" % k.qualname if k.qualname else ""))
+    return lines
+
+
+def _profilers_alike(parts):
+    """*parts* with the profilers' own methods named alike (cProfile's
+    ``disable`` is fastprof's), so that they pair."""
+    for key in parts:
+        method = profiler_method(key)
+        if method is not None:
+            parts[key] = ("~", "<the profiler's %s>" % method)
+    return parts
 
 
 def other_files(changes: List[Change]) -> int:
@@ -343,6 +532,7 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
                metric: str = "tottime", limit: int = 20, micro: str = "\u00b5",
                threshold: float = DEFAULT_THRESHOLD, min_time: str = DEFAULT_MIN_TIME,
                full_paths: bool = False) -> List[str]:
+    base, new, terms = as_cprofile_keeps(base, new)
     changes = diff_stats(base.stats, new.stats, base.qualnames, new.qualnames, base.paths, new.paths)
     qualnames = merge_qualnames([base.qualnames, new.qualnames])
     bt, bc, _ = totals(base.stats)
@@ -362,6 +552,7 @@ def diff_lines(base: ProfileData, new: ProfileData, base_name: str = "base", new
                         "qualified name, other file%s)%s" % (
                             elsewhere, "s" if elsewhere > 1 else "", "s" if elsewhere > 1 else "",
                             "" if full_paths else "; --full-paths shows the files"))
+    installs.extend("      " + line for line in kept_note(terms, base_name, new_name))
     rows = ranked(changes, metric, noise)
     if not rows:
         lines.extend(installs)

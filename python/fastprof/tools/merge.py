@@ -45,7 +45,7 @@ from ..data import cost_note, line_sources
 from ..data.model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from ..data.portable_names import FunctionIndex
 from ..data.profile_file import CallPaths, ProfileData
-from ..data.thread_groups import thread_pattern
+from ..data.thread_groups import thread_count, thread_group
 
 
 class _TreeSum:
@@ -177,9 +177,9 @@ class ProfileSum:
 
     def _add_to_group(self, input_number: int, thread: dict) -> None:
         group = self._thread_groups.setdefault(
-            thread_pattern(str(thread.get("name", "thread"))), [{}, 0, set()])
+            thread_group(dict(thread, name=thread.get("name", "thread"))), [{}, 0, set()])
         add_stats(group[0], thread.get("stats") or {}, self.keys)
-        group[1] += 1
+        group[1] += thread_count(thread)
         group[2].add(input_number)
 
     def result(self) -> ProfileData:

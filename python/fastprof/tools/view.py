@@ -16,7 +16,7 @@ from ..data.calltree import build_tree
 from ..data.model import is_builtin
 from ..data.names import func_label, readable_name, short_path, stdname
 from ..data.profile_file import FuncKey, ProfileData
-from ..data.thread_groups import group_threads, merged_thread_stats, thread_pattern
+from ..data.thread_groups import group_threads, merged_thread_stats, thread_count, thread_group
 
 # ---------------------------------------------------------------- units
 
@@ -386,9 +386,10 @@ def select_stats(data: ProfileData, thread: Optional[str]) -> Tuple[Dict[FuncKey
     for t in data.threads:
         if str(t.get("id")) == thread or t.get("name") == thread:
             return t["stats"], "thread %s (id %s)" % (t.get("name"), t.get("id"))
-    group = [t for t in data.threads if thread_pattern(str(t.get("name"))) == thread]
+    group = [t for t in data.threads if thread_group(t) == thread]
     if group:
-        return merged_thread_stats(group), "%s threads %s" % (format_count(len(group)), thread)
+        return merged_thread_stats(group), "%s threads %s" % (
+            format_count(sum(thread_count(t) for t in group)), thread)
     known = ", ".join("%s (%s)" % (t.get("id"), t.get("name")) for t in data.threads[:10])
     if len(data.threads) > 10:
         known += ", ... (%d in all)" % len(data.threads)
@@ -399,28 +400,30 @@ def select_stats(data: ProfileData, thread: Optional[str]) -> Tuple[Dict[FuncKey
 def threads_selected(data: ProfileData, thread: Optional[str]) -> int:
     """How many threads' times the stats ``select_stats`` returns sum."""
     if thread is None:
-        return max(1, len(data.threads))
-    if any(str(t.get("id")) == thread or t.get("name") == thread for t in data.threads):
-        return 1
-    return sum(1 for t in data.threads if thread_pattern(str(t.get("name"))) == thread)
+        return max(1, sum(thread_count(t) for t in data.threads))
+    for t in data.threads:
+        if str(t.get("id")) == thread or t.get("name") == thread:
+            return thread_count(t)
+    return sum(thread_count(t) for t in data.threads if thread_group(t) == thread)
 
 
 def threads_line(data: ProfileData, most: int = 5) -> Optional[str]:
     """One line about the recorded threads: the *most* busiest groups
     (threads whose names differ only in numbers), then how many more."""
-    if len(data.threads) <= 1:
+    if sum(thread_count(t) for t in data.threads) <= 1:
         return None
     groups = group_threads(data.threads)
     parts = []
     for pattern, members in groups[:most]:
-        if len(members) == 1:
+        count = sum(thread_count(t) for t in members)
+        if count == 1:
             parts.append("%s=%s" % (members[0].get("id"), members[0].get("name")))
         else:
-            parts.append("%s\u00d7 %s" % (format_count(len(members)), pattern))
+            parts.append("%s\u00d7 %s" % (format_count(count), pattern))
     if len(groups) > most:
         parts.append("%d more groups" % (len(groups) - most))
     return "%s threads recorded (--thread ID, NAME or group for one): %s" % (
-        format_count(len(data.threads)), ", ".join(parts))
+        format_count(sum(thread_count(t) for t in data.threads)), ", ".join(parts))
 
 
 # C functions in which a thread waits rather than computes (cProfile's names)
@@ -450,7 +453,7 @@ def mode_notes(data: ProfileData) -> List[str]:
     if data.fast:
         notes.append(FAST_NOTE)
     if data.request is not None:
-        notes.insert(0, request_line(data.request))
+        notes[:0] = [request_line(data.request)] + request_hint(data.request, data.clock)
     cost = cost_note.note(data.compensation)
     if cost:
         notes.append(cost)
@@ -459,10 +462,56 @@ def mode_notes(data: ProfileData) -> List[str]:
 
 def request_line(request) -> str:
     """The web request a profile is of (fastprof.middleware), one line:
-    'Request: GET /items/3 -> 200 in 12.5 ms'."""
+    'Request: GET /items/3 -> 200 in 12.5 ms: 11.9 ms in recorded frames,
+    10.2 ms CPU' (and, for a request in an asyncio task, how long the task
+    was suspended; files of older versions: the duration only)."""
     status = request.get("status") or "no response"
-    return "Request: %s %s -> %s in %s" % (request.get("method", "?"), request.get("path", "?"),
+    line = "Request: %s %s -> %s in %s" % (request.get("method", "?"), request.get("path", "?"),
                                            status, format_time(float(request.get("duration", 0.0))))
+    parts = []
+    if request.get("recorded") is not None:
+        parts.append("%s in recorded frames" % format_time(float(request["recorded"])))
+    if request.get("cpu") is not None:
+        parts.append("%s CPU" % format_time(float(request["cpu"])))
+    if request.get("suspended") is not None:
+        parts.append("suspended %s" % format_time(float(request["suspended"])))
+    return line + (": " + ", ".join(parts) if parts else "")
+
+
+# a request's time is worth a word when the part explained is below this share
+REQUEST_SHARE = 0.5
+
+
+def request_hint(request, clock: Optional[str] = None) -> List[str]:
+    """One line saying where most of a request's time went, when its
+    recorded frames or its CPU time do not hold most of it (a task
+    suspended, threads off the CPU, time outside the recorded frames);
+    else none. *clock*: the profile's (its frames' times are wall time
+    unless it is "cpu" or "custom")."""
+    wall = float(request.get("duration") or 0.0)
+    if wall <= 0.0:
+        return []
+    suspended = request.get("suspended")
+    if suspended is not None and float(suspended) >= REQUEST_SHARE * wall:
+        return ["Its task was suspended %s of its time (awaiting I/O, a timer or worker "
+                "threads, or the event loop running other tasks): in no frame below"
+                % format_percent(float(suspended), wall)]
+    recorded = request.get("recorded") if clock not in ("cpu", "custom") else None
+    outside = recorded is not None and float(recorded) < REQUEST_SHARE * wall
+    cpu = request.get("cpu")
+    if cpu is not None and float(cpu) < REQUEST_SHARE * wall:
+        share = format_percent(float(cpu), wall)
+        if outside:
+            return ["Its threads were on the CPU %s of its time and its recorded frames hold "
+                    "%s: it mostly waited outside them (for the GIL while other threads ran, "
+                    "a lock, or I/O)" % (share, format_percent(float(recorded), wall))]
+        return ["Its threads were on the CPU %s of its time: the times below are mostly "
+                "waiting (I/O, a sleep, a lock, or the GIL while other threads ran)" % share]
+    if outside:
+        return ["Its recorded frames hold %s of its time: the rest ran outside them (the "
+                "server's or the middleware's own code, or code the profile leaves out)"
+                % format_percent(float(recorded), wall)]
+    return []
 
 
 def waiting_time(stats: Dict[FuncKey, tuple]) -> float:

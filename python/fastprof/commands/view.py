@@ -1,0 +1,149 @@
+"""``fastprof view FILE``: a profile as a table, its callers or callees,
+its call tree, or its line-by-line listings."""
+
+import os
+import sys
+
+from ..modes import run_options
+from ..modes.run_options import UsageError
+from . import arguments
+from .profile_io import PROG, load, say
+
+NAME = "view"
+HELP = "show a profile as a table (or callers, callees, call tree)"
+DESCRIPTION = ("Show a profile as an aligned table: times in ns/\u00b5s/ms/s with their "
+               "percent of the total profiled time (the sum of all tottimes).")
+EPILOG = ("sort keys: tottime (time, tt, self), cumtime (cumulative, cum, ct), calls "
+          "(ncalls), pcalls (primitive), percall, cumpercall, name, file (filename, "
+          "module, nfl, stdname), line.\n\n" + run_options.SORT_NOTE)
+
+
+class NothingMatched(Exception):
+    """A query that matched nothing: one line on stderr, exit status 1."""
+
+
+def _sort(text: str) -> str:
+    from ..tools.view import parse_sort  # (deferred: fastprof run imports nothing before the program)
+    return parse_sort(text)
+
+
+def add_arguments(p):
+    # (optional to argparse only: `view --lines FILE`, where --lines took the file, is mended in run)
+    p.add_argument("file", metavar="FILE", nargs="?", help="a cProfile or fastprof .prof file")
+    p.add_argument("-s", "--sort", type=arguments.checked(_sort), default="tottime", metavar="SORT",
+                   help="sort key (default: tottime; see below)")
+    p.add_argument("-n", "--limit", type=arguments.positive_or_zero, default=30, metavar="N",
+                   help="show the first N rows (default 30; 0 = all); with --tree, N lines")
+    p.add_argument("--filter", type=arguments.regex, metavar="REGEX",
+                   help="only functions whose name or file:line(name) matches REGEX")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--callers", type=arguments.regex, metavar="NAME",
+                   help="who called the functions matching NAME (a regex), with the time of each call site")
+    g.add_argument("--callees", type=arguments.regex, metavar="NAME",
+                   help="what the functions matching NAME (a regex) called, with the time of each")
+    g.add_argument("--tree", action="store_true",
+                   help="the call paths as an indented tree (estimated for cProfile files)")
+    g.add_argument("--lines", nargs="?", const="", type=arguments.regex, metavar="NAME",
+                   help="line by line: the source of the functions profiled with "
+                        "--lines (all of them, or those matching NAME, a regex) with "
+                        "each line's hits, time, time per hit and %% of the function; "
+                        "the hottest lines marked >>")
+    p.add_argument("--min-percent", type=float, default=1.0, metavar="P",
+                   help="--tree: fold paths below P%% of the total (default 1)")
+    p.add_argument("--thread", metavar="ID",
+                   help="only this thread (id or name) of a profile with per-thread stats")
+    p.add_argument("--process", type=int, metavar="PID",
+                   help="only this process of a python -m fastprof --subprocesses -o FILE "
+                        "run (its profile kept in FILE.processes/PID.prof)")
+
+
+def run(args) -> int:
+    try:
+        lines = _view(args)
+    except NothingMatched as exc:
+        print("%s %s: %s" % (PROG, NAME, exc), file=sys.stderr)
+        return 1
+    say(lines)
+    return 0
+
+
+def _process_file(path, pid):
+    """The file to show: *path*, or with --process PID, that process's profile."""
+    if pid is None:
+        return path
+    from ..modes.subprocesses import PROCESSES_SUFFIX, process_profiles  # (deferred)
+    files = process_profiles(path)
+    if not files:
+        raise UsageError("%s has no per-process profiles (no %s%s/ directory: they are "
+                         "kept by python -m fastprof --subprocesses -o FILE)"
+                         % (path, path, PROCESSES_SUFFIX))
+    if pid not in files:
+        raise UsageError("no process %d in %s; its processes: %s"
+                         % (pid, path, ", ".join(str(p) for p in sorted(files))))
+    return files[pid]
+
+
+def _view(args):
+    """The lines to print."""
+    from ..data.model import by_match_key  # (deferred: fastprof run imports nothing before the program)
+    from ..data.profile_file import ProfileData  # (deferred: fastprof run imports nothing before the program)
+    from ..tools import view  # (deferred: fastprof run imports nothing before the program)
+    arguments.check_min_percent(args.min_percent)
+    if args.file is None:
+        # `fastprof view --lines x.prof`: --lines takes an optional NAME, and took the file
+        if not (args.lines and os.path.isfile(args.lines)):
+            raise UsageError("the following arguments are required: FILE")
+        args.file, args.lines = args.lines, ""
+    data = load(_process_file(args.file, args.process))
+    micro = view.micro_sign(sys.stdout)
+    try:
+        stats, what = view.select_stats(data, args.thread)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    name = args.file + (" process %d" % args.process if args.process is not None else "")
+    name += " " + what if what else ""
+    nthreads = view.threads_selected(data, args.thread)
+    shown = by_match_key(stats)  # C functions named with an address: one row
+    lines = [view.summary_line(name, shown, micro, threads=nthreads, clock=data.clock)]
+    if args.thread is None:
+        about = view.threads_line(data)
+        if about:
+            lines.append(about)
+    lines.extend(view.mode_notes(data))
+    hint = view.clock_hint(shown, data.clock)
+    if hint:
+        lines.append(hint)
+    lines.append("")
+    if args.lines is not None:
+        lines.extend(_line_listings(data, shown, args, name, micro))
+    elif args.tree:
+        if args.thread is not None:
+            data = ProfileData(stats)  # the trailer's call paths cover all threads
+        lines.extend(view.tree_lines(data, min_percent=args.min_percent, micro=micro, limit=args.limit))
+    elif args.callers or args.callees:
+        direction = "callers" if args.callers else "callees"
+        pattern = args.callers or args.callees
+        match = view.matcher(pattern, qualnames=data.qualnames)
+        if not any(match(key) for key in shown):
+            raise NothingMatched("no function matches /%s/ (in %s)" % (pattern, name))
+        lines.extend(view.edge_tables(shown, pattern, direction, micro, args.limit,
+                                      qualnames=data.qualnames,
+                                      concurrent=view.concurrency_recorded(data)))
+    else:
+        lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
+                                         qualnames=data.qualnames,
+                                         concurrent=view.concurrency_recorded(data)))
+    return lines
+
+
+def _line_listings(data, shown, args, name, micro):
+    from ..tools import view  # (deferred: fastprof run imports nothing before the program)
+    from ..tools.line_view import listings  # (deferred: fastprof run imports nothing before the program)
+    if not data.lines:
+        raise NothingMatched("%s has no line-level stats: profile with "
+                             "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
+    match = view.matcher(args.lines, qualnames=data.qualnames)
+    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own, data.sources)
+    if not out:
+        raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
+    return out

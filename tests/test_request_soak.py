@@ -1,0 +1,82 @@
+"""fastprof.middleware stays flat under a thread-per-request server: a
+fresh thread per request, batch after batch, whether the requests are
+dropped (slow_ms, none slow), written (every=1) or skipped (a trigger no
+request carries): the profiler's memory, the Python heap's blocks and
+the CPU time per request (over the app's alone) of the last batch are
+those of the second.
+benchmarks/questions/middleware_soak.py measures the same at length, and
+under real servers."""
+
+import gc
+import sys
+import threading
+import time
+
+import pytest
+
+from fastprof.modes.middleware import WSGIMiddleware
+
+BATCHES = 5
+PAIRS = 12          # per batch: chunks of the app alone and of the middleware, in turn
+PER_CHUNK = 25      # requests
+
+
+def app(environ, start_response):
+    rows = [{"id": i, "name": "item %d" % i} for i in range(30)]
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [str(len(rows)).encode()]
+
+
+def one_request(wsgi):
+    body = wsgi({"REQUEST_METHOD": "GET", "PATH_INFO": "/items", "QUERY_STRING": ""},
+                lambda status, headers, exc_info=None: None)
+    for _chunk in body:
+        pass
+    getattr(body, "close", lambda: None)()
+
+
+def serve(wsgi, n):
+    """n requests, each in a thread of its own, as a thread-per-request server."""
+    for _ in range(n):
+        t = threading.Thread(target=one_request, args=(wsgi,))
+        t.start()
+        t.join()
+
+
+def chunk_cpu(wsgi, flush=None):
+    """Process CPU seconds per request of a chunk (its files written too)."""
+    cpu = time.process_time()
+    serve(wsgi, PER_CHUNK)
+    if flush is not None:
+        assert flush(30)
+    return (time.process_time() - cpu) / PER_CHUNK
+
+
+def batch(mw):
+    """One batch: (the CPU per request of the middleware over that of the
+    app alone, the median of chunks run in turn, so that a machine busy
+    with other work slows both alike; the profiler's bytes and the Python
+    heap's blocks after it)."""
+    ratios = sorted(chunk_cpu(mw, mw.profiler.flush) / chunk_cpu(app) for _ in range(PAIRS))
+    gc.collect()
+    return ratios[PAIRS // 2], mw.profiler._profile.memory(), sys.getallocatedblocks()
+
+
+@pytest.mark.parametrize("outcome", ["dropped", "written", "skipped"])
+def test_thread_per_request_stays_flat(outcome, tmp_path):
+    options = {"dropped": {"slow_ms": 100000}, "written": {"every": 1, "max_files": 20},
+               "skipped": {"trigger": "X-Profile"}}[outcome]
+    mw = WSGIMiddleware(app, tmp_path, **options)
+    serve(mw, 100)  # first allocations, imports, the writer thread
+    try:
+        got = [batch(mw) for _ in range(BATCHES)]
+    finally:
+        mw.profiler.close()
+    (cpu2, mem2, heap2), (cpu5, mem5, heap5) = got[1], got[-1]
+    # before: ~6 KB of C records and a thread name (2 blocks) per request,
+    # and a drop that scanned every thread record
+    assert mem5 <= mem2 + 64 * 1024, [g[1] for g in got]
+    assert heap5 <= heap2 + 300, [g[2] for g in got]
+    assert cpu5 <= 1.3 * cpu2, [round(g[0], 2) for g in got]
+    if outcome == "written":
+        assert mw.profiler.written >= BATCHES * PAIRS * PER_CHUNK  # (each chunk flushed)
