@@ -17,6 +17,10 @@ leave out the paths below ``min_percent`` of the total time
 added to its caller's frame, so every frame keeps its width, and each file
 says what was cut.  A big program's call tree has ~10^5 paths, most of a few
 microseconds; drawn, they are too thin to see, written out, hundreds of MB.
+
+May import: the standard library, ``fastprof.data`` and ``fastprof.tools``
+(the HTML report's line listings); never the recording wing, the run modes
+or the command lines (a profile is exported in any process).
 """
 
 import importlib

@@ -11,9 +11,19 @@ command lines, each in its own module.
 - ``pytest_plugin``: ``pytest --fastprof`` (entry point ``pytest11``)
 - ``ipython_magic``: ``%fastprof`` / ``%%fastprof``
 
-They use ``Profile``'s public interface and the command lines' shared
-declarations (cmdline); nothing below them (the model, views, exports)
-imports them.
+- ``run_command``: ``python -m fastprof`` (cProfile's command line);
+  ``run_options``: the run options every command line and mode declares
+  the same way, the ``Profile`` they make, output formats and paths
+- ``middleware``: per-request profiles of web services (public as
+  ``fastprof.middleware``); ``count_gate`` and ``per_test``: the pytest
+  plugin's ``--fastprof-counts`` and ``--fastprof-per-test``
+
+May import: the standard library (heavy or optional modules where first
+needed), ``fastprof.recording`` (``Profile``'s public interface only),
+``fastprof.exports``, ``fastprof.tools``, ``fastprof.data``, and modes on
+the floors below its own (pyproject.toml); never a sibling mode's private
+names (scripts/check_house.py). Only the command lines (``cli``,
+``commands``) import them.
 """
 
 import os
