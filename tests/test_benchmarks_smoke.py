@@ -206,6 +206,43 @@ def test_middleware_load_in_process_runs():
         assert mode in res.stdout, res.stdout
 
 
+def test_middleware_soak_runs():
+    """questions/middleware_soak.py (docs/web-services.md) still runs: in
+    process, a few requests, a row per batch with the profiler's bytes."""
+    script = os.path.join(QUESTIONS, "middleware_soak.py")
+    res = subprocess.run([sys.executable, script, "--requests", "40", "--batch", "20"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines()[2:]]
+    assert [r[:2] for r in rows] == [["1", "20"], ["2", "40"]] and all(len(r) == 6 for r in rows)
+
+
+def test_threads_read_runs():
+    """questions/threads_read.py (docs/threads-coroutines.md) still runs: a
+    row per thread count, the records bounded; a bad count refused."""
+    script = os.path.join(QUESTIONS, "threads_read.py")
+    res = subprocess.run([sys.executable, script, "--threads", "50,200"], capture_output=True,
+                         text=True, timeout=300, env=_env())
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["50", "200"] and all(int(r[-2]) <= 67 for r in rows), res.stdout
+    res = subprocess.run([sys.executable, script, "--threads", "0"], capture_output=True,
+                         text=True, timeout=60, env=_env())
+    assert res.returncode == 2 and "thread counts must be at least 1" in res.stderr
+
+
+@pytest.mark.skipif(not hasattr(sys, "remote_exec"), reason="fastprof top: 3.14+")
+def test_top_thread_churn_runs():
+    """questions/top_thread_churn.py (docs/top.md) still runs: a short
+    session on its own thread-per-task target, the profile written."""
+    script = os.path.join(QUESTIONS, "top_thread_churn.py")
+    res = subprocess.run([sys.executable, script, "--seconds", "1", "--interval", "0.5",
+                          "--before", "0.5", "--after", "0.5"], capture_output=True, text=True,
+                         timeout=300, env=_env())
+    assert res.returncode == 0, res.stderr
+    assert "profile written" in res.stdout and "tasks/s: before" in res.stdout, res.stdout
+
+
 # --------------------------------------------------------------------------- run.py accuracy
 
 def test_accuracy_tvd_exact():

@@ -117,14 +117,15 @@ class TestProfiles:
             self.merged.add(data if data is not None else self.general(prof))
             return
         pairs = []
-        for tid, _ident, _native in prof.threads():
-            name = self._thread(prof, tid)["name"]
-            to = self.sum_ids.get(name)
-            if to is None:
-                to = self.sum_ids[name] = len(self.sum_ids) + 1
-                self.sum.name_thread(to, name)
-            pairs.append((tid, to))
-        prof.fold_into(self.sum, pairs)
+        with prof.threads_held():  # the records listed stay until folded into the sum
+            for tid, _ident, _native in prof.threads():
+                name = self._thread(prof, tid)["name"]
+                to = self.sum_ids.get(name)
+                if to is None:
+                    to = self.sum_ids[name] = len(self.sum_ids) + 1
+                    self.sum.name_thread(to, name)
+                pairs.append((tid, to))
+            prof.fold_into(self.sum, pairs)
 
     def general(self, prof):
         """*prof*'s ProfileData without the hidden rows (the general path)."""

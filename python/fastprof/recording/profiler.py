@@ -536,7 +536,7 @@ class Profile(_fastprof.Profiler):
         with self.threads_held():
             self.take_thread_names()
             records = self.threads()
-            groups = _c_call(self, "_thread_groups", {})
+            groups = self._thread_groups()
             out = []
             for tid, ident, _native in records:
                 stats = (dict(whole) if whole is not None and len(records) == 1
@@ -555,8 +555,8 @@ class Profile(_fastprof.Profiler):
     def thread_name(self, tid, ident):
         """The name of thread record *tid* (OS ident *ident*), as the views
         show it."""
-        if tid >> 62 == 1:  # the record of a group of ended threads
-            group, threads = _c_call(self, "_thread_groups", {}).get(tid, (0, 0))
+        if tid >> 62 == 1:  # a group of ended threads' record (FPY_FOLDED_BIT)
+            group, threads = self._thread_groups().get(tid, (0, 0))
             return self._groups().record(group, threads)[0]
         return _threads_mod().record_name(self._thread_names, tid, ident)
 
@@ -624,7 +624,7 @@ class Profile(_fastprof.Profiler):
         that reads thread stats of a profiler still enabled calls it first."""
         try:
             records = self.threads()
-            self._forget_names(_c_call(self, "_take_folded", ()))
+            self._forget_names(self._take_folded())
         except Exception:
             return
         _threads_mod().name_records(records, self._thread_names, self._names_at_enable,
@@ -762,17 +762,13 @@ class _FoldsHeld:
         self.prof = prof
 
     def __enter__(self):
-        _c_call(self.prof, "_hold_folds", None, True)
+        self.prof._hold_folds(True)
         return self.prof
 
     def __exit__(self, *exc):
-        _c_call(self.prof, "_hold_folds", None, False)
+        self.prof._hold_folds(False)
         return False
 
-
-def _c_call(prof, name, default, *args):  # INTERIM until the in-place .so is rebuilt
-    method = getattr(prof, name, None)
-    return default if method is None else method(*args)
 
 
 def thread_record(tid, ident, name, stats, folded=None):
