@@ -45,6 +45,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -60,6 +61,7 @@ SKIP_MARK = "fastprof_counts_skip"   # a test (class, module) the gate leaves al
 TOLERANCE_MARK = "fastprof_counts_tolerance"   # (PERCENT): this test's own tolerance
 REEXEC_MARK = "FASTPROF_COUNTS_REEXEC"
 PASS_MARK = "FASTPROF_COUNTS_PASS"   # a learning pass: its number (2, 3...)
+THREAD_GRACE = 0.25   # seconds a test's threads get to end after its teardown
 # the gate's options that take a value (stripped from sys.argv with it)
 VALUE_OPTIONS = ("--fastprof-counts", "--fastprof-counts-tolerance", "--fastprof-counts-c-tolerance",
                  "--fastprof-counts-report", "--fastprof-counts-runs")
@@ -151,11 +153,13 @@ def run_learning_passes(command, cwd, first, last):
 
 
 def threads_now():
-    """{ident: Thread} of the threads alive now ({} before threading is imported)."""
+    """{native id: Thread} of the threads alive now ({} before threading is
+    imported).  Native ids (the kernel's) because a thread started right after
+    another ended often gets its ``ident`` back (a pthread address)."""
     threading = sys.modules.get("threading")
     if threading is None:
         return {}
-    return {t.ident: t for t in threading.enumerate()}
+    return {t.native_id: t for t in threading.enumerate()}
 
 
 def plugin_files(config):
@@ -244,7 +248,7 @@ class CountGate:
         self.paths_memo = PathsMemo()  # the files' relative paths, found once per run
         self.kinds_memo = {}    # what the table does with each function (counts.function_kind)
         self.before = {}        # the threads alive when the current test began
-        self.test_thread = None  # the ident of the thread that runs it
+        self.test_thread = None  # the native id of the thread that runs it
         self.outcome = None
         self.written = []       # baseline files written
         self.rewritten = 0      # --fastprof-counts-update: tests whose baseline was there
@@ -273,9 +277,9 @@ class CountGate:
         if self.seed:
             count_steady.seed_generators(item.nodeid)
         self.before = threads_now()
-        self.test_thread = _current_ident()
+        self.test_thread = _current_native_id()
 
-    def _profiled(self, item, first=False):
+    def _profiled(self, item, first=False, last=False):
         if first:
             self.profile = None
             self._before_test(item)
@@ -292,6 +296,8 @@ class CountGate:
             return
         try:
             yield
+            if last:
+                self._wait_for_threads()
         finally:
             try:
                 prof.disable()
@@ -309,7 +315,7 @@ class CountGate:
 
     @pytest.hookimpl(hookwrapper=True, trylast=True)
     def pytest_runtest_teardown(self, item):
-        yield from self._profiled(item)
+        yield from self._profiled(item, last=True)
         prof, self.profile = self.profile, None
         if prof is None or item.nodeid in self.bad:
             return
@@ -324,18 +330,35 @@ class CountGate:
             if self.framework_files is None:
                 self.framework_files = plugin_files(self.config)
             table = self._table(prof, shared_fixture_keys(item))
-            left = [t for ident, t in threads_now().items() if ident not in self.before]
+            left = [t for native, t in threads_now().items() if native not in self.before]
             if left:
                 table[counts.THREADS] = len(left)
             self.tables[item.nodeid] = table
         except Exception as exc:  # never lose the run to the gate
             self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
 
+    def _wait_for_threads(self):
+        """Give the threads the test started, still running at the end of its
+        teardown, up to THREAD_GRACE seconds in all to end, still counted: a
+        worker that handles a close request as the test ends does so inside
+        the test, not before or after it as the machine's speed decides."""
+        deadline = time.monotonic() + THREAD_GRACE
+        for native, thread in threads_now().items():
+            if native in self.before or thread is threading_current():
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                thread.join(left)
+            except RuntimeError:  # a thread that was never started, or this one
+                pass
+
     def _table(self, prof, noise_keys):
         """The test's count table, without the threads that were running
         before it began (a server an earlier test left running)."""
-        foreign = [tid for tid, ident, _n in prof.threads()
-                   if ident in self.before and ident != self.test_thread]
+        foreign = [tid for tid, _ident, native in prof.threads()
+                   if native in self.before and native != self.test_thread]
         if not foreign:
             return counts.counts_of_test(self._counted_data(prof), framework_files=self.framework_files,
                                          noise_keys=noise_keys, kinds_memo=self.kinds_memo)
@@ -608,6 +631,11 @@ def _pass_number():
         return 0
 
 
-def _current_ident():
+def threading_current():
     threading = sys.modules.get("threading")
-    return threading.get_ident() if threading is not None else None
+    return threading.current_thread() if threading is not None else None
+
+
+def _current_native_id():
+    threading = sys.modules.get("threading")
+    return threading.get_native_id() if threading is not None else None
