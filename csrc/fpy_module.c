@@ -377,7 +377,7 @@ static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored
 static PyObject *profiler_memory(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fpy_fold_ended(p, 1);
-    return PyLong_FromSize_t(fp_profiler_memory(&p->core));
+    return PyLong_FromSize_t(fp_profiler_memory(&p->core) + fpy_route_memory(p));
 }
 
 static PyObject *profiler_thread_groups(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))

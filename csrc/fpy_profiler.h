@@ -131,11 +131,15 @@ typedef struct fpy_profiler {
         fp_thread_t *base; /* one-slot cache: thread record and request id */
         uint64_t request;  /* ... to the record they route to (NULL: none) */
         fp_thread_t *rec;
+        struct fpy_route_on *base_on; /* ... and the thread's `on`, if any */
         int cached;
         /* what each thread did for each open request, and which thread
          * is in which request's context now (fpy_route.c) */
         struct fpy_route_part *parts;
         struct fpy_route_on *on;
+        int wall_tsc; /* their wall clock: the TSC, else CLOCK_MONOTONIC */
+        double wall_ns_per_tick;
+        fp_time_t cpu_every; /* wall ticks between reads of a thread's CPU clock */
     } route;
     /* ended threads' records folded into their group's (fpy_thread_fold.c) */
     struct {

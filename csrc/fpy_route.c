@@ -17,8 +17,13 @@
  * an async request's task suspended (its loop thread's time on it is all
  * the task ran), a thread waiting for the GIL (on the CPU for less than its
  * time on the request). The clocks are read only when a thread changes
- * request, never per event. Both tables hold the open requests' parts
- * only: a drop frees its parts, their records and their threads' `on`.
+ * request, never per event: the wall clock is the TSC where there is one;
+ * a thread's CPU clock is a system call (0.1-3 us), read at most once per
+ * CPU_READ_EVERY of wall time per thread (an asyncio event loop changes
+ * request at every task step), the thread taken to be on the CPU in
+ * between. `parts` holds the open requests' parts only (a drop frees a
+ * request's parts and records); `on`, one entry per thread that ran a
+ * request, until its thread record goes (fpy_route_forget_thread).
  *
  * Cost per event while routing: one PyContextVar_Get (CPython caches the
  * value per thread and context version) and a compare against a one-slot
@@ -27,27 +32,61 @@
  * two clocks. */
 #include "fpy_route.h"
 
+/* Seconds of wall time between two reads of a thread's CPU clock. */
+#define CPU_READ_EVERY 50e-6
+
 struct fpy_route_part {
-    uint64_t id;     /* its record's id (fpy_route.h) */
+    uint64_t id; /* its record's id (fpy_route.h) */
     fp_thread_t *rec;
-    fp_time_t run;   /* ns in the request's context, wall ... */
-    fp_time_t cpu;   /* ... and the thread's CPU clock */
-    fp_time_t own;   /* the profiler's own time meanwhile (clock ticks) */
+    fp_time_t run; /* wall ticks in the request's context ... */
+    fp_time_t cpu; /* ... and ns of the thread's CPU clock */
+    fp_time_t own; /* the profiler's own time meanwhile (clock ticks) */
     UT_hash_handle hh;
 };
 
+/* A thread that has run a request: the part it is on now (NULL: none),
+ * the last one (to come back to it without a look-up) and the readings
+ * when it came to the part. Kept until its thread record goes. */
 struct fpy_route_on {
     uint64_t thread; /* the thread record's id */
-    struct fpy_route_part *part;
-    fp_time_t wall, cpu, own; /* the readings when it came to the part */
+    struct fpy_route_part *part, *last;
+    fp_time_t wall, cpu, own;
     UT_hash_handle hh;
 };
+
+/* This OS thread's last reading of its CPU clock, at wall time `wall` (on
+ * the clock `tsc` says): whatever profiler reads it. */
+static _Thread_local struct {
+    int valid, tsc;
+    fp_time_t wall, cpu;
+} last_read;
+
+static fp_time_t wall_now(const fpy_profiler_t *p)
+{
+    return p->route.wall_tsc ? fp_tsc_read() : fp_clock_ns(CLOCK_MONOTONIC);
+}
+
+/* The running thread's CPU time (ns) at wall time `wall`: read, or if it
+ * was read less than CPU_READ_EVERY before, that reading plus the wall
+ * time since. */
+static fp_time_t cpu_now(const fpy_profiler_t *p, fp_time_t wall)
+{
+    if (last_read.valid && last_read.tsc == p->route.wall_tsc && wall >= last_read.wall &&
+        wall - last_read.wall < p->route.cpu_every)
+        return last_read.cpu + (fp_time_t)((double)(wall - last_read.wall) * p->route.wall_ns_per_tick);
+    last_read.valid = 1;
+    last_read.tsc = p->route.wall_tsc;
+    last_read.wall = wall;
+    last_read.cpu = fp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    return last_read.cpu;
+}
 
 static void forget(fpy_profiler_t *p)
 {
     p->route.cached = 0;
     p->route.base = NULL;
     p->route.rec = NULL;
+    p->route.base_on = NULL;
 }
 
 /* The request id `value` holds: 0 for none (not an int, out of range). */
@@ -61,9 +100,14 @@ static uint64_t request_of(PyObject *value)
 
 /* The part of `request` on thread record `t`, made (with its record) on
  * first use; NULL when out of memory (nomem set). */
+static uint64_t part_id(const fp_thread_t *t, uint64_t request)
+{
+    return FPY_ROUTE_BIT | (request << 32) | (t->id & 0xffffffffu);
+}
+
 static struct fpy_route_part *part_get(fpy_profiler_t *p, fp_thread_t *t, uint64_t request)
 {
-    uint64_t id = FPY_ROUTE_BIT | (request << 32) | (t->id & 0xffffffffu);
+    uint64_t id = part_id(t, request);
     struct fpy_route_part *part;
     HASH_FIND(hh, p->route.parts, &id, sizeof id, part);
     if (part)
@@ -99,36 +143,35 @@ static void charge(struct fpy_route_on *on, fp_time_t wall, fp_time_t cpu)
     part->own += own > 0 ? own : 0;
 }
 
-/* The running thread, record `t`, is in the context of `part` (NULL: of
- * no open request) from this event on. */
-static void switch_to(fpy_profiler_t *p, const fp_thread_t *t, struct fpy_route_part *part)
+/* The running thread, record `t`, whose `on` is `on` (NULL: none yet),
+ * is in the context of `part` (NULL: of no open request) from this event
+ * on. Returns its `on` (NULL: none, or out of memory: not timed). */
+static struct fpy_route_on *switch_to(fpy_profiler_t *p, const fp_thread_t *t, struct fpy_route_on *on,
+                                      struct fpy_route_part *part)
 {
-    struct fpy_route_on *on;
-    HASH_FIND(hh, p->route.on, &t->id, sizeof t->id, on);
     if (on ? on->part == part : part == NULL)
-        return;
-    fp_time_t wall = fp_clock_ns(CLOCK_MONOTONIC), cpu = fp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    if (on)
+        return on;
+    fp_time_t wall = wall_now(p), cpu = cpu_now(p, wall);
+    if (on && on->part)
         charge(on, wall, cpu);
-    if (!part) {
-        HASH_DEL(p->route.on, on);
-        fp_free(on);
-        return;
-    }
     if (!on) {
         on = fp_calloc(1, sizeof *on);
         if (!on)
-            return; /* out of memory: this stay is not timed */
+            return NULL;
         on->thread = t->id;
         if (!FP_HASH_ADD(p->route.on, thread, sizeof on->thread, on)) {
             fp_free(on);
-            return;
+            return NULL;
         }
     }
     on->part = part;
-    on->wall = wall;
-    on->cpu = cpu;
-    on->own = part->rec->offset;
+    if (part) {
+        on->last = part;
+        on->wall = wall;
+        on->cpu = cpu;
+        on->own = part->rec->offset;
+    }
+    return on;
 }
 
 fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
@@ -143,20 +186,27 @@ fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
         Py_XDECREF(value);
         return p->route.rec;
     }
+    struct fpy_route_on *on = p->route.base == t ? p->route.base_on : NULL;
+    if (!on)
+        HASH_FIND(hh, p->route.on, &t->id, sizeof t->id, on);
     struct fpy_route_part *part = NULL;
     if (request) {
         int open = PySet_Contains(p->route.open, value);
         if (open < 0)
             PyErr_Clear();
-        if (open > 0 && !(part = part_get(p, t, request))) {
-            Py_DECREF(value);
-            return NULL; /* out of memory: try again next event */
+        if (open > 0) {
+            part = on && on->last && on->last->id == part_id(t, request) ? on->last
+                                                                         : part_get(p, t, request);
+            if (!part) {
+                Py_DECREF(value);
+                return NULL; /* out of memory: try again next event */
+            }
         }
     }
     Py_XDECREF(value);
-    switch_to(p, t, part);
     p->route.cached = 1;
     p->route.base = t;
+    p->route.base_on = switch_to(p, t, on, part);
     p->route.request = request;
     p->route.rec = part ? part->rec : NULL;
     return p->route.rec;
@@ -182,6 +232,12 @@ PyObject *fpy_route_by(fpy_profiler_t *p, PyObject *args)
     fpy_route_clear(p);
     p->route.var = Py_NewRef(var);
     p->route.open = Py_NewRef(open);
+    double hz = fp_tsc_usable() ? fp_tsc_hz() : 0.0;
+    if (!p->route.parts) { /* (the parts' times are in the clock's ticks) */
+        p->route.wall_tsc = hz > 0;
+        p->route.wall_ns_per_tick = hz > 0 ? 1e9 / hz : 1.0;
+        p->route.cpu_every = (fp_time_t)(CPU_READ_EVERY * (hz > 0 ? hz : 1e9));
+    }
     Py_RETURN_NONE;
 }
 
@@ -208,13 +264,12 @@ PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request)
     uint64_t r = request_arg(request);
     if (!r)
         return NULL;
-    struct fpy_route_on *on, *on_next;
-    HASH_ITER(hh, p->route.on, on, on_next)
-    {
-        if (part_of(on->part, r)) { /* a thread still in its context */
-            HASH_DEL(p->route.on, on);
-            fp_free(on);
-        }
+    struct fpy_route_on *on;
+    for (on = p->route.on; on; on = on->hh.next) {
+        if (on->part && part_of(on->part, r))
+            on->part = NULL; /* a thread still in its context: not timed further */
+        if (on->last && part_of(on->last, r))
+            on->last = NULL;
     }
     struct fpy_route_part *part, *next;
     HASH_ITER(hh, p->route.parts, part, next)
@@ -245,10 +300,10 @@ PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request)
     uint64_t me = (uint64_t)PyThreadState_GetID(PyThreadState_Get());
     struct fpy_route_on *on;
     HASH_FIND(hh, p->route.on, &me, sizeof me, on);
-    if (on && part_of(on->part, r)) {
-        charge(on, fp_clock_ns(CLOCK_MONOTONIC), fp_clock_ns(CLOCK_THREAD_CPUTIME_ID));
-        HASH_DEL(p->route.on, on);
-        fp_free(on);
+    if (on && on->part && part_of(on->part, r)) {
+        fp_time_t wall = wall_now(p);
+        charge(on, wall, cpu_now(p, wall));
+        on->part = NULL;
         forget(p); /* its next event looks its request up again */
     }
     double tick = p->clock.ticks_per_second > 0 ? 1.0 / p->clock.ticks_per_second : 0.0;
@@ -257,9 +312,9 @@ PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request)
     for (part = p->route.parts; out && part; part = part->hh.next) {
         if (!part_of(part, r))
             continue;
-        PyObject *item = Py_BuildValue("(KKddd)", (unsigned long long)part->id,
-                                       (unsigned long long)part->rec->ident, part->run * 1e-9,
-                                       part->cpu * 1e-9, part->own * tick);
+        PyObject *item = Py_BuildValue(
+            "(KKddd)", (unsigned long long)part->id, (unsigned long long)part->rec->ident,
+            part->run * p->route.wall_ns_per_tick * 1e-9, part->cpu * 1e-9, part->own * tick);
         if (!item || PyList_Append(out, item) < 0)
             Py_CLEAR(out);
         Py_XDECREF(item);
@@ -283,10 +338,27 @@ void fpy_route_clear_times(fpy_profiler_t *p)
     forget(p);
 }
 
+size_t fpy_route_memory(const fpy_profiler_t *p)
+{
+    size_t bytes = HASH_COUNT(p->route.parts) * sizeof(struct fpy_route_part) +
+                   HASH_COUNT(p->route.on) * sizeof(struct fpy_route_on);
+    if (p->route.parts)
+        bytes += HASH_OVERHEAD(hh, p->route.parts) - HASH_COUNT(p->route.parts) * sizeof(UT_hash_handle);
+    if (p->route.on)
+        bytes += HASH_OVERHEAD(hh, p->route.on) - HASH_COUNT(p->route.on) * sizeof(UT_hash_handle);
+    return bytes;
+}
+
 void fpy_route_forget_thread(fpy_profiler_t *p, const fp_thread_t *t)
 {
     if (p->route.base == t || p->route.rec == t)
         forget(p);
+    struct fpy_route_on *on;
+    HASH_FIND(hh, p->route.on, &t->id, sizeof t->id, on);
+    if (on) { /* its thread has ended */
+        HASH_DEL(p->route.on, on);
+        fp_free(on);
+    }
 }
 
 int fpy_route_traverse(fpy_profiler_t *p, visitproc visit, void *arg)

@@ -35,6 +35,8 @@ PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request);
 PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request);
 /* clear(): the parts' times start again from 0. */
 void fpy_route_clear_times(fpy_profiler_t *p);
+/* Bytes of the routing's own tables (memory() adds them to the core's). */
+size_t fpy_route_memory(const fpy_profiler_t *p);
 /* The profiler is freed: the parts go (their records are the core's). */
 void fpy_route_free(fpy_profiler_t *p);
 /* Record `t` is about to be freed (fpy_thread_fold.c): the routing cache

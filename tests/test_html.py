@@ -801,6 +801,28 @@ def test_thread_selector_groups_threads(browser, tmp_path):
     assert browser.problems() == []
 
 
+def test_header_says_where_a_request_time_went(browser, tmp_path):
+    """A request's profile (fastprof.middleware): its header says the wall
+    time, the time in recorded frames, the CPU time and, for a task, how
+    long it was suspended; a file of an older version, the duration only."""
+    old = {"method": "GET", "path": "/a", "status": 200, "duration": 0.0125, "time": 0.0}
+    cases = [(old, "request GET /a \u2192 200 in 12.5 ms"),
+             (dict(old, duration=0.237, recorded=0.00076, cpu=0.00081),
+              "request GET /a \u2192 200 in 237 ms (760 \u00b5s in recorded frames, 810 \u00b5s CPU)"),
+             (dict(old, duration=1.75, recorded=0.35, cpu=0.3, suspended=1.4),
+              "request GET /a \u2192 200 in 1.75 s (350 ms in recorded frames, 300 ms CPU, "
+              "suspended 1.40 s)")]
+    for i, (request, want) in enumerate(cases):
+        data = synthetic_data()
+        data.request = request
+        out = tmp_path / ("r%d.html" % i)
+        export(data, str(out))
+        _open(browser, out)
+        assert browser.problems() == []
+        summary = browser.eval("document.getElementById('summary').textContent")
+        assert (" \u00b7 " + want + " \u00b7 ") in summary, summary
+
+
 def test_table_columns_and_layout(browser, tmp_path):
     out = tmp_path / "r.html"
     export(cprofile_data(tmp_path), str(out))

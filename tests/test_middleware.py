@@ -335,18 +335,33 @@ def test_slow_ms_keeps_exactly_the_slow_requests(kind, tmp_path):
         # written any time later: the batch's profiles are told by their start
         batch = time.time()
         responses = server.get_many(["/fast", "/slow"] * 4 + ["/fast"] * 8, concurrency=6)
+        # a 1 ms route can take longer than slow_ms in a busy server on a loaded
+        # machine (seen: 1 s under ASan), and is then kept, rightly: what a request
+        # took decides, which the client sees too (the server's time is within
+        # the client's). One at a time, until one was answered well under slow_ms.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                r.url.path == "/fast" and r.elapsed.total_seconds() < 0.25 for r in responses):
+            responses += server.get_many(["/fast"], concurrency=1)
 
         def batch_profiles():
             return [(n, d) for n, d in profiles(directory, 0, timeout=0) if d.request["time"] >= batch]
         deadline = time.monotonic() + 60
-        while len(batch_profiles()) < 4 and time.monotonic() < deadline:
+        while (sum(d.request["path"] == "/slow" for _n, d in batch_profiles()) < 4
+               and time.monotonic() < deadline):
             time.sleep(0.05)
         time.sleep(0.5)  # and nothing more comes
         found = batch_profiles()
     finally:
         err = server.stop()
     assert all(r.status_code == 200 for r in responses), err
-    assert sorted(d.request["path"] for _n, d in found) == ["/slow"] * 4, err
+    kept = sorted(d.request["path"] for _n, d in found)
+    # every slow request kept; of the fast ones, none the client saw answered
+    # under slow_ms (there was one at least)
+    took = sorted(r.elapsed.total_seconds() for r in responses if r.url.path == "/fast")
+    assert took[0] < 0.25, took
+    assert kept.count("/slow") == 4, (kept, err)
+    assert kept.count("/fast") <= sum(t >= 0.25 for t in took), (kept, took, err)
     for _name, data in found:
         assert data.request["duration"] >= 0.25
         assert "slow_work" in funcs(data)

@@ -416,13 +416,36 @@ def test_asgi_trigger_header_and_query(tmp_path):
     assert paths == ["/header", "/query"]
 
 
+def test_a_middleware_dropped_is_freed(tmp_path, monkeypatch):
+    """Nothing keeps a middleware that wrote profiles alive once it is
+    dropped (an app reloaded, a test's): its profiler and records go, its
+    writer thread ends."""
+    import gc
+    import weakref
+    from fastprof.modes import middleware
+    monkeypatch.setattr(middleware, "_WRITER_IDLE", 0.05)  # how soon the writer looks
+    mw = WSGIMiddleware(wsgi_app, tmp_path, every=1)
+    call_wsgi(mw, "/a")
+    assert len(written(mw)) == 1
+    refs = weakref.ref(mw.profiler), weakref.ref(mw.profiler._profile)
+    writer = mw.profiler._writer
+    del mw
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+    writer.join(30)
+    assert not writer.is_alive()
+
+
 # -- where a request's time went ---------------------------------------------------
 
 def busy_cpu(seconds):
-    """Run on the CPU for *seconds* of this thread's CPU time."""
+    """Run on the CPU for *seconds* of this thread's CPU time, with few
+    events (so little of it is the profiler's own time, taken out)."""
     end = time.thread_time() + seconds
     while time.thread_time() < end:
-        pass
+        n = 0
+        while n < 2000:
+            n += 1
 
 
 def test_route_times_per_thread_and_dropped_with_the_request():
@@ -484,11 +507,12 @@ def test_request_record_says_where_the_time_went(tmp_path):
 def test_request_waiting_for_the_gil_says_so(tmp_path):
     """A request whose thread waits while another holds the GIL: its
     profile's time is mostly not CPU time, and its header says so."""
-    started = threading.Event()
+    started, go = threading.Event(), threading.Event()
 
     def app(environ, start_response):
         started.set()
-        busy_cpu(0.005)  # needs the GIL, which the main thread holds meanwhile
+        go.wait()        # returns once the main thread lets the GIL go: after its sum
+        busy_cpu(0.005)
         start_response("200 OK", [])
         return [b""]
 
@@ -497,6 +521,7 @@ def test_request_waiting_for_the_gil_says_so(tmp_path):
     t.start()
     started.wait()
     t0 = time.perf_counter()
+    go.set()
     sum(range(10_000_000))  # C code: the GIL is held throughout
     held = time.perf_counter() - t0
     t.join()

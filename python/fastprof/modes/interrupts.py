@@ -15,9 +15,14 @@ place (Ctrl-C again: stop without waiting for the profile).
         ctrl_c.stop()          # the handlers from before back
 
 A handler not set from Python (``signal.getsignal`` gives None) is left
-alone.  Imports nothing at import time: ``python -m fastprof`` loads it
-before the program, which must find ``sys.modules`` as cProfile leaves it.
+alone.  Imports only ``_signal``, which the interpreter loaded at startup:
+``python -m fastprof`` loads this before the program, which must find
+``sys.modules`` as cProfile leaves it, and start() runs in the instant
+after the program, where an import's own code could swallow a Ctrl-C (a
+KeyboardInterrupt in an import lock's weakref callback is only printed).
 """
+
+import _signal
 
 
 class CtrlC:
@@ -35,19 +40,16 @@ class CtrlC:
 
     def start(self):
         """Put the noting handler in place (the main thread only: signal
-        handlers are set and run there); return self.  Again: no-op."""
-        import signal
-        import threading
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        for sig in (signal.SIGINT,) if self.signals is None else self.signals:
+        handlers are set and run there; elsewhere nothing); return self.
+        Again: no-op."""
+        for sig in (_signal.SIGINT,) if self.signals is None else self.signals:
             if sig in self._previous:
                 continue
             try:
-                old = signal.getsignal(sig)
+                old = _signal.getsignal(sig)
                 if old is None:
                     continue
-                signal.signal(sig, self._note)
+                _signal.signal(sig, self._note)  # ValueError off the main thread
             except (OSError, ValueError):
                 continue
             self._previous[sig] = old
@@ -55,11 +57,10 @@ class CtrlC:
 
     def stop(self):
         """The handlers from before start() back."""
-        import signal
         while self._previous:
             sig, old = self._previous.popitem()
             try:
-                signal.signal(sig, old)
+                _signal.signal(sig, old)
             except (OSError, ValueError):
                 pass
 
@@ -80,25 +81,23 @@ class CtrlC:
     def deliver(self, frame=None):
         """After stop(): act on the last signal noted as the handler from
         before would have (KeyboardInterrupt for Ctrl-C by default)."""
-        import signal
         sig = self.last
         if sig is None:
             return
         self.last = None
         self.pressed = 0
-        handler = signal.getsignal(sig)
+        handler = _signal.getsignal(sig)
         if callable(handler):
             handler(sig, frame)
-        elif handler == signal.SIG_DFL:
-            signal.raise_signal(sig)
+        elif handler == _signal.SIG_DFL:
+            _signal.raise_signal(sig)
 
     def _note(self, signum, frame):
         self.pressed += 1
         self.last = signum
         if self.patience is not None and self.pressed > self.patience:
-            import signal
             old = self._previous.get(signum)
             if callable(old):
                 old(signum, frame)
-            elif old != signal.SIG_IGN:
+            elif old != _signal.SIG_IGN:
                 raise KeyboardInterrupt

@@ -24,7 +24,9 @@ requests that carry it, off unless given), ``every`` (one in N),
 threshold are kept). Kept profiles are written by a background thread,
 atomically, to ``directory``: ``.prof`` (or any format of formats.py),
 named with the time, method, path, status and duration, the request in
-the file's trailer; at most ``max_files`` of them (the oldest removed).
+the file's trailer with where its time went (in its recorded frames, on
+its threads' CPU, its task suspended: C ``Profiler._route_times``); at
+most ``max_files`` of them (the oldest removed).
 Nothing is ever served to a client. A directory that cannot be written
 (full disk, no permission) is logged once (logger ``fastprof.middleware``)
 and the requests go on unharmed.
@@ -38,6 +40,7 @@ import queue
 import re
 import threading
 import time
+import weakref
 
 from ..data import formats
 from ..recording.profiler import Profile, callpaths_to_file, entries_to_stats
@@ -267,19 +270,14 @@ class RequestProfiler:
         if self._writer is None:
             with self._lock:
                 if self._writer is None:
-                    self._writer = threading.Thread(target=self._write_loop, daemon=True,
+                    import atexit  # (deferred: once a profile is kept)
+                    # both hold this object weakly: a middleware dropped is
+                    # freed, its profiler and records with it
+                    self._writer = threading.Thread(target=_write_loop, daemon=True,
+                                                    args=(weakref.ref(self), self._queue),
                                                     name="fastprof-middleware-writer")
                     self._writer.start()
-                    import atexit  # (deferred: once a profile is kept)
-                    atexit.register(self.flush, 5.0)  # the profiles kept are written before exit
-
-    def _write_loop(self):
-        while True:
-            name, data = self._queue.get()
-            try:
-                self._write(name, data)
-            finally:
-                self._queue.task_done()
+                    atexit.register(_flush_at_exit, weakref.ref(self))  # the profiles kept are written
 
     def _write(self, name, data):
         from ..exports import export  # (deferred: the writers are imported when used)
@@ -327,6 +325,37 @@ class RequestProfiler:
             return
         self._logged.add(what)
         log.warning(msg, *args)
+
+
+# seconds the writer thread waits for a profile before it looks whether its
+# middleware is still there
+_WRITER_IDLE = 5.0
+
+
+def _write_loop(ref, profiles):
+    """The writer thread of the RequestProfiler *ref* (a weak reference):
+    writes the *profiles* queued, ends once that RequestProfiler is gone."""
+    while True:
+        try:
+            name, data = profiles.get(timeout=_WRITER_IDLE)
+        except queue.Empty:
+            if ref() is None:
+                return
+            continue
+        try:
+            rp = ref()
+            if rp is None:
+                return  # (the profiles left are its middleware's, which is gone)
+            rp._write(name, data)
+        finally:
+            rp = None
+            profiles.task_done()
+
+
+def _flush_at_exit(ref):
+    rp = ref()
+    if rp is not None:
+        rp.flush(5.0)
 
 
 def _request_record(req, duration, stats, times):

@@ -135,6 +135,10 @@ class _State:
         self.writing = False       # a write of DIR/PID.prof is running
         self.term_pending = None   # a SIGTERM that came during it: died of once done
         self.sigterm_handler = None  # the SIGTERM handler installed here, if any
+        self.sigterm_started = False   # a run of it is writing (the backstop waits)
+        self.backstop = False      # the backstop runs (see _on_sigterm)
+        self.watch_fds = None      # (read, write) of the watcher's pipe (the wakeup fd)
+        self.main_ident = None     # the main thread, where the backstop sends SIGTERM
 
 
 _state = None
@@ -348,8 +352,8 @@ def start_child(cfg):
     if not _is_helper():
         _state.prof = _new_profiler(cfg)
         exit_hook.install(_state.prof, _write_at_os_exit)
+        _write_on_sigterm(_state)  # first: a child that says it started writes on SIGTERM
         _mark_started(_state, _exec_description())
-        _write_on_sigterm(_state)
         _state.prof.enable()
 
 
@@ -374,6 +378,7 @@ def _after_fork():
     if _about_to_exec():
         return
     state = _state
+    _drop_inherited_watcher(state)
     old = state.prof
     if old is not None:
         try:
@@ -388,8 +393,8 @@ def _after_fork():
     _patch_multiprocessing()
     state.prof = _new_profiler(state.cfg)
     exit_hook.install(state.prof, _write_at_os_exit)
-    _mark_started(state, "forked from process %d" % os.getppid())
     _write_on_sigterm(state)
+    _mark_started(state, "forked from process %d" % os.getppid())
     state.prof.enable()
 
 
@@ -408,67 +413,183 @@ def _mark_started(state, what):
 
 
 # -- SIGTERM -------------------------------------------------------------------
+#
+# The signal module runs a Python handler at the main thread's next safe
+# point.  Three things can keep that from ending the process:
+#
+# - a signal that comes just before the main thread starts a wait (a Pool
+#   worker taking its queue's lock, which Pool.terminate() holds for good)
+#   leaves it waiting: the handler never runs.  A watcher thread, told of
+#   each signal through the signal module's wakeup fd (if the program set
+#   none), sends SIGTERM again to the main thread, which ends the wait;
+# - the safe point may be in the middle of an import: the write, whose
+#   imports meet a half-made module, fails.  The handler then lets the
+#   import go on and runs again when the signal is sent again;
+# - the write may wait on a lock the interrupted code holds.
+#
+# The backstop (_backstop: the watcher, or a thread the handler starts)
+# sends the signal again every 0.2 s until the handler runs the write, and
+# kills the process outright (SIGKILL: its profile lost, named by the
+# parent) if it has not ended SIGTERM_WRITE_LIMIT seconds after the signal.
 
 def _write_on_sigterm(state):
     """Where SIGTERM would kill this process (SIG_DFL, or the handler
     installed here before a fork), handle it: write the profile, then die
     of it (``_on_sigterm``).  A handler the program set is left alone."""
+    import _thread
     import signal
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        return  # only the main thread sets handlers (a fork from another thread is main)
     try:
         current = signal.getsignal(signal.SIGTERM)
         if current is signal.SIG_DFL or (current is not None and current is state.sigterm_handler):
             # a C callable (Profile.toggled_by): it stops the profiler before
             # any Python code of ours runs, so no frame of it is recorded
             handler = state.prof.toggled_by(_on_sigterm)
-            signal.signal(signal.SIGTERM, handler)
+            signal.signal(signal.SIGTERM, handler)  # ValueError off the main thread
             state.sigterm_handler = handler
+            state.sigterm_started = False
+            state.backstop = False
+            state.main_ident = _thread.get_ident()
+            _start_watcher(state)
     except (ValueError, OSError, AttributeError):
         pass
 
 
-def _on_sigterm(_error, _was_enabled, signum, _frame):
-    """SIGTERM's handler (run by the signal module at a safe point of the
-    main thread, the profiler stopped): write the profile, then die of the
-    signal by its default action (the exit status the sender expects)."""
-    import signal
-    state = _state
-    if state is not None and state.writing:
-        state.term_pending = signum  # the write running decides, once done
-        return False
-    try:
-        signal.signal(signum, signal.SIG_DFL)  # a second one, or the watchdog's, kills
-    except (ValueError, OSError):
-        pass
-    if state is not None and state.child and not state.written and os.getpid() == state.pid:
-        _start_watchdog(signum, SIGTERM_WRITE_LIMIT)
-        _write_child_profile()
-    _die_of(signum)
-    return False
-
-
-def _start_watchdog(signum, seconds):
-    """A thread that kills this process with *signum* (at its default
-    action by then) after *seconds*: the write the handler does cannot
-    outlast it, even stuck on a lock the interrupted code holds.  A bare
-    _thread: starting a threading.Thread takes a lock that code may hold."""
+def _start_watcher(state):
+    """The watcher thread, on a new pipe made the signal module's wakeup fd
+    (not if the program set one)."""
     import _thread
+    import collections
+    import functools
+    import itertools
+    import select
+    import signal
+    _drop_inherited_watcher(state)
     try:
-        _thread.start_new_thread(_watchdog, (signum, seconds))
+        r, w = os.pipe()  # non-inheritable: an exec'd program has neither end
+        os.set_blocking(w, False)
+    except OSError:
+        return
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        old = None
+    if old != -1:
+        if old is not None:
+            signal.set_wakeup_fd(old)  # the program's own: left to it
+        os.close(r)
+        os.close(w)
+        return
+    state.watch_fds = (r, w)
+    # C calls only until a SIGTERM byte (or the pipe's end), then a second
+    # (the handler's turn: it stops the profiler), then Python (what it
+    # needs is at hand: no import then)
+    term = bytes([signal.SIGTERM])
+    after = functools.partial(_watch_after_sigterm, r, state, select.select,
+                              functools.partial(_backstop, state, signal.pthread_kill,
+                                                signal.SIGTERM, signal.SIGKILL))
+    wait = itertools.chain(
+        itertools.takewhile(term.__ne__, iter(functools.partial(os.read, r, 1), b"")),
+        iter(functools.partial(time.sleep, 1.0), None),
+        iter(after, None))
+    try:
+        _thread.start_new_thread(collections.deque, (wait, 0))
     except Exception:
         pass
 
 
-def _watchdog(signum, seconds):
+def _drop_inherited_watcher(state):
+    """A fork child: the watcher's pipe is its parent's (a signal here
+    would wake the parent's watcher): take it out of the wakeup fd, close
+    this process's copies."""
     import signal
-    time.sleep(seconds)
+    inherited, state.watch_fds = state.watch_fds, None
+    if inherited is None:
+        return
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
-    except (AttributeError, OSError, ValueError):
+        old = signal.set_wakeup_fd(-1)
+        if old != inherited[1]:
+            signal.set_wakeup_fd(old)  # the program's since: left to it
+    except (ValueError, OSError):
         pass
-    os.kill(os.getpid(), signum)
+    for fd in inherited:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _watch_after_sigterm(r, state, select, backstop):
+    """The watcher, 1 s after a SIGTERM byte: the backstop, unless it was
+    the pipe's end (the program closed it) or the handler started one."""
+    try:
+        if select([r], [], [], 0)[0] and os.read(r, 64) == b"":
+            return
+    except OSError:
+        return
+    if os.getpid() == state.pid and not state.backstop:
+        state.backstop = True
+        backstop(time.monotonic() + SIGTERM_WRITE_LIMIT - 1.0)
+
+
+def _start_backstop(state, signum):
+    """The backstop on a thread of its own (the handler's first run), unless
+    the watcher runs it.  A bare _thread: a threading.Thread takes a lock
+    the interrupted code may hold."""
+    import _thread
+    import signal
+    if state.backstop:
+        return
+    state.backstop = True
+    try:
+        _thread.start_new_thread(_backstop, (state, signal.pthread_kill, signum, signal.SIGKILL,
+                                             time.monotonic() + SIGTERM_WRITE_LIMIT))
+    except Exception:
+        pass
+
+
+def _backstop(state, pthread_kill, signum, sigkill, deadline):
+    """Until the process ends: send *signum* to the main thread again every
+    0.2 s while no handler run is writing; past *deadline*, SIGKILL."""
+    while os.getpid() == state.pid:
+        if time.monotonic() > deadline:
+            os.kill(os.getpid(), sigkill)
+        if not state.sigterm_started:
+            try:
+                pthread_kill(state.main_ident, signum)
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.2)
+
+
+def _on_sigterm(_error, _was_enabled, signum, _frame):
+    """SIGTERM's handler (run by the signal module at a safe point of the
+    main thread, the profiler stopped, and left stopped): write the
+    profile, then die of the signal by its default action (the exit status
+    the sender expects)."""
+    import signal
+    state = _state
+    if state is not None and os.getpid() == state.pid:
+        if state.sigterm_started:
+            return False  # again (the backstop's, a second kill): the first run ends it
+        state.sigterm_started = True
+        _start_backstop(state, signum)
+        if state.writing:
+            state.term_pending = signum  # the write running ends the process once done
+            return False
+        if state.child and not state.written:
+            try:  # a repeat waits in this thread until the end
+                old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+            except (AttributeError, ValueError, OSError):
+                old_mask = None
+            if not _write_child_profile(in_handler=True):
+                # stopped in the middle of an import: the import goes on, the
+                # backstop sends the signal again in a moment
+                if old_mask is not None:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+                state.sigterm_started = False
+                return False
+    _die_of(signum)
+    return False
 
 
 def _die_of(signum):
@@ -483,6 +604,17 @@ def _die_of(signum):
     # still here: the default action is not death (not for SIGTERM)
     exit_hook.remove()
     os._exit(128 + signum)
+
+
+def _mid_import():
+    """True while some module is being imported (its spec says so): a
+    write then may meet it half made."""
+    for mod in list(sys.modules.values()):
+        if issubclass(type(mod), type(sys)):  # a module (no import: this runs mid-import)
+            spec = mod.__dict__.get("__spec__")
+            if spec is not None and getattr(spec, "_initializing", False):
+                return True
+    return False
 
 
 def _write_at_os_exit(_status, _error):
@@ -501,6 +633,7 @@ def _patch_multiprocessing():
         return
 
     def _bootstrap(self, *args, **kwargs):
+        _watch_late()
         try:
             return original(self, *args, **kwargs)
         finally:
@@ -510,37 +643,64 @@ def _patch_multiprocessing():
     mp.BaseProcess._bootstrap = _bootstrap
 
 
-def _write_child_profile():
-    """Write DIR/PID.prof once, atomically; never raise."""
+def _watch_late():
+    """A forkserver's worker: the forkserver's wakeup fd, still in place at
+    the fork (so no watcher then), is gone once the worker runs: start the
+    watcher now, through a C callable (no frame of it is recorded)."""
+    state = _state
+    if (state is not None and state.watch_fds is None and state.sigterm_handler is not None
+            and state.prof is not None and os.getpid() == state.pid):
+        state.prof.toggled_by(_start_watcher_toggled, state)()
+
+
+def _start_watcher_toggled(_error, was_enabled, state):
+    import signal
+    if signal.getsignal(signal.SIGTERM) is state.sigterm_handler:
+        _start_watcher(state)
+    if was_enabled:
+        state.prof.prepare_enable()
+    return was_enabled
+
+
+def _write_child_profile(in_handler=False):
+    """Write DIR/PID.prof once, atomically; never raise.  False only *in_handler*
+    (SIGTERM's), when the write failed in the middle of an import: not
+    written, to be tried again."""
     state = _state
     if state is None or not state.child or state.written or state.prof is None:
-        return
+        return True
     if os.getpid() != state.pid:
-        return
-    state.written = True
+        return True
     # a SIGTERM now (Pool.terminate() racing the worker's own exit) waits
     # for the end of the write: blocked in this thread, and if another
-    # thread takes it, _on_sigterm leaves it to us (term_pending)
+    # thread takes it, _on_sigterm leaves the end to this write (writing is
+    # set first: no moment where the write is claimed but not seen running)
+    state.writing = True
+    state.written = True
     import signal
     try:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     except (AttributeError, OSError, ValueError):
         blocked = None
-    state.writing = True
     try:
-        _write(state)
+        done = _write(state, in_handler)
     finally:
         state.writing = False
         if blocked is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    if not done:
+        state.written = False
+        return False
     pending, state.term_pending = state.term_pending, None
-    if pending is not None:
-        import threading
-        if threading.current_thread() is threading.main_thread():
+    if pending is not None and not in_handler:
+        import _thread
+        if _thread.get_ident() == state.main_ident:
             _die_of(pending)
+    return True
 
 
-def _write(state):
+def _write(state, in_handler=False):
+    """The write itself; False if it failed *in_handler* mid-import."""
     prof = state.prof
     try:
         prof.disable()
@@ -560,5 +720,8 @@ def _write(state):
                          lambda f: f.write(missed))
         write_profile(os.path.join(state.cfg["dir"], "%d.prof" % state.pid), data)
     except Exception as exc:
+        if in_handler and _mid_import():
+            return False
         sys.stderr.write("fastprof: the profile of child process %d is lost: %s: %s\n"
                          % (state.pid, type(exc).__name__, exc))
+    return True
