@@ -416,24 +416,24 @@ def test_asgi_trigger_header_and_query(tmp_path):
     assert paths == ["/header", "/query"]
 
 
-def test_a_middleware_dropped_is_freed(tmp_path, monkeypatch):
+def test_a_middleware_dropped_is_freed_and_close_ends_its_writer(tmp_path):
     """Nothing keeps a middleware that wrote profiles alive once it is
-    dropped (an app reloaded, a test's): its profiler and records go, its
-    writer thread ends."""
+    dropped (an app reloaded, a test's): its profiler and records go.
+    close() ends its writer thread; a profile kept later starts another."""
     import gc
     import weakref
-    from fastprof.modes import middleware
-    monkeypatch.setattr(middleware, "_WRITER_IDLE", 0.05)  # how soon the writer looks
     mw = WSGIMiddleware(wsgi_app, tmp_path, every=1)
     call_wsgi(mw, "/a")
     assert len(written(mw)) == 1
-    refs = weakref.ref(mw.profiler), weakref.ref(mw.profiler._profile)
     writer = mw.profiler._writer
+    assert mw.profiler.close()
+    assert not writer.is_alive() and mw.profiler._writer is None
+    call_wsgi(mw, "/b")
+    assert len(written(mw)) == 2 and mw.profiler._writer.is_alive()
+    refs = weakref.ref(mw.profiler), weakref.ref(mw.profiler._profile)
     del mw
     gc.collect()
     assert [r() for r in refs] == [None, None]
-    writer.join(30)
-    assert not writer.is_alive()
 
 
 # -- where a request's time went ---------------------------------------------------

@@ -121,6 +121,7 @@ class RequestProfiler:
         self._query_b = self.trigger.encode("latin-1") if self.trigger else None
         self._queue = queue.Queue(maxsize=64)
         self._writer = None
+        self._flush_at_exit = False  # registered (atexit) once a profile is kept
         self._logged = set()
         self.written = 0  # files written (tests, status)
         self.failed = 0   # profiles not written (a write failed, the queue was full)
@@ -270,14 +271,16 @@ class RequestProfiler:
         if self._writer is None:
             with self._lock:
                 if self._writer is None:
-                    import atexit  # (deferred: once a profile is kept)
-                    # both hold this object weakly: a middleware dropped is
-                    # freed, its profiler and records with it
+                    # the thread and atexit hold this object weakly: a
+                    # middleware dropped is freed, its profiler and records too
                     self._writer = threading.Thread(target=_write_loop, daemon=True,
                                                     args=(weakref.ref(self), self._queue),
                                                     name="fastprof-middleware-writer")
                     self._writer.start()
-                    atexit.register(_flush_at_exit, weakref.ref(self))  # the profiles kept are written
+                    if not self._flush_at_exit:
+                        import atexit  # (deferred: once a profile is kept)
+                        atexit.register(_flush_at_exit, weakref.ref(self))  # the profiles kept are written
+                        self._flush_at_exit = True
 
     def _write(self, name, data):
         from ..exports import export  # (deferred: the writers are imported when used)
@@ -302,14 +305,24 @@ class RequestProfiler:
 
     def close(self, timeout=5.0):
         """Stop profiling (slow_ms keeps the profiler enabled between
-        requests) and write the profiles kept so far."""
+        requests), write the profiles kept so far and end the writer
+        thread (a later kept profile starts another)."""
         with self._lock:
             if self._profile.enabled and self._active == 0:
                 try:
                     self._profile.disable()
                 except Exception as exc:
                     self._log_once("disable", "profiler error: %s", exc)
-        return self.flush(timeout)
+        done = self.flush(timeout)
+        with self._lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                self._queue.put(None, timeout=timeout)
+            except queue.Full:  # (a writer stuck: it is a daemon thread)
+                return False
+            writer.join(timeout)
+        return done
 
     def flush(self, timeout=None):
         """Wait until the profiles kept so far are written (tests, shutdown)."""
@@ -327,26 +340,17 @@ class RequestProfiler:
         log.warning(msg, *args)
 
 
-# seconds the writer thread waits for a profile before it looks whether its
-# middleware is still there
-_WRITER_IDLE = 5.0
-
-
 def _write_loop(ref, profiles):
-    """The writer thread of the RequestProfiler *ref* (a weak reference):
-    writes the *profiles* queued, ends once that RequestProfiler is gone."""
+    """The writer thread of the RequestProfiler *ref* (a weak reference, so
+    that a middleware dropped is freed): writes the *profiles* queued until
+    it gets None (close()) or its RequestProfiler is gone."""
     while True:
+        item = profiles.get()
+        rp = ref()
         try:
-            name, data = profiles.get(timeout=_WRITER_IDLE)
-        except queue.Empty:
-            if ref() is None:
+            if item is None or rp is None:
                 return
-            continue
-        try:
-            rp = ref()
-            if rp is None:
-                return  # (the profiles left are its middleware's, which is gone)
-            rp._write(name, data)
+            rp._write(*item)
         finally:
             rp = None
             profiles.task_done()
