@@ -418,8 +418,9 @@ def test_asgi_trigger_header_and_query(tmp_path):
 
 def test_a_middleware_dropped_is_freed_and_close_ends_its_writer(tmp_path):
     """Nothing keeps a middleware that wrote profiles alive once it is
-    dropped (an app reloaded, a test's): its profiler and records go.
-    close() ends its writer thread; a profile kept later starts another."""
+    dropped (an app reloaded, a test's): its profiler and records go, its
+    writer thread ends. close() ends the writer thread too; a profile kept
+    later starts another."""
     import gc
     import weakref
     mw = WSGIMiddleware(wsgi_app, tmp_path, every=1)
@@ -431,9 +432,12 @@ def test_a_middleware_dropped_is_freed_and_close_ends_its_writer(tmp_path):
     call_wsgi(mw, "/b")
     assert len(written(mw)) == 2 and mw.profiler._writer.is_alive()
     refs = weakref.ref(mw.profiler), weakref.ref(mw.profiler._profile)
+    writer = mw.profiler._writer
     del mw
     gc.collect()
     assert [r() for r in refs] == [None, None]
+    writer.join(30)  # ... and its writer thread ends
+    assert not writer.is_alive()
 
 
 # -- where a request's time went ---------------------------------------------------

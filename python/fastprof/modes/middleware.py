@@ -119,9 +119,13 @@ class RequestProfiler:
         self._header = ("HTTP_" + self.trigger.upper().replace("-", "_")) if self.trigger else None
         self._header_b = self.trigger.lower().encode("latin-1") if self.trigger else None
         self._query_b = self.trigger.encode("latin-1") if self.trigger else None
-        self._queue = queue.Queue(maxsize=64)
+        # the profiles kept, to write: (name, data); None ends the writer.
+        # A SimpleQueue, which a weakref callback may put into (the one
+        # that ends the writer of a middleware dropped)
+        self._queue = queue.SimpleQueue()
+        self._pending = 0    # profiles queued, not written yet (_MAX_QUEUED at most)
         self._writer = None
-        self._flush_at_exit = False  # registered (atexit) once a profile is kept
+        self._at_exit = False  # the writer's end and the flush at exit registered
         self._logged = set()
         self.written = 0  # files written (tests, status)
         self.failed = 0   # profiles not written (a write failed, the queue was full)
@@ -262,25 +266,34 @@ class RequestProfiler:
             req.status or "none", int(duration * 1000), os.getpid(), req.rid, self.suffix)
 
     def _submit(self, req, duration, data):
-        try:
-            self._queue.put_nowait((self.file_name(req, duration), data))
-        except queue.Full:
-            self.failed += 1
-            self._log_once("full", "profiles are made faster than they are written: some dropped")
-            return
-        if self._writer is None:
-            with self._lock:
+        name = self.file_name(req, duration)
+        with self._lock:
+            if self._pending >= _MAX_QUEUED:
+                self.failed += 1
+                full = True
+            else:
+                full = False
+                self._pending += 1
+                self._queue.put((name, data))
                 if self._writer is None:
-                    # the thread and atexit hold this object weakly: a
-                    # middleware dropped is freed, its profiler and records too
+                    # the thread holds this object weakly, and it ends when
+                    # this object goes: a middleware dropped is freed, its
+                    # profiler and records with it
                     self._writer = threading.Thread(target=_write_loop, daemon=True,
                                                     args=(weakref.ref(self), self._queue),
                                                     name="fastprof-middleware-writer")
                     self._writer.start()
-                    if not self._flush_at_exit:
+                    if not self._at_exit:
+                        self._at_exit = True
+                        weakref.finalize(self, self._queue.put, None).atexit = False
                         import atexit  # (deferred: once a profile is kept)
                         atexit.register(_flush_at_exit, weakref.ref(self))  # the profiles kept are written
-                        self._flush_at_exit = True
+        if full:
+            self._log_once("full", "profiles are made faster than they are written: some dropped")
+
+    def _written(self):
+        with self._lock:
+            self._pending -= 1
 
     def _write(self, name, data):
         from ..exports import export  # (deferred: the writers are imported when used)
@@ -316,18 +329,16 @@ class RequestProfiler:
         done = self.flush(timeout)
         with self._lock:
             writer, self._writer = self._writer, None
+            if writer is not None:
+                self._queue.put(None)
         if writer is not None:
-            try:
-                self._queue.put(None, timeout=timeout)
-            except queue.Full:  # (a writer stuck: it is a daemon thread)
-                return False
             writer.join(timeout)
         return done
 
     def flush(self, timeout=None):
         """Wait until the profiles kept so far are written (tests, shutdown)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
+        while self._pending:
             if deadline is not None and time.monotonic() > deadline:
                 return False
             time.sleep(0.01)
@@ -340,20 +351,24 @@ class RequestProfiler:
         log.warning(msg, *args)
 
 
+# profiles waiting to be written at most; more are dropped (and said once)
+_MAX_QUEUED = 64
+
+
 def _write_loop(ref, profiles):
     """The writer thread of the RequestProfiler *ref* (a weak reference, so
     that a middleware dropped is freed): writes the *profiles* queued until
-    it gets None (close()) or its RequestProfiler is gone."""
+    it gets None (close(), or its RequestProfiler gone)."""
     while True:
         item = profiles.get()
         rp = ref()
+        if item is None or rp is None:
+            return
         try:
-            if item is None or rp is None:
-                return
             rp._write(*item)
         finally:
+            rp._written()
             rp = None
-            profiles.task_done()
 
 
 def _flush_at_exit(ref):
