@@ -222,14 +222,22 @@ def server_run(tmp_path_factory):
 
 def test_short_lived_threads_keep_their_names(server_run):
     _tmp, data = server_run
-    names_ = [t["name"] for t in data.threads]
-    assert len(names_) == REQUESTS + 2
-    assert "MainThread" in names_ and "server" in names_
-    assert not [n for n in names_ if "(ended)" in n], names_
-    workers = [n for n in names_ if n not in ("MainThread", "server")]
-    assert len(set(workers)) == REQUESTS  # each its own Thread-N name
+    # beyond the newest 64 ended threads, ended ones are folded into one
+    # record per name group (docs/threads-coroutines.md)
+    folded = [t for t in data.threads if "group" in t]
+    kept = [t["name"] for t in data.threads if "group" not in t]
+    assert len(kept) + sum(t["threads"] for t in folded) == REQUESTS + 2
+    # the server thread started first: it ended before the newest 64
+    groups = {t["group"]: t["threads"] for t in folded}
+    assert groups.pop("server") == 1
+    assert "MainThread" in kept
+    assert not [n for n in kept if "(ended)" in n], kept
+    workers = [n for n in kept if n != "MainThread"]
+    assert len(set(workers)) == len(workers) == 64  # each its own Thread-N name
+    assert list(groups.values()) == [REQUESTS - 64]
     if sys.version_info >= (3, 10):  # 3.10+ names threads after their target
         assert all(n.endswith("(process_request_thread)") for n in workers)
+        assert list(groups) == ["Thread-N (process_request_thread)"]
 
 
 def test_view_header_groups_threads_and_says_thread_seconds(server_run):
@@ -248,8 +256,9 @@ def test_per_thread_prints_one_table_per_group(tmp_path):
     (tmp_path / "prog.py").write_text(textwrap.dedent(SERVER.replace("REQUESTS", str(REQUESTS))))
     out = python("-m", "fastprof", "--per-thread", "prog.py", cwd=tmp_path).stdout
     titles = [ln for ln in out.splitlines() if ln.startswith("=== ")]
-    assert len(titles) == 3, titles
-    assert any(t.startswith("=== %d threads Thread-N" % REQUESTS) for t in titles)
+    assert len(titles) == 3, titles  # MainThread, server, and every request thread, folded ones too
+    assert any(t.startswith("=== %d threads Thread-N" % REQUESTS) and "%d ended earlier" % (REQUESTS - 64) in t
+               for t in titles), titles
 
 
 def test_clock_hint_rule():

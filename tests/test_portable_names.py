@@ -168,3 +168,27 @@ def test_paths_memo_says_what_relative_paths_says(tmp_path, monkeypatch):
     for _ in range(20):
         same()
     assert memo.scans == scans
+
+
+def test_a_file_two_modules_share_is_named_where_it_is_whichever_came_first(tmp_path):
+    # tlz is an alias package of toolz: tlz.itertoolz's __file__ is
+    # toolz/itertoolz.py. Which was imported first varies with the order the
+    # tests run (the count gate's learning passes): the name must not.
+    from types import ModuleType
+    filename = str(tmp_path / "toolz" / "itertoolz.py")
+
+    def module(name):
+        m = ModuleType(name)
+        m.__file__ = filename
+        return m
+    real, alias = module("toolz.itertoolz"), module("tlz.itertoolz")
+    for order in ([("toolz.itertoolz", real), ("tlz.itertoolz", alias)],
+                  [("tlz.itertoolz", alias), ("toolz.itertoolz", real)]):
+        modules = dict(order)
+        assert relative_paths([filename], [str(tmp_path)], modules) == {filename: "toolz/itertoolz.py"}
+    # neither name where the file is: the smaller one, in either order
+    other = str(tmp_path / "vendored" / "core.py")
+    a, b = ModuleType("pkg_b.core"), ModuleType("pkg_a.core")
+    a.__file__ = b.__file__ = other
+    for modules in ({"pkg_b.core": a, "pkg_a.core": b}, {"pkg_a.core": b, "pkg_b.core": a}):
+        assert relative_paths([other], [str(tmp_path)], modules) == {other: "pkg_a/core.py"}

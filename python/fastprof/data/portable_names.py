@@ -116,7 +116,7 @@ def _module_files_of(modules: Mapping[str, object],
     """``{file: (path its module's dotted name gives, its sys.modules key, the
     module, that name)}``
     for the files (of *wanted*, default all) that are the ``__file__`` of one
-    of *modules* (the last one that is, as ``_module_files`` says)."""
+    of *modules* (when several modules share a file: ``_better_name``)."""
     out = {}
     for key, module in list(modules.items()):
         if not isinstance(module, ModuleType):
@@ -134,8 +134,20 @@ def _module_files_of(modules: Mapping[str, object],
         else:
             dot = base.rfind(".")
             rel = name.replace(".", os.sep) + (base[dot:] if dot > 0 else "")
+        if filename in out and not _better_name(rel, out[filename][0], filename):
+            continue
         out[filename] = (rel, key, module, name)
     return out
+
+
+def _better_name(rel: str, other: str, filename: str) -> bool:
+    """Whether *rel* names *filename* better than *other*, when two modules
+    share the file (``tlz.itertoolz`` is an alias of ``toolz.itertoolz``):
+    the name that is where the file is (a suffix of its path), then the
+    smaller one, so the choice does not depend on which was imported first."""
+    def where(r):
+        return not filename.endswith(os.sep + r)
+    return (where(rel), rel) < (where(other), other)
 
 
 class PathsMemo:

@@ -74,24 +74,32 @@ def merged_thread_stats(threads):
     return merge_stats([t["stats"] for t in threads])
 
 
-def per_thread_tables(thread_stats):
+def per_thread_tables(records):
     """``(title, id, stats)`` per table ``--per-thread`` prints, from
-    ``Profile.thread_stats()``: one per thread, except that threads whose
-    names differ only in numbers share one (``id`` None, stats summed), in
-    the order their first thread appears."""
+    ``Profile.thread_records()``: one per thread, except that threads whose
+    names differ only in numbers share one (``id`` None, stats summed),
+    the record their ended threads were folded into included, in the order
+    their first thread appears."""
     groups = {}
-    for tid, ident, name, stats in thread_stats:
-        groups.setdefault(thread_pattern(str(name)), []).append((tid, ident, name, stats))
+    for t in records:
+        groups.setdefault(thread_group(t), []).append(t)
     out = []
     for pattern, members in groups.items():
-        if len(members) == 1:
-            tid, ident, name, stats = members[0]
-            out.append(("thread %s (id %d, ident %d)" % (name, tid, ident), tid, stats))
+        if len(members) == 1 and "group" not in members[0]:
+            t = members[0]
+            out.append(("thread %s (id %d, ident %d)" % (t["name"], t["id"], t["ident"]), t["id"], t["stats"]))
             continue
         from .model import merge_stats  # (deferred: see the note at the top)
-        ids = [m[0] for m in members]
-        out.append(("%d threads %s (ids %s), stats summed" % (
-            len(members), pattern, _id_ranges(ids)), None, merge_stats([m[3] for m in members])))
+        ids = [t["id"] for t in members if "group" not in t]
+        ended = sum(thread_count(t) for t in members if "group" in t)
+        which = ["ids %s" % _id_ranges(ids)] if ids else []
+        if ended:
+            which.append("%d ended earlier, folded" % ended)
+        if len(ids) + ended == 1:  # one thread, ended before the newest 64
+            out.append(("thread %s (ended earlier, folded)" % pattern, None, members[0]["stats"]))
+            continue
+        out.append(("%d threads %s (%s), stats summed" % (
+            len(ids) + ended, pattern, ", ".join(which)), None, merge_stats([t["stats"] for t in members])))
     return out
 
 

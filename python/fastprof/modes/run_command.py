@@ -484,7 +484,7 @@ def _print_output(prof, options, prog=PROG):
     # threads named alike (a server's request threads) share one table
     from ..data.model import pstats_of, sort_args  # (deferred: nothing before the program)
     from ..data.thread_groups import per_thread_tables  # (deferred: nothing before the program)
-    for title, tid, stats in per_thread_tables(prof.thread_stats()):
+    for title, tid, stats in per_thread_tables(prof.thread_records()):
         print("=== %s ===" % title)
         if tid is not None:
             prof.print_stats(options.sort, thread=tid)
