@@ -18,19 +18,28 @@ fatal=(deps venvs)
 # make's lists, so the queue follows ASAN_PY / PY when they are given
 read -r -a asan_versions <<< "$("$MAKE" --no-print-directory -s print-ASAN_PY)"
 read -r -a py_versions <<< "$("$MAKE" --no-print-directory -s print-PY)"
-# Longest first: the sanitizer runs of tests/sanitizer_sample.py's versions
+# Longest first: the sanitizer runs of tests/version_sample.py's ASAN_SAMPLE
 # (every test file), then the other sanitizer runs (newer interpreters run
-# slower), the C tests, the plain runs.
-read -r -a sample <<< "$(sed -n 's/^SAMPLE_VERSIONS = (\(.*\))/\1/p' tests/sanitizer_sample.py | tr -d '",')"
+# slower), the plain runs of its PLAIN_SAMPLE (every file), the C tests, the
+# other plain runs (the files whose subject is the C).
+sample_of() { sed -n "s/^$1 = (\(.*\))/\1/p" tests/version_sample.py | tr -d '",'; }
+read -r -a asan_sample <<< "$(sample_of ASAN_SAMPLE)"
+read -r -a plain_sample <<< "$(sample_of PLAIN_SAMPLE)"
+export FASTPROF_VERSION_SAMPLE=${FASTPROF_VERSION_SAMPLE:-1}
 queue=()
-for ((i=${#sample[@]}-1; i>=0; i--)); do v=${sample[i]}
+for v in "${asan_sample[@]}"; do
     [[ " ${asan_versions[*]} " == *" $v "* ]] && queue+=("test-asan-$v")
 done
 for ((i=${#asan_versions[@]}-1; i>=0; i--)); do
-    [[ " ${sample[*]} " == *" ${asan_versions[i]} "* ]] || queue+=("test-asan-${asan_versions[i]}")
+    [[ " ${asan_sample[*]} " == *" ${asan_versions[i]} "* ]] || queue+=("test-asan-${asan_versions[i]}")
+done
+for v in "${plain_sample[@]}"; do
+    [[ " ${py_versions[*]} " == *" $v "* ]] && queue+=("test-py-$v")
 done
 queue+=(test-c)
-for ((i=${#py_versions[@]}-1; i>=0; i--)); do queue+=("test-py-${py_versions[i]}"); done
+for ((i=${#py_versions[@]}-1; i>=0; i--)); do
+    [[ " ${plain_sample[*]} " == *" ${py_versions[i]} "* ]] || queue+=("test-py-${py_versions[i]}")
+done
 queue+=(bench-smoke lint)
 workers=${FASTPROF_TEST_LANES:-2}
 

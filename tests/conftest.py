@@ -9,8 +9,9 @@
   (os.environ without the sanitizer preload, for starting programs that are
   not Python, e.g. a browser or ``dot``, from an ASan run).
 
-- Under the sanitizers, on versions outside tests/sanitizer_sample.py's
-  sample, deselects the files of Python-level code (that module says why).
+- Under ``make test`` and the sanitizers, on versions outside
+  tests/version_sample.py's sample, deselects the files of Python-level
+  code (that module says why).
 
 Environment seen by tests: FASTPROF_CALIBRATION_CACHE = build/calibration-cache.tsv
 (set here unless set), FASTPROF_SANITIZED=1 under the ASan+UBSan build
@@ -29,7 +30,7 @@ REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-import sanitizer_sample  # noqa: E402  (lives in tests/)
+import version_sample  # noqa: E402  (lives in tests/)
 
 # the profilers' calibration cache (fastprof/recording/calibration_cache.py) of this
 # checkout, not the user's: a run's costs do not depend on other runs'
@@ -57,16 +58,16 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if sanitizer_sample.runs_everything():
+    if version_sample.sample() is None:
         return
-    missing = [name for name in sanitizer_sample.PYTHON_LEVEL_FILES if not (TESTS_DIR / name).exists()]
+    missing = [name for name in version_sample.PYTHON_LEVEL_FILES if not (TESTS_DIR / name).exists()]
     if missing:
-        raise pytest.UsageError("tests/sanitizer_sample.py names test files that do not exist: %s"
+        raise pytest.UsageError("tests/version_sample.py names test files that do not exist: %s"
                                 % ", ".join(sorted(missing)))
-    left = [item for item in items if sanitizer_sample.left_to_the_sample(item)]
+    left = [item for item in items if version_sample.left_to_the_sample(item)]
     if left:
         config.hook.pytest_deselected(items=left)
-        items[:] = [item for item in items if not sanitizer_sample.left_to_the_sample(item)]
+        items[:] = [item for item in items if not version_sample.left_to_the_sample(item)]
 
 
 def pytest_report_header(config):
@@ -74,9 +75,11 @@ def pytest_report_header(config):
     lines = ["fastprof under test: %s" % (where or "NOT FOUND")]
     if os.environ.get("FASTPROF_SANITIZED") == "1":
         lines.append("fastprof build: ASan+UBSan (FASTPROF_SANITIZED=1)")
-        if not sanitizer_sample.runs_everything():
-            lines.append("Python-level test files left to the sanitized runs on %s (tests/sanitizer_sample.py)"
-                         % " and ".join(sanitizer_sample.SAMPLE_VERSIONS))
+    sample = version_sample.sample()
+    if sample is not None:
+        lines.append("Python-level test files left to the %s runs on %s (tests/version_sample.py)"
+                     % ("sanitized" if os.environ.get("FASTPROF_SANITIZED") == "1" else "plain",
+                        " and ".join(sample)))
     return lines
 
 

@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "%d.%d" % sys.version_info[:2]
-PACKAGING_PY = "3.12"
+PACKAGING_PY = "3.13"  # in tests/version_sample.py's PLAIN_SAMPLE
 SYSTEM_UTHASH = Path("/usr/include/uthash.h")     # Debian's uthash-dev (scripts/apt-packages.txt)
 MISSING_LINE = ("fastprof: uthash.h not found; install uthash (Debian/Ubuntu: apt install uthash-dev, "
                 "Fedora: dnf install uthash-devel, macOS: brew install uthash) or build from the sdist, "

@@ -354,11 +354,20 @@ class CountGate:
             except RuntimeError:  # a thread that was never started, or this one
                 pass
 
+    def _ran_before(self, ident, native):
+        """Whether the thread of a record (its ident, native id) was running
+        before the test began, other than the test's own.  3.9 and 3.10 know
+        a thread's native id only from its own events, not for a thread that
+        was running when profiling began (native 0): then its ident says
+        (an alive thread's ident is not reused)."""
+        if native:
+            return native in self.before and native != self.test_thread
+        return any(t.ident == ident for n, t in self.before.items() if n != self.test_thread)
+
     def _table(self, prof, noise_keys):
         """The test's count table, without the threads that were running
         before it began (a server an earlier test left running)."""
-        foreign = [tid for tid, _ident, native in prof.threads()
-                   if native in self.before and native != self.test_thread]
+        foreign = [tid for tid, ident, native in prof.threads() if self._ran_before(ident, native)]
         if not foreign:
             return counts.counts_of_test(self._counted_data(prof), framework_files=self.framework_files,
                                          noise_keys=noise_keys, kinds_memo=self.kinds_memo)

@@ -3,8 +3,9 @@ a test's counts do not depend on the run: which tests ran before it in its
 process (``-k``, xdist), the random state, the gate's own options
 (docs/gate.md, "It will not cry wolf").
 
-- ``seed_generators``: random's global generator (and numpy's legacy global
-  one, when numpy is imported) seeded from the test's node id, as
+- ``seed_generators``: random's global generator, tempfile's name
+  generator, and numpy's legacy global one when numpy is imported, seeded
+  from the test's node id, as
   pytest-randomly seeds them (``--fastprof-counts-no-seed`` turns it off);
 - ``Warmers``: process-wide state that a standard module creates at its
   first use (``WARMERS``), created before the first test instead of inside
@@ -34,12 +35,21 @@ def seed_of(nodeid: str) -> int:
 
 
 def seed_generators(nodeid: str) -> None:
-    """Seed random's global generator, and numpy's legacy global one when
-    numpy is imported, from the test's node id."""
+    """Seed random's global generator, tempfile's name generator, and
+    numpy's legacy global one when numpy is imported, from the test's node
+    id."""
     seed = seed_of(nodeid)
     random = sys.modules.get("random")
     if random is not None:
         random.seed(seed)
+    # tempfile's name generator: its random.Random, made at the first
+    # temporary file (``Warmers``), goes on from test to test; before 3.12
+    # a name's choice() calls getrandbits a number of times that depends
+    # on that state
+    names = getattr(sys.modules.get("tempfile"), "_name_sequence", None)
+    rng = getattr(names, "_rng", None)   # (not .rng: that property would make one)
+    if isinstance(rng, getattr(random, "Random", ())):
+        rng.seed(seed)
     numpy = sys.modules.get("numpy")
     legacy = getattr(getattr(numpy, "random", None), "seed", None)
     if legacy is not None:
