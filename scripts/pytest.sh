@@ -48,10 +48,7 @@ if [ "$kind" = asan ]; then
     timeout_per_test=${PYTEST_TIMEOUT:-900}
     # issue 4: the concurrency stress runs 10 s per mode under the sanitizers
     export FASTPROF_STRESS_SECONDS=${FASTPROF_STRESS_SECONDS:-10}
-    # The count gate's suites run pytest inside pytest dozens of times over
-    # Python code of the gate's own (no C path the rest of the suite does not
-    # take): a quarter of a sanitizer lane's time. The plain runs keep them.
-    extra+=(--ignore=tests/test_count_gate.py --ignore=tests/test_count_gate_real.py)
+    # (the files the sanitizers never run: tests/version_sample.py)
 fi
 export PYTEST_TIMEOUT=$timeout_per_test     # read by pytest-timeout
 

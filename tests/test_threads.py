@@ -132,10 +132,14 @@ def fmt(k):
 
 def call_counts(stats, py_keys):
     """({function: (cc, nc)} for py_keys, {(caller, callee): (nc, cc)} for
-    every edge whose caller is in py_keys -- callees include C functions)."""
+    every edge whose caller is in py_keys -- callees include C functions,
+    not fastprof's ``<gc>`` row: cProfile has none, and a collection comes
+    whenever the allocations say)."""
     funcs = {k: stats[k][:2] for k in py_keys if k in stats}
     edges = {}
     for callee, value in stats.items():
+        if callee == ("~", 0, "<gc>"):
+            continue
         for caller, sub in value[4].items():
             if caller in py_keys:
                 edges[(caller, callee)] = (sub[0], sub[1])

@@ -12,14 +12,21 @@ that the C files take on every version. ``make test`` runs them on a sample
 of versions that has each side of every version switch the Python code makes:
 
 - plain: PLAIN_SAMPLE, the oldest (3.9: the profile hook, the oldest
-  standard library), 3.13 (sys.monitoring; the one version that refuses
-  ``--fast``) and the newest;
+  standard library) and the newest;
 - under the sanitizers: ASAN_SAMPLE, 3.14 (sys.monitoring, attach and
   ``top`` through ``sys.remote_exec``), whose plain run leaves them to it.
 
-test_scale.py is there too: what it drives to 200,000 functions is the
-core's tables (csrc/fp_*, the same C on every version, whose growth the C
-tests also run under ASan and valgrind).
+A test that checks one version's own behaviour in a Python-level file (3.13
+refusing ``--fast``) is named in EVERY_VERSION_TESTS: it runs wherever its
+file is left out (and skips itself elsewhere).
+
+The files in NOT_SANITIZED_FILES never run under the sanitizers: they have
+no C path of their own (docs, the house rules, the benchmarks' scripts,
+packaging, the build without the extension, the count gate's pytest inside
+pytest, the command line's Ctrl-C and child-process timings over the signal
+toggle and fork paths the C files test) or their C is tested under ASan and
+valgrind by the C tests (test_scale.py: the core's tables driven to 200,000
+functions).
 
 The sample applies under ``make test`` (scripts/run-tests.sh sets
 FASTPROF_VERSION_SAMPLE=1) and in every sanitized run; ``make test-py`` and
@@ -30,7 +37,7 @@ everywhere until it is added to the list.
 import os
 import sys
 
-PLAIN_SAMPLE = ("3.9", "3.13", "3.15")
+PLAIN_SAMPLE = ("3.9", "3.15")
 ASAN_SAMPLE = ("3.14",)
 
 PYTHON_LEVEL_FILES = frozenset("""
@@ -45,6 +52,16 @@ PYTHON_LEVEL_FILES = frozenset("""
     test_tools.py test_top.py test_without_extension.py
 """.split())
 
+EVERY_VERSION_TESTS = frozenset("""
+    test_fast_on_3_13_is_a_usage_error
+""".split())
+
+NOT_SANITIZED_FILES = frozenset("""
+    test_benchmarks_smoke.py test_binding_doc.py test_compat_rules.py test_count_gate.py
+    test_count_gate_real.py test_ctrl_c.py test_doc_links.py test_house_rules.py
+    test_packaging.py test_scale.py test_subprocesses.py test_without_extension.py
+""".split())
+
 
 def _version():
     return "%d.%d" % sys.version_info[:2]
@@ -52,11 +69,11 @@ def _version():
 
 def sample():
     """The versions this run leaves the Python-level files to, or None
-    when it runs every file."""
+    when it runs them."""
     wanted = os.environ.get("FASTPROF_VERSION_SAMPLE")
     if wanted == "all":
         return None
-    if os.environ.get("FASTPROF_SANITIZED") == "1":
+    if _sanitized():
         versions = ASAN_SAMPLE
     elif wanted == "1":
         versions = PLAIN_SAMPLE
@@ -65,6 +82,16 @@ def sample():
     return None if _version() in versions else versions
 
 
-def left_to_the_sample(item):
-    """True for a test of a Python-level file (this run leaves it to the sample)."""
-    return os.path.basename(str(item.fspath)) in PYTHON_LEVEL_FILES
+def _sanitized():
+    return os.environ.get("FASTPROF_SANITIZED") == "1"
+
+
+def left_out(item):
+    """True for a test this run leaves to other versions or builds: under
+    the sanitizers, of a file they never run; outside the sample, of a
+    Python-level file, unless it checks one version's own behaviour."""
+    name = os.path.basename(str(item.fspath))
+    if _sanitized() and name in NOT_SANITIZED_FILES and os.environ.get("FASTPROF_VERSION_SAMPLE") != "all":
+        return True
+    return (name in PYTHON_LEVEL_FILES and sample() is not None
+            and getattr(item, "originalname", item.name) not in EVERY_VERSION_TESTS)
