@@ -1,5 +1,6 @@
 /* Attribute access and method calls by interned name, for the binding's
- * calls into Python modules (sys.monitoring, threading).
+ * calls into Python modules (sys.monitoring, threading), and the errors of
+ * the Python code it runs dropped (fpy_drop_error).
  *
  * CPython's type-attribute cache (3.10+) picks its slot by the address of
  * the name string and keeps a reference to it. PyObject_GetAttrString and
@@ -33,4 +34,12 @@ PyObject *fpy_call_method(PyObject *obj, const char *name, const char *fmt, ...)
     Py_XDECREF(args);
     Py_DECREF(method);
     return result;
+}
+
+void fpy_drop_error(void)
+{
+    int interrupted = PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt);
+    PyErr_Clear();
+    if (interrupted)
+        PyErr_SetInterrupt();
 }

@@ -35,7 +35,11 @@ static int decide(line_counter_t *lc, PyObject *code, PyFrameObject *frame)
         counted = 0;
         Py_CLEAR(r);
     }
-    if (!r) /* never the profiled program's error: told, and the code not counted */
+    /* never the profiled program's error: told, and the code not counted
+     * (a Ctrl-C handled in it is given back) */
+    if (!r && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+        fpy_drop_error();
+    else if (!r)
         PyErr_WriteUnraisable(lc->decide);
     Py_XDECREF(r);
     if (counted)

@@ -3,6 +3,22 @@
  * fpy_profiler.h, inline as every C call event asks for one). */
 #include "fpy_profiler.h"
 
+/* repr(o). PyObject_Repr runs pending signal handlers first: a Ctrl-C that
+ * comes as a C function is named raises its KeyboardInterrupt here. That
+ * is the program's, not the name's: the repr is made again (the right
+ * name, as cProfile's) and SIGINT tripped again, for the program's next
+ * bytecode. */
+static PyObject *repr_keeping_ctrl_c(PyObject *o)
+{
+    PyObject *res = PyObject_Repr(o);
+    if (res || !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+        return res;
+    PyErr_Clear();
+    res = PyObject_Repr(o);
+    PyErr_SetInterrupt();
+    return res;
+}
+
 /* The name of a builtin function or method object. */
 static PyObject *name_of_cfunction(PyCFunctionObject *fn)
 {
@@ -36,16 +52,16 @@ static PyObject *name_of_cfunction(PyCFunctionObject *fn)
         Py_DECREF(name);
         if (mo) {
             Py_INCREF(mo);
-            PyObject *res = PyObject_Repr(mo);
+            PyObject *res = repr_keeping_ctrl_c(mo);
             Py_DECREF(mo);
             if (res)
                 return res;
         }
     }
-    PyErr_Clear();
+    fpy_drop_error();
     PyObject *modname = fn->m_module;
     if (modname && PyUnicode_Check(modname))
-        return PyUnicode_FromFormat("<built-in method %S.%s>", modname, ml_name);
+        return PyUnicode_FromFormat("<built-in method %U.%s>", modname, ml_name);
     return PyUnicode_FromFormat("<built-in method %s>", ml_name);
 }
 
@@ -59,7 +75,7 @@ PyObject *fpy_cfunc_name(PyObject *callable, PyObject *self_arg)
     if (!bound)
         return NULL;
     PyObject *res = PyCFunction_Check(bound) ? name_of_cfunction((PyCFunctionObject *)bound)
-                                             : PyObject_Repr(callable);
+                                             : repr_keeping_ctrl_c(callable);
     Py_DECREF(bound);
     return res;
 }

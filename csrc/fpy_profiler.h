@@ -297,7 +297,8 @@ PyObject *fpy_thread_groups(fpy_profiler_t *p);
 void fpy_fold_reset(fpy_profiler_t *p);
 void fpy_fold_free(fpy_profiler_t *p);
 
-/* ---- fpy_attr.c: calls into Python modules by interned name ---- */
+/* ---- fpy_attr.c: calls into Python modules by interned name, their
+ * errors dropped ---- */
 
 /* getattr(obj, name) (new reference, or NULL with an exception set). */
 PyObject *fpy_getattr(PyObject *obj, const char *name);
@@ -305,6 +306,14 @@ PyObject *fpy_getattr(PyObject *obj, const char *name);
 /* obj.name(*args), args built by Py_BuildValue from `fmt`, which must make
  * a tuple: "(is)", "(O)". New reference, or NULL with an exception set. */
 PyObject *fpy_call_method(PyObject *obj, const char *name, const char *fmt, ...);
+
+/* Drops the error of Python code the binding ran from C (a callback, a
+ * timer, threading.setprofile): never the program's to see. Except a
+ * KeyboardInterrupt: that is a SIGINT whose handler ran inside that code
+ * (the interpreter runs handlers at any bytecode). It is the program's:
+ * SIGINT is tripped again, so its handler runs again at the program's next
+ * bytecode instead of the Ctrl-C being lost. */
+void fpy_drop_error(void);
 
 /* ---- C functions: keys (here, inline) and names (fpy_names.c) ---- */
 

@@ -37,6 +37,8 @@ fp_time_t fpy_now_custom(fpy_profiler_t *p)
     }
     if (ok) {
         p->last_now = now;
+    } else if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+        fpy_drop_error(); /* a Ctrl-C handled in the timer: the program's, and the last time stays */
     } else {
         /* Stop recording and keep the error for disable()/getstats(). */
         if (!p->error) {
@@ -102,7 +104,7 @@ uint64_t fpy_thread_started(fpy_profiler_t *p, uint64_t id)
     uint64_t group = r && PyLong_Check(r) ? PyLong_AsUnsignedLongLongMask(r) : 0;
     Py_XDECREF(r);
     Py_XDECREF(gone);
-    PyErr_Clear(); /* a name is not worth a failure (and the C type alone has no such method) */
+    fpy_drop_error(); /* a name is not worth a failure (and the C type alone has no such method) */
     fpy_exc_restore(&saved);
     return group < FPY_FOLDED_BIT ? group : 0;
 }
@@ -175,7 +177,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         int unnamable = !name && !PyErr_ExceptionMatches(PyExc_MemoryError);
         p->busy--;
         if (!name)
-            PyErr_Clear();
+            fpy_drop_error();
         fpy_exc_restore(&saved);
         if (unnamable) {
             fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);

@@ -44,6 +44,12 @@ int fpy_scope_decide(fpy_profiler_t *p, PyCodeObject *code)
         PyObject *r = PyObject_CallOneArg(s->decide, (PyObject *)code);
         in_scope = r ? PyObject_IsTrue(r) > 0 : 0;
         Py_XDECREF(r);
+        if (!r && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+            /* a Ctrl-C, not an answer: given back, and decided next time */
+            fpy_drop_error();
+            fpy_exc_restore(&saved);
+            return 0;
+        }
         PyErr_Clear();
         /* not remembered (out of memory): decided again next time */
         if (remember(s, code, in_scope) < 0) {

@@ -285,7 +285,7 @@ static void hook_new_threads_if_threading(fpy_profiler_t *p)
     if (rc != 0)
         p->legacy.threading_pending = 0;
     if (rc < 0)
-        PyErr_Clear();
+        fpy_drop_error();
     fpy_exc_restore(&saved);
 }
 
@@ -328,10 +328,10 @@ static void legacy_detach(fpy_profiler_t *p)
         PyObject *threading = imported_threading();
         PyObject *cur = threading ? fpy_getattr(threading, "_profile_hook") : NULL;
         if (cur == p->legacy.thread_starter && call_threading_setprofile(Py_None) < 0)
-            PyErr_Clear();
+            fpy_drop_error();
         Py_XDECREF(cur);
         Py_XDECREF(threading);
-        PyErr_Clear();
+        fpy_drop_error();
         Py_CLEAR(p->legacy.thread_starter);
     }
     fpy_exc_restore(&saved);

@@ -5,13 +5,17 @@ Test counts come from the pytest JUnit reports in build/reports/ and from
 the cmocka lines in build/logs/test-c.log. The last line reads
 "summary: N passed, N failed, N skipped": failed counts failed tests, plus
 each failed or not-run stage that reported no failed test of its own (a
-build error, a crash). Exit status 1 if any stage failed or did not run.
+build error, a crash). Failed tests are named just above that line, as
+CI logs are often read from the tail. Exit status 1 if any stage failed or
+did not run.
 """
 import glob
 import os
 import re
 import sys
 import xml.etree.ElementTree as ET
+
+MAX_FAILURES_NAMED = 10
 
 
 def pytest_counts(path):
@@ -26,6 +30,12 @@ def pytest_counts(path):
         c["failed"] += int(s.get("failures", 0)) + int(s.get("errors", 0))
         c["skipped"] += int(s.get("skipped", 0))
     c["passed"] = c["tests"] - c["failed"] - c["skipped"]
+    c["failures"] = []
+    for case in root.iter("testcase"):
+        for bad in list(case.findall("failure")) + list(case.findall("error")):
+            first = (bad.get("message") or "").strip().splitlines()[:1]
+            c["failures"].append("%s::%s  %s" % (case.get("classname", ""), case.get("name", ""),
+                                                 first[0][:100] if first else ""))
     return c
 
 
@@ -50,6 +60,7 @@ def main(argv):
     stages = [a.split() for a in argv[2:]]
     per_stage = {}
     details = {}
+    failures = []
 
     c = cmocka_counts("build/logs/test-c.log")
     per_stage["test-c"] = c
@@ -67,6 +78,7 @@ def main(argv):
                 continue
             for k in agg:
                 agg[k] += pc[k]
+            failures += ["%s %s: %s" % (stage, name, f) for f in pc["failures"]]
             parts.append("%s: %d/%d/%d" % (name, pc["passed"], pc["failed"], pc["skipped"]))
         per_stage[stage] = agg
         details[stage] = ("passed/failed/skipped  " + "  ".join(parts)) if parts else "no pytest report"
@@ -91,6 +103,11 @@ def main(argv):
         print(line)
     print("  total        %-8s %7s" % ("FAILED" if bad else "ok", fmt_time(total)))
     print("  logs: build/logs/, pytest reports: build/reports/")
+    # Named here, at the end, because a CI log is often read from its tail.
+    for line in failures[:MAX_FAILURES_NAMED]:
+        print("  failed: " + line)
+    if len(failures) > MAX_FAILURES_NAMED:
+        print("  failed: ... and %d more (see build/reports/)" % (len(failures) - MAX_FAILURES_NAMED))
     print("===========================================================")
     print("summary: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if bad else 0

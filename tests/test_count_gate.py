@@ -844,6 +844,21 @@ def test_baseline_ranges_merge_compare_and_round_trip():
     assert counts.compare(dict(learned, **{lock: 100}), {"f": 3, "f -> g": 11, lock: 190}) == []
     assert counts.compare(dict(learned, **{lock: 100}), {"f": 3, "f -> g": 11, lock: 201})
     assert counts.compare({lock: 100}, {lock: 101})                   # a steady test: exact
+    # a test that starts a thread or a pool: its waits follow the machine's
+    # speed even when they did not vary while learned (more-itertools'
+    # callback_iter polls Queue.get(timeout=...) until a future is done);
+    # its work stays exact
+    get, done = "f -> queue.py:Queue.get", "concurrent/futures/_base.py:Future.done"
+    pooled = {"f -> concurrent/futures/thread.py:ThreadPoolExecutor.submit": 1, get: 6, done: 7,
+              "f -> g": 3}
+    assert counts.starts_concurrency(pooled)
+    assert counts.compare(pooled, dict(pooled, **{get: 7, done: 8})) == []
+    assert counts.compare(pooled, dict(pooled, **{get: 13}))
+    assert counts.compare(pooled, dict(pooled, **{"f -> g": 4}))
+    threaded = {"t -> threading.py:Thread.start": 1, get: 6}
+    assert counts.compare(threaded, dict(threaded, **{get: 7})) == []
+    assert not counts.starts_concurrency({get: 6, "f -> g": 3})
+    assert counts.compare({get: 6}, {get: 7})                         # no thread: exact
     # a test that leaves a thread running: its last steps land before or after its end
     assert counts.compare({"#threads": 1, "x": 4008}, {"x": 4009}) == []
     assert counts.compare({"#threads": 1, "x": 4008}, {"x": 8016})

@@ -392,6 +392,21 @@ SCHEDULING = (
 )
 
 
+# what starts another thread, a pool or an event loop: a test that calls one
+# (or whose code does) has waits whose count follows the machine's speed --
+# a poll with a timeout finds the item on the first try or the third --
+# even when they did not vary while it was learned
+CONCURRENT = ("threading.py:Thread.start", "~:<built-in method _thread.start",
+              "concurrent/futures/", "multiprocessing/", "asyncio/")
+
+
+def starts_concurrency(table: Mapping[str, Count]) -> bool:
+    """Whether the test of *table* starts a thread, a pool or an event loop
+    (an entry, an edge's callee, from ``CONCURRENT``)."""
+    return any(not is_meta(entry) and entry.rsplit(EDGE, 1)[-1].startswith(CONCURRENT)
+               for entry in table)
+
+
 def scheduling_kind(entry: str) -> Optional[str]:
     """"lock", "wait" or "io" when *entry* (a function or an edge, by its
     callee) counts calls that follow thread scheduling or I/O arrival; None
@@ -447,12 +462,14 @@ def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float =
     gone entries always.  In a test whose counts vary (*old* has learned
     ranges, or the test leaves threads running): a count outside its
     ``allowed`` range (a range or an exact count widened by
-    ``NOISY_MARGIN``), a scheduling row (``scheduling_kind``) beyond twice
-    its highest count (or 2: a new one too); biggest change first."""
+    ``NOISY_MARGIN``).  In a noisy test or one that starts threads
+    (``starts_concurrency``): a scheduling row (``scheduling_kind``) beyond
+    twice its highest count (or 2: a new one too); biggest change first."""
     c_tolerance = tolerance if c_tolerance is None else c_tolerance
     # a test whose counts vary: some were learned as ranges, or it leaves
     # threads running (whose last steps land before or after its end)
     noisy = bool(old.get(THREADS)) or any(isinstance(c, tuple) for c in old.values())
+    waits_vary = noisy or starts_concurrency(old)
     out = []
     for entry in set(old) | set(new):
         if is_meta(entry):
@@ -462,8 +479,9 @@ def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float =
             continue
         tol = c_tolerance if is_c_entry(entry) else tolerance
         learned = base if isinstance(base, tuple) else None
-        if learned is not None or (noisy and (base or scheduling_kind(entry))):
-            lo, hi = allowed(base, tol, noisy and scheduling_kind(entry) is not None)
+        waits = waits_vary and scheduling_kind(entry) is not None
+        if learned is not None or waits or (noisy and base):
+            lo, hi = allowed(base, tol, waits)
             if lo <= b <= hi:
                 continue
             a = bounds(base)[0 if b < bounds(base)[0] else 1]
