@@ -48,7 +48,6 @@ if [ "$kind" = asan ]; then
     timeout_per_test=${PYTEST_TIMEOUT:-900}
     # issue 4: the concurrency stress runs 10 s per mode under the sanitizers
     export FASTPROF_STRESS_SECONDS=${FASTPROF_STRESS_SECONDS:-10}
-    # (the files the sanitizers never run: tests/version_sample.py)
 fi
 export PYTEST_TIMEOUT=$timeout_per_test     # read by pytest-timeout
 

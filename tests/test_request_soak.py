@@ -76,10 +76,14 @@ def test_thread_per_request_stays_flat(outcome, tmp_path):
     mw = WSGIMiddleware(app, tmp_path, **options)
     serve(mw, 100)  # first allocations, imports, the writer thread
     assert mw.profiler.flush(30)
+    # on a machine busier than its cores (CI runs two test lanes on two),
+    # other work moves the CPU ratios by up to 1.5x between batches: the
+    # bound is looser there; the memory bounds below stay exact
+    bound = 1.3 if os.getloadavg()[0] < (os.cpu_count() or 1) else 2.0
     try:
         got = [batch(mw) for _ in range(BATCHES)]
         cpus = [g[0] for g in got]
-        if cpus[-1] > 1.3 * cpus[1]:
+        if cpus[-1] > bound * cpus[1]:
             # Other work on a busy machine can slow some batches more than
             # the app-alone chunks beside them; a cost that grows with the
             # requests served keeps growing: three batches more, the best of
@@ -92,10 +96,6 @@ def test_thread_per_request_stays_flat(outcome, tmp_path):
     # and a drop that scanned every thread record
     assert mem5 <= mem2 + 64 * 1024, [g[1] for g in got]
     assert heap5 <= heap2 + 300, [g[2] for g in got]
-    # on a machine busier than its cores (CI runs two test lanes on two),
-    # other work moves the CPU ratios by up to 1.5x between batches: the
-    # bound is looser there; the memory bounds above stay exact
-    bound = 1.3 if os.getloadavg()[0] < (os.cpu_count() or 1) else 2.0
     assert min(cpus[BATCHES - 1:]) <= bound * cpu2, ([round(c, 2) for c in cpus], bound)
     if outcome == "written":
         assert mw.profiler.written >= BATCHES * PAIRS * PER_CHUNK  # (each chunk flushed)

@@ -92,12 +92,12 @@ def per_thread_tables(records):
         from .model import merge_stats  # (deferred: see the note at the top)
         ids = [t["id"] for t in members if "group" not in t]
         ended = sum(thread_count(t) for t in members if "group" in t)
-        which = ["ids %s" % _id_ranges(ids)] if ids else []
-        if ended:
-            which.append("%d ended earlier, folded" % ended)
         if len(ids) + ended == 1:  # one thread, ended before the newest 64
             out.append(("thread %s (ended earlier, folded)" % pattern, None, members[0]["stats"]))
             continue
+        which = ["ids %s" % _id_ranges(ids)] if ids else []
+        if ended:
+            which.append("%d ended earlier, folded" % ended)
         out.append(("%d threads %s (%s), stats summed" % (
             len(ids) + ended, pattern, ", ".join(which)), None, merge_stats([t["stats"] for t in members])))
     return out
