@@ -575,6 +575,46 @@ def test_unseeded_random_is_seeded_per_test(tmp_path):
     assert "likely cause: random numbers" in flagged[0].stdout, flagged[0].stdout
 
 
+MODULE_RANDOM = """\
+    import random
+
+    _rng = random.Random()
+    _randrange = random.Random().randrange     # more-itertools' is_prime keeps one so
+
+    def pick():
+        return _rng.randrange(600) + _randrange(600)
+
+    def test_b():
+        for _ in range(300):
+            pick()
+"""
+
+
+def test_a_modules_own_generators_are_seeded_per_test(tmp_path):
+    make(tmp_path, MODULE_RANDOM)
+    # before: seeded from the OS at import, each run draws again as often
+    # as its state says
+    assert len({raw_calls(tmp_path, [], GETRANDBITS) for _ in range(3)}) > 1
+    assert gate(tmp_path).returncode == 0
+    for _ in range(2):
+        assert_quiet(gate(tmp_path))
+    # found where a module keeps them; not random's own nor a SystemRandom
+    import random
+    import types
+
+    from fastprof.modes.count_steady import _scan_modules
+    mod = types.ModuleType("holder")
+    mod.a, mod.b = random.Random(), random.Random().random
+    mod.c, mod.d = random.SystemRandom(), random._inst
+    sys.modules["holder"] = mod
+    try:
+        found = _scan_modules(random)
+    finally:
+        del sys.modules["holder"]
+    assert any(r is mod.a for r in found) and any(r is mod.b.__self__ for r in found)
+    assert not any(r is mod.c or r is random._inst for r in found)
+
+
 def _has_xdist():
     try:
         import xdist  # noqa: F401

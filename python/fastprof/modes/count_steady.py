@@ -4,9 +4,11 @@ process (``-k``, xdist), the random state, the gate's own options
 (docs/gate.md, "It will not cry wolf").
 
 - ``seed_generators``: random's global generator, tempfile's name
-  generator, and numpy's legacy global one when numpy is imported, seeded
-  from the test's node id, as
-  pytest-randomly seeds them (``--fastprof-counts-no-seed`` turns it off);
+  generator, the ``random.Random`` instances modules keep at their top
+  level (``_randrange = random.Random().randrange``: more-itertools'
+  ``is_prime``), and numpy's legacy global one when numpy is imported,
+  seeded from the test's node id, as pytest-randomly seeds the global ones
+  (``--fastprof-counts-no-seed`` turns it off);
 - ``Warmers``: process-wide state that a standard module creates at its
   first use (``WARMERS``), created before the first test instead of inside
   whichever test uses it first;
@@ -20,6 +22,7 @@ import functools
 import gc
 import re
 import sys
+import types
 import weakref
 import zlib
 
@@ -35,13 +38,15 @@ def seed_of(nodeid: str) -> int:
 
 
 def seed_generators(nodeid: str) -> None:
-    """Seed random's global generator, tempfile's name generator, and
-    numpy's legacy global one when numpy is imported, from the test's node
-    id."""
+    """Seed random's global generator, tempfile's name generator, the
+    modules' own generators (``module_generators``), and numpy's legacy
+    global one when numpy is imported, from the test's node id."""
     seed = seed_of(nodeid)
     random = sys.modules.get("random")
     if random is not None:
         random.seed(seed)
+        for rng in module_generators(random):
+            rng.seed(seed)
     # tempfile's name generator: its random.Random, made at the first
     # temporary file (``Warmers``), goes on from test to test; before 3.12
     # a name's choice() calls getrandbits a number of times that depends
@@ -57,6 +62,46 @@ def seed_generators(nodeid: str) -> None:
             legacy(seed)
         except Exception:  # a numpy stand-in, a broken install: not the gate's business
             pass
+
+
+class _ModuleGenerators:
+    """The generators modules keep at their top level, found again only when
+    the number of imported modules changed (a scan reads every module's
+    globals: about 10 ms)."""
+
+    def __init__(self):
+        self.modules = -1
+        self.found = []
+
+    def __call__(self, random):
+        if len(sys.modules) != self.modules:
+            self.modules = len(sys.modules)
+            self.found = _scan_modules(random)
+        return self.found
+
+
+def _scan_modules(random):
+    """random.Random instances (not SystemRandom, not random's own) held by a
+    module's global, directly or as the object of a bound method."""
+    kinds, system, own = random.Random, random.SystemRandom, getattr(random, "_inst", None)
+    methods = (types.MethodType, types.BuiltinMethodType)
+    found = {}
+    for module in list(sys.modules.values()):
+        # types only, never an attribute of the value itself: a module's
+        # global may be a proxy whose every attribute runs code
+        if not issubclass(type(module), types.ModuleType):
+            continue
+        names = object.__getattribute__(module, "__dict__")  # (a lazy module's own would load it)
+        for value in list(names.values()):
+            if type(value) in methods:
+                value = value.__self__
+            cls = type(value)
+            if issubclass(cls, kinds) and not issubclass(cls, system) and value is not own:
+                found[id(value)] = value
+    return list(found.values())
+
+
+module_generators = _ModuleGenerators()
 
 
 # ---------------------------------------------------------------- first uses

@@ -120,8 +120,9 @@ def _add_count_options(group):
              "order) and keeps each count that varied as its range; 1: record one run")
     group.addoption(
         "--fastprof-counts-no-seed", action="store_true", default=False,
-        help="with --fastprof-counts: do not seed random's (and numpy's) global generator "
-             "from each test's node id before it runs")
+        help="with --fastprof-counts: do not seed random's global generator, the modules' own "
+             "random.Random generators and numpy's legacy one from each test's node id before "
+             "it runs")
 
 
 @pytest.hookimpl(tryfirst=True)
