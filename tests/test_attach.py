@@ -625,7 +625,7 @@ def test_fast_records_python_functions_only(tmp_path):
         status, _, stderr = attach(t.pid, "--duration", "1", "--fast", "-o", str(out))
         assert status == 0, stderr
         data = check_profile(out)
-        assert [k for k in data.stats if k[0] == "~"] == []
+        assert [k for k in data.stats if k[0] == "~" and k[2] != "<gc>"] == []  # a collection may come
         assert data.fast is True
     finally:
         result = t.finish(0)

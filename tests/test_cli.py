@@ -208,7 +208,7 @@ def test_no_builtins(project):
     r = fp("--no-builtins", "-o", "nb.prof", "work.py", cwd=project)
     assert r.returncode == 0, r.stderr
     stats = load_profile(str(project / "nb.prof")).stats
-    assert stats and not [k for k in stats if k[0] == "~"]
+    assert stats and not [k for k in stats if k[0] == "~" and k[2] != "<gc>"]  # a collection may come
 
 
 @pytest.mark.parametrize("mode, gen_calls", [("call", 6), ("wall", 1)])

@@ -571,7 +571,9 @@ def test_cli_fast(tmp_path):
     stats = pstats.Stats(str(out)).stats
     rows = {k[2]: v for k, v in stats.items() if k[0] == str(script)}
     assert rows["f"][:2] == (1, 177)
-    assert not [k for k in stats if k[0] == "~"]
+    # no C function (a collection, <gc>, may come: allocations since the
+    # last one, which the interpreter's startup in this checkout decides)
+    assert not [k for k in stats if k[0] == "~" and k[2] != "<gc>"]
 
 
 def test_cli_fast_with_wall_coroutines_is_a_usage_error(tmp_path):
