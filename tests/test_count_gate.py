@@ -553,14 +553,20 @@ RANDOM = """\
 GETRANDBITS = "<method 'getrandbits' of '_random.Random' objects>"
 
 
-def test_unseeded_random_is_seeded_per_test(tmp_path):
-    make(tmp_path, RANDOM)
-    # before: randrange draws again when a draw is out of range, as often as
-    # the generator's state says
+def _draws_vary_until_seeded(tmp_path, text):
+    """*text*'s test_b draws as often as its generator's state says (3 raw
+    runs differ); under the gate, recorded then rerun twice: quiet."""
+    make(tmp_path, text)
     assert len({raw_calls(tmp_path, [], GETRANDBITS) for _ in range(3)}) > 1
     assert gate(tmp_path).returncode == 0
     for _ in range(2):
         assert_quiet(gate(tmp_path))
+
+
+def test_unseeded_random_is_seeded_per_test(tmp_path):
+    # before: randrange draws again when a draw is out of range, as often as
+    # the generator's state says
+    _draws_vary_until_seeded(tmp_path, RANDOM)
     assert_quiet(gate(tmp_path, "-p", "xdist", "-n", "2") if _has_xdist() else gate(tmp_path))
     # the seed is the node id's: another test gets other draws
     from fastprof.modes.count_steady import seed_of
@@ -591,13 +597,9 @@ MODULE_RANDOM = """\
 
 
 def test_a_modules_own_generators_are_seeded_per_test(tmp_path):
-    make(tmp_path, MODULE_RANDOM)
     # before: seeded from the OS at import, each run draws again as often
     # as its state says
-    assert len({raw_calls(tmp_path, [], GETRANDBITS) for _ in range(3)}) > 1
-    assert gate(tmp_path).returncode == 0
-    for _ in range(2):
-        assert_quiet(gate(tmp_path))
+    _draws_vary_until_seeded(tmp_path, MODULE_RANDOM)
     # found where a module keeps them; not random's own nor a SystemRandom
     import random
     import types
