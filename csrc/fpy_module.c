@@ -568,8 +568,8 @@ static PyMethodDef profiler_methods[] = {
      "them)."},
     {"_route_times", (PyCFunction)fpy_route_times, METH_O,
      "_route_times($self, request, /)\n--\n\n[(record id, ident, seconds, CPU seconds, profiler "
-     "seconds)]: each thread's time in the context of request id request; the calling thread's "
-     "ends."},
+     "seconds, removed seconds)]: each thread's time in the context of request id request and "
+     "the profiler's cost taken out of its record; the calling thread's ends."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,

@@ -312,9 +312,10 @@ PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request)
     for (part = p->route.parts; out && part; part = part->hh.next) {
         if (!part_of(part, r))
             continue;
-        PyObject *item = Py_BuildValue(
-            "(KKddd)", (unsigned long long)part->id, (unsigned long long)part->rec->ident,
-            part->run * p->route.wall_ns_per_tick * 1e-9, part->cpu * 1e-9, part->own * tick);
+        PyObject *item =
+            Py_BuildValue("(KKdddd)", (unsigned long long)part->id, (unsigned long long)part->rec->ident,
+                          part->run * p->route.wall_ns_per_tick * 1e-9, part->cpu * 1e-9,
+                          part->own * tick, part->rec->offset * tick);
         if (!item || PyList_Append(out, item) < 0)
             Py_CLEAR(out);
         Py_XDECREF(item);

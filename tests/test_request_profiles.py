@@ -23,7 +23,7 @@ import fastprof
 from fastprof.data.profile_file import load_profile
 from fastprof.modes.middleware import ASGIMiddleware, WSGIMiddleware
 from fastprof.recording.profiler import entries_to_stats
-from helpers import line_hits, settrace_hits
+from helpers import cli_env, line_hits, settrace_hits
 
 HERE = __file__.rstrip("c")
 CLI = "import sys; from fastprof.cli import main; sys.exit(main())"
@@ -473,7 +473,11 @@ def test_route_times_per_thread_and_dropped_with_the_request():
         var.reset(token)
         times = prof.request_times(1)
         prof.disable()
-    by_ident = {ident: (run, cpu) for _tid, ident, run, cpu in times}
+    by_ident = {ident: (run, cpu) for _tid, ident, run, cpu, _removed in times}
+    # the profiler's cost taken out of each record's times: some, and part
+    # of what the whole profile says it removed
+    removed = [r for *_t, r in times]
+    assert all(r > 0 for r in removed) and sum(removed) <= prof.compensation_info()["removed"]
     assert sorted(tid for tid, *_rest in times) == sorted(route_records(prof, 1))
     # (CPU time less the profiler's own, as estimated: loose below)
     run, cpu = by_ident[threading.get_ident()]
@@ -496,7 +500,14 @@ def test_request_record_says_where_the_time_went(tmp_path):
     mw = WSGIMiddleware(app, tmp_path, every=1)
     call_wsgi(mw, "/sleep")
     call_wsgi(mw, "/busy")
-    sleep, busy = [load_profile(tmp_path / n).request for n in written(mw)]
+    profiles = [load_profile(tmp_path / n) for n in written(mw)]
+    sleep, busy = [p.request for p in profiles]
+    # the profiler's cost taken out of the request's times, said as in any
+    # profile: two events a call
+    for p in profiles:
+        comp = p.compensation
+        assert comp["on"] and comp["events"] == 2 * sum(v[1] for v in p.stats.values()), comp
+        assert 0 < comp["removed"] < p.request["recorded"], comp
     # a sleep: in a recorded frame (time.sleep), off the CPU
     assert sleep["duration"] >= sleep["recorded"] >= 0.15
     assert sleep["cpu"] < 0.3 * sleep["duration"]
@@ -506,6 +517,9 @@ def test_request_record_says_where_the_time_went(tmp_path):
     assert re.match(r"Request: GET /sleep -> 200 in [\d.]+ ms: [\d.]+ ms in recorded frames, "
                     r"[\d.]+ .s CPU$", request_line(sleep)), request_line(sleep)
     assert "the times below are mostly waiting" in request_hint(sleep)[0]
+    shown = subprocess.run([sys.executable, "-m", "fastprof.cli", "view", str(tmp_path / written(mw)[0])],
+                           capture_output=True, text=True, env=cli_env(), check=True).stdout
+    assert re.search(r"^profiler cost removed: \d+ ns/event, \d+ events$", shown, re.M), shown
 
 
 def test_request_waiting_for_the_gil_says_so(tmp_path):

@@ -10,6 +10,7 @@ and what a profiler could leave behind are compared with a run nobody
 watched.
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import time
 import pytest
 
 import fastprof
+from fastprof.data import cost_note
 from fastprof.data.profile_file import load_profile
 from fastprof.modes import top
 from helpers import TESTS_DIR, cli_env
@@ -49,6 +51,7 @@ BEFORE = {
     "all": [[0, 10, 0, 1.5, 2.0], [1, 4, 1, 0.25, 0.5], [2, 7, 0, 0.125, 0.125]],
     "helper": [[2, 3, 0, 0.0625, 0.0625]],  # the agent's own calls, in "all" too
     "thread": [2, [[0, 6, 0, 1.0, 1.25], [2, 4, 0, 0.0625, 0.0625]]],
+    "compensate": True, "removed": 0.001,
 }
 AFTER = {
     "seq": 6, "time": 100.5, "elapsed": 3.5,
@@ -57,6 +60,7 @@ AFTER = {
             [3, 2, 1, 0.5, 1.0]],
     "helper": [[2, 3, 0, 0.0625, 0.0625]],
     "thread": [2, [[0, 8, 0, 1.25, 1.5], [2, 54, 0, 0.125, 0.125]]],
+    "compensate": True, "removed": 0.001 + 108 * 2 * 50e-9,
 }
 
 
@@ -92,6 +96,20 @@ def test_since_attach_is_the_snapshot_itself():
     assert as_dict(rows) == {F: (18, 17, 2.5, 3.75), G: (4, 3, 0.25, 0.5), LEN: (104, 104, 0.1875, 0.1875)}
 
 
+def test_the_screen_says_what_was_removed():
+    """The cost line: raw times said so; a snapshot that does not say (an
+    agent of another version) shows none."""
+    assert top.cost_line(BEFORE, dict(AFTER, compensate=False, removed=0.0)) == cost_note.RAW_NOTE
+    unsaid = {k: v for k, v in BEFORE.items() if k not in ("compensate", "removed")}
+    assert top.cost_line(unsaid, AFTER) is None
+    assert top.cost_line(BEFORE, unsaid) is None
+    view = top.View(4321, micro="u")
+    view.add_functions([list(F) + [None], list(G) + [None], list(LEN) + [None], list(F) + [None]])
+    view.add_snapshot(unsaid)
+    view.add_snapshot({k: v for k, v in AFTER.items() if k not in ("compensate", "removed")})
+    assert view.lines(80, 24)[3].split()[0] == "OWN"
+
+
 def test_sorting_and_the_screen():
     rows, _s = top.interval_rows(BEFORE, AFTER, KEYS)
     assert [r.key for r in top.sort_rows(rows, "own")] == [F, LEN]
@@ -106,15 +124,18 @@ def test_sorting_and_the_screen():
     assert lines[0] == "fastprof top - process 4321 - up 0:03"
     assert lines[1] == "threads: all (3) - sort: own time - last 500 ms"
     assert lines[2] == "2 functions ran, 108 calls (216/s), 1.12 s own time"
-    assert lines[3].split() == ["OWN", "OWN%", "CUM", "CALLS", "CALLS/S", "FUNCTION"]
-    assert lines[4].split() == ["1.00", "s", "200.0%", "1.75", "s", "8/7", "16", "App.f", "(app.py:10)"]
-    assert lines[5].split() == ["125", "ms", "25.0%", "125", "ms", "100", "200",
+    # what was taken out of those times: all threads' calls in the period
+    # (the agent's included, as in what was removed), 2 events each
+    assert lines[3] == "profiler cost removed: 50 ns/event, 216 events"
+    assert lines[4].split() == ["OWN", "OWN%", "CUM", "CALLS", "CALLS/S", "FUNCTION"]
+    assert lines[5].split() == ["1.00", "s", "200.0%", "1.75", "s", "8/7", "16", "App.f", "(app.py:10)"]
+    assert lines[6].split() == ["125", "ms", "25.0%", "125", "ms", "100", "200",
                                 "<built-in", "method", "builtins.len>"]
     assert lines[-1] == top.HELP_LINE
     # the keys' effects: sort, the thread filter (the agent is asked for its
     # rows), since attach, pause
     view.sort = "calls"
-    assert "builtins.len" in view.lines(80, 24)[4]
+    assert "builtins.len" in view.lines(80, 24)[5]
     view.next_thread()
     assert view.thread == 1 and view.lines(80, 24)[1].startswith("threads: MainThread [1]")
     view.next_thread()
@@ -128,6 +149,8 @@ def test_sorting_and_the_screen():
     view.next_thread(-2)
     view.total = True
     assert view.lines(80, 24)[1].endswith("since attach, 3.50 s")
+    assert view.lines(80, 24)[3] == "profiler cost removed: %.0f ns/event, 258 events" % (
+        AFTER["removed"] / 258 * 1e9)
     view.toggle_pause()
     view.add_snapshot(dict(AFTER, seq=7, time=101.5, elapsed=4.5))
     assert view.lines(80, 24)[0].endswith("up 0:03 - PAUSED")
@@ -288,7 +311,7 @@ def row_of(lines, name):
 
 
 def table(lines):
-    return [line for line in lines[4:-2] if line.strip()]
+    return [line for line in lines[5:-2] if line.strip()]
 
 
 def header_and_rows(lines, header, *names):
@@ -425,7 +448,9 @@ def test_attach_and_detach_20_times(tmp_path, baseline):
             assert status == 0, stderr
             lines = stdout.splitlines()
             assert lines[0].startswith("fastprof top - process %d - up " % t.pid), stdout
-            assert lines[3].split()[:2] == ["OWN", "OWN%"], stdout
+            # what was taken out of the times shown, as the views say it
+            assert re.fullmatch(r"profiler cost removed: \d+ ns/event, [\d.]+ k? ?events", lines[3]), stdout
+            assert lines[4].split()[:2] == ["OWN", "OWN%"], stdout
             assert 1 <= len(table(lines + ["", ""])) <= 6, stdout
             assert stderr.splitlines()[-1] == "fastprof top: detached from process %d" % t.pid, stderr
             assert list(private.iterdir()) == []

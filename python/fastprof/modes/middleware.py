@@ -225,13 +225,14 @@ class RequestProfiler:
     def _collect(self, rid, times):
         """The profile of request *rid*, from its records (*times*: the
         profiler's ``request_times``, one per thread that ran it)."""
+        from ..data import cost_note
         from ..data.names import qualnames_of
         from ..data.profile_file import ProfileData
         from ..tools.merge import merge_profiles  # (deferred: only kept requests need them)
         prof = self._profile
         names = {t.ident: t.name for t in threading.enumerate()}
         parts, threads = [], []
-        for tid, ident, _run, _cpu in sorted(times):
+        for tid, ident, *_times in sorted(times):
             entries = prof.getstats(tid)
             if not entries:
                 continue
@@ -247,6 +248,11 @@ class RequestProfiler:
         data.clock = prof.clock_info()["clock"]
         data.only = prof.options.get("only")
         data.fast = prof.options["fast"]
+        # what compensation took out of this request's records, as any
+        # profile says it (the views' "profiler cost removed" line)
+        data.compensation = cost_note.record(prof.compensation_info()["compensate"],
+                                             sum(t[4] for t in times),
+                                             sum(int(v[1]) for v in data.stats.values()))
         # lines= (line counts are routed by request too, csrc/fpy_lines.c);
         # lines lost for lack of memory cost the file its lines, not its functions
         try:
@@ -386,9 +392,9 @@ def _request_record(req, duration, stats, times):
     record = {"method": req.method, "path": req.path, "status": int(req.status),
               "duration": duration, "time": req.wall,
               "recorded": sum(float(v[2]) for v in stats.values()),
-              "cpu": sum(cpu for _tid, _ident, _run, cpu in times)}
+              "cpu": sum(t[3] for t in times)}
     if req.in_task:
-        ran = sum(run for _tid, ident, run, _cpu in times if ident == req.home)
+        ran = sum(t[2] for t in times if t[1] == req.home)
         record["suspended"] = max(0.0, duration - ran)
     return record
 

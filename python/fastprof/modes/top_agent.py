@@ -23,7 +23,10 @@ same private directory):
                      "thread": [id, rows] of the thread the viewer asked for
                      (the ``thread`` file), or None; "cost": the helper's
                      CPU seconds for this snapshot, the file written aside
-                     (what it took from the target).  A row per function:
+                     (what it took from the target); "compensate", "removed":
+                     whether the profiler takes its own cost out of the
+                     times, and the seconds taken out so far (all threads).
+                     A row per function:
                      [function number, calls, recursive calls, tottime, cumtime],
                      cumulative since attach
     thread           the id of the thread the viewer shows (written by it)
@@ -117,6 +120,7 @@ class TopSession(attach_agent.Session):
                 at = time.monotonic()
                 every = self.rows(prof.getstats())
                 own = self.rows(prof.getstats(helper)) if helper is not None else []
+                compensation = prof.compensation_info()
                 one = None
                 if wanted is not None and any(t[0] == wanted for t in threads):
                     one = [wanted, self.rows(prof.getstats(wanted))]
@@ -126,6 +130,7 @@ class TopSession(attach_agent.Session):
             note_bytes(self.directory, "snapshot", marshal.dumps(
                 {"seq": self.seq, "time": at, "elapsed": at - self.started_at,
                  "threads": threads, "all": every, "helper": own, "thread": one,
+                 "compensate": compensation["compensate"], "removed": compensation["removed"],
                  "cost": time.thread_time() - cpu}))
 
     def rows(self, entries):

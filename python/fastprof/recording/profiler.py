@@ -323,14 +323,16 @@ class Profile(_fastprof.Profiler):
 
     def request_times(self, request):
         """Where a routed request's time went, per thread that ran it: a
-        list of ``(record id, ident, seconds, cpu_seconds)``: the thread's
-        time in the request's context (from its first event there to its
-        first event elsewhere) and its CPU time meanwhile, the profiler's
-        own time taken out of it where the times are compensated (the C
-        ``_route_times``). The calling thread's time in it ends here."""
+        list of ``(record id, ident, seconds, cpu_seconds, removed)``: the
+        thread's time in the request's context (from its first event there
+        to its first event elsewhere) and its CPU time meanwhile, the
+        profiler's own time taken out of it where the times are compensated,
+        and the profiler's cost taken out of the record's times (0 when
+        raw; the C ``_route_times``). The calling thread's time in it ends
+        here."""
         compensate = self._options["compensate"]
-        return [(tid, ident, run, max(0.0, cpu - own) if compensate else cpu)
-                for tid, ident, run, cpu, own in self._route_times(request)]
+        return [(tid, ident, run, max(0.0, cpu - own) if compensate else cpu, removed)
+                for tid, ident, run, cpu, own, removed in self._route_times(request)]
 
     def drop_request(self, request):
         """Free what was recorded for a routed request: its thread records
