@@ -203,6 +203,9 @@ def _child_main(seconds, coroutines, seed):
     # -- chaos ---------------------------------------------------------------
 
     def random_thread_id(rng):
+        """A record id from threads(), read in the same hold: unheld, another
+        thread's read may fold the record away meanwhile (the KeyError
+        threads() documents; a CI run beside other work met it)."""
         records = prof.threads()
         return rng.choice(records)[0] if records else None
 
@@ -223,17 +226,19 @@ def _child_main(seconds, coroutines, seed):
                 elif op == "getstats":
                     entries_to_stats(prof.getstats())
                 elif op == "getstats_thread":
-                    tid = random_thread_id(rng)
-                    if tid is not None:
-                        entries_to_stats(prof.getstats(thread=tid))
+                    with prof.threads_held():
+                        tid = random_thread_id(rng)
+                        if tid is not None:
+                            entries_to_stats(prof.getstats(thread=tid))
                 elif op == "threads":
                     prof.threads()
                 elif op == "callpaths":
                     prof.callpaths()
                 elif op == "callpaths_thread":
-                    tid = random_thread_id(rng)
-                    if tid is not None:
-                        prof.callpaths(thread=tid)
+                    with prof.threads_held():
+                        tid = random_thread_id(rng)
+                        if tid is not None:
+                            prof.callpaths(thread=tid)
                 elif op == "memory":
                     assert prof.memory() >= 0
                 elif op == "clock_info":
