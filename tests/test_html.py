@@ -179,7 +179,7 @@ class Chromium:
             raise CDPError("JS error in %r: %s" % (expression, res["exceptionDetails"]))
         return res["result"].get("value")
 
-    def wait_for(self, expression, timeout=10.0):
+    def wait_for(self, expression, timeout=60.0):
         deadline = time.monotonic() + timeout
         while True:
             if self.eval("!!(%s)" % expression):

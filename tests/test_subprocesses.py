@@ -330,7 +330,7 @@ STUCK = textwrap.dedent("""\
     if __name__ == "__main__":
         p = multiprocessing.get_context(sys.argv[1]).Process(target=stuck)
         p.start()
-        p.join(30)
+        p.join(150)  # (a loaded machine: the child boots, sums, takes the signal, writes)
         if p.exitcode is None:
             p.kill()
             p.join()

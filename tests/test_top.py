@@ -282,7 +282,7 @@ class Tmux:
     def keys(self, *keys):
         self.tmux("send-keys", "-t", "top", *keys)
 
-    def wait(self, cond, what, timeout=30.0):
+    def wait(self, cond, what, timeout=120.0):
         """Until cond(screen lines) is true; returns its value."""
         last = []
 
