@@ -479,7 +479,8 @@ def test_route_times_per_thread_and_dropped_with_the_request():
     # the profiler's cost taken out of each record's times: some, and part
     # of what the whole profile says it removed
     removed = [r for *_t, r in times]
-    assert all(r > 0 for r in removed) and sum(removed) <= prof.compensation_info()["removed"]
+    whole = prof.compensation_info()["removed"]
+    assert all(r > 0 for r in removed) and sum(removed) <= whole * (1 + 1e-9), (removed, whole)  # (float sums)
     assert sorted(tid for tid, *_rest in times) == sorted(route_records(prof, 1))
     # (CPU time less the profiler's own, as estimated: loose below)
     run, cpu = by_ident[threading.get_ident()]
