@@ -58,7 +58,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    missing = [name for name in version_sample.PYTHON_LEVEL_FILES | version_sample.NOT_SANITIZED_FILES
+    missing = [name for name in (version_sample.PYTHON_LEVEL_FILES | version_sample.NOT_SANITIZED_FILES
+                                 | version_sample.SANITIZED_ON_SAMPLE_FILES)
                if not (TESTS_DIR / name).exists()]
     if missing:
         raise pytest.UsageError("tests/version_sample.py names test files that do not exist: %s"

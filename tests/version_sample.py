@@ -28,6 +28,11 @@ toggle and fork paths the C files test) or their C is tested under ASan and
 valgrind by the C tests (test_scale.py: the core's tables driven to 200,000
 functions).
 
+The files in SANITIZED_ON_SAMPLE_FILES run plain on every version but under
+the sanitizers only on ASAN_SAMPLE: they repeat, thousands of times, paths
+that the other files run sanitized on every version, to measure growth
+(test_request_soak.py: memory and CPU per request over 8,000 requests).
+
 The sample applies under ``make test`` (scripts/run-tests.sh sets
 FASTPROF_VERSION_SAMPLE=1) and in every sanitized run; ``make test-py`` and
 a plain ``pytest`` run every file.
@@ -62,6 +67,10 @@ NOT_SANITIZED_FILES = frozenset("""
     test_packaging.py test_scale.py test_subprocesses.py test_without_extension.py
 """.split())
 
+SANITIZED_ON_SAMPLE_FILES = frozenset("""
+    test_request_soak.py
+""".split())
+
 
 def _version():
     return "%d.%d" % sys.version_info[:2]
@@ -88,10 +97,14 @@ def _sanitized():
 
 def left_out(item):
     """True for a test this run leaves to other versions or builds: under
-    the sanitizers, of a file they never run; outside the sample, of a
-    Python-level file, unless it checks one version's own behaviour."""
+    the sanitizers, of a file they never run (or run on ASAN_SAMPLE only,
+    elsewhere); outside the sample, of a Python-level file, unless it
+    checks one version's own behaviour."""
     name = os.path.basename(str(item.fspath))
-    if _sanitized() and name in NOT_SANITIZED_FILES and os.environ.get("FASTPROF_VERSION_SAMPLE") != "all":
-        return True
+    if _sanitized() and os.environ.get("FASTPROF_VERSION_SAMPLE") != "all":
+        if name in NOT_SANITIZED_FILES:
+            return True
+        if name in SANITIZED_ON_SAMPLE_FILES and _version() not in ASAN_SAMPLE:
+            return True
     return (name in PYTHON_LEVEL_FILES and sample() is not None
             and getattr(item, "originalname", item.name) not in EVERY_VERSION_TESTS)

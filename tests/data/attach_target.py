@@ -1,13 +1,15 @@
 """A service-like target for tests/test_attach.py: three worker threads
 doing known work in a loop until told to stop.
 
-    python attach_target.py CONTROL_DIR [--block-main SECONDS]
+    python attach_target.py CONTROL_DIR [--block-main FIFO]
 
-Writes CONTROL_DIR/ready once the workers run.  Stops when CONTROL_DIR/stop
+Writes CONTROL_DIR/ready once every worker has done work.  Stops when CONTROL_DIR/stop
 appears (its content: the exit status), then prints the work done and what
 sys.monitoring's profiler slot holds (and whether fastprof or sys.path changed), and exits with that status.  With
---block-main the main thread first sleeps SECONDS in one C call
-(time.sleep), the case where an attach request has to wait.
+--block-main the main thread first waits in one C call (opening the named
+pipe FIFO for reading, then reading a byte from it) until the test writes to
+it: the case where an attach request has to wait for as long as the test
+wants.
 """
 import os
 import sys
@@ -35,18 +37,23 @@ def worker(results, k, stop):
 def main():
     path_at_start = list(sys.path)
     control = sys.argv[1]
-    block = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--block-main" else 0
+    block = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--block-main" else None
     results = [0, 0, 0]
     stop = threading.Event()
     workers = [threading.Thread(target=worker, args=(results, k, stop), name="worker-%d" % k)
                for k in range(3)]
     for t in workers:
         t.start()
+    while not all(results):  # each worker has done work: "work done" holds however soon it stops
+        time.sleep(0.001)
     with open(os.path.join(control, "ready.tmp"), "w") as f:
         f.write(str(os.getpid()))
     os.replace(os.path.join(control, "ready.tmp"), os.path.join(control, "ready"))
     if block:
-        time.sleep(block)  # one C call: the main thread checks for nothing meanwhile
+        # one C call each: the main thread checks for nothing meanwhile
+        fd = os.open(block, os.O_RDONLY)
+        os.read(fd, 1)
+        os.close(fd)
     stop_file = os.path.join(control, "stop")
     while not os.path.exists(stop_file):
         time.sleep(0.02)
