@@ -990,3 +990,35 @@ def test_a_thread_ending_as_the_test_ends_is_counted_in_it(tmp_path):
     assert t["test_work.py:finish"] == 1
     assert "#threads" not in t
     assert_quiet(gate(tmp_path))
+
+
+SERVING = """\
+    import threading
+    import time
+
+    def finish():
+        pass
+
+    def serve(request):
+        request.wait()
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.4:   # CPU work: longer than the gate's grace
+            pass
+        finish()
+
+    def test_b():
+        request = threading.Event()
+        threading.Thread(target=serve, args=(request,)).start()
+        request.set()   # its reply is worked out after the test returns
+"""
+
+
+def test_a_thread_still_working_as_the_test_ends_is_counted_in_it(tmp_path):
+    # past the grace, a thread that still has work to run (runnable, not
+    # blocked) is waited for: on a loaded machine a server thread woken by a
+    # test's last request can need a while to get a core
+    make(tmp_path, SERVING)
+    assert gate(tmp_path).returncode == 0
+    t = tables(tmp_path)["test_b"]
+    assert t.get("test_work.py:finish") == 1, sorted(t)
+    assert "#threads" not in t

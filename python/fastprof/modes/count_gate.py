@@ -62,6 +62,7 @@ TOLERANCE_MARK = "fastprof_counts_tolerance"   # (PERCENT): this test's own tole
 REEXEC_MARK = "FASTPROF_COUNTS_REEXEC"
 PASS_MARK = "FASTPROF_COUNTS_PASS"   # a learning pass: its number (2, 3...)
 THREAD_GRACE = 0.25   # seconds a test's threads get to end after its teardown
+THREAD_SETTLE = 2.0   # more seconds for those of them that still have work to run (Linux)
 # the gate's options that take a value (stripped from sys.argv with it)
 VALUE_OPTIONS = ("--fastprof-counts", "--fastprof-counts-tolerance", "--fastprof-counts-c-tolerance",
                  "--fastprof-counts-report", "--fastprof-counts-runs")
@@ -162,6 +163,24 @@ def threads_now():
     return {t.native_id: t for t in threading.enumerate()}
 
 
+def _join(thread, timeout):
+    try:
+        thread.join(timeout)
+    except RuntimeError:  # a thread that was never started
+        pass
+
+
+def _runnable(native_id):
+    """Whether the kernel has thread *native_id* of this process running or
+    waiting for a core (state R), as /proc says; False where it cannot say."""
+    try:
+        with open("/proc/self/task/%d/stat" % native_id, "rb") as f:
+            stat = f.read()
+    except (OSError, TypeError):  # gone, not Linux, or no native id
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] == b"R"
+
+
 def plugin_files(config):
     """The files of the pytest plugins this run loaded (third-party plugins
     such as anyio's), relative to their sys.path entries: the test framework's,
@@ -248,6 +267,7 @@ class CountGate:
         self.paths_memo = PathsMemo()  # the files' relative paths, found once per run
         self.kinds_memo = {}    # what the table does with each function (counts.function_kind)
         self.before = {}        # the threads alive when the current test began
+        self.left_running = 0   # how many of its threads ran on when its counting stopped
         self.test_thread = None  # the native id of the thread that runs it
         self.outcome = None
         self.written = []       # baseline files written
@@ -277,6 +297,7 @@ class CountGate:
         if self.seed:
             count_steady.seed_generators(item.nodeid)
         self.before = threads_now()
+        self.left_running = 0
         self.test_thread = _current_native_id()
 
     def _profiled(self, item, first=False, last=False):
@@ -298,6 +319,9 @@ class CountGate:
             yield
             if last:
                 self._wait_for_threads()
+                # counted now, as counting stops: a thread ending while the
+                # table is made was still running when its counts were cut
+                self.left_running = len(self._started_threads())
         finally:
             try:
                 prof.disable()
@@ -330,9 +354,8 @@ class CountGate:
             if self.framework_files is None:
                 self.framework_files = plugin_files(self.config)
             table = self._table(prof, shared_fixture_keys(item))
-            left = [t for native, t in threads_now().items() if native not in self.before]
-            if left:
-                table[counts.THREADS] = len(left)
+            if self.left_running:
+                table[counts.THREADS] = self.left_running
             self.tables[item.nodeid] = table
         except Exception as exc:  # never lose the run to the gate
             self.problems.append("%s: not counted: %s" % (item.nodeid, exc))
@@ -343,16 +366,27 @@ class CountGate:
         worker that handles a close request as the test ends does so inside
         the test, not before or after it as the machine's speed decides."""
         deadline = time.monotonic() + THREAD_GRACE
-        for native, thread in threads_now().items():
-            if native in self.before or thread is threading_current():
-                continue
+        for thread in self._started_threads().values():
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            try:
-                thread.join(left)
-            except RuntimeError:  # a thread that was never started, or this one
-                pass
+            _join(thread, left)
+        # then, up to THREAD_SETTLE more seconds, those that still have work
+        # to run (the kernel has them runnable: woken by the data a test sent
+        # its server, waiting only for a core on a loaded machine); a thread
+        # blocked for good (a server on accept(), a sleeping poller) is not
+        deadline = time.monotonic() + THREAD_SETTLE
+        while time.monotonic() < deadline:
+            busy = [t for native, t in self._started_threads().items() if _runnable(native)]
+            if not busy:
+                break
+            _join(busy[0], 0.01)
+
+    def _started_threads(self):
+        """{native id: Thread} of the threads alive now that the test started."""
+        here = threading_current()
+        return {native: t for native, t in threads_now().items()
+                if native not in self.before and t is not here}
 
     def _ran_before(self, ident, native):
         """Whether the thread of a record (its ident, native id) was running
