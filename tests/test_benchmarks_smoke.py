@@ -231,6 +231,62 @@ def test_threads_read_runs():
     assert res.returncode == 2 and "thread counts must be at least 1" in res.stderr
 
 
+TINY_LIBRARY = """\
+def helper(x):
+    if x < 0:
+        raise ValueError(x)
+    return x * 2
+
+
+def caller(x):
+    return helper(x) + 1
+
+
+def other(x):
+    return x + 1
+"""
+
+TINY_TESTS = """\
+import pytest
+
+from tinylib import caller, other
+
+
+def test_reaches_the_edge():
+    assert caller(3) == 7
+
+
+def test_raises_at_the_first_call():
+    with pytest.raises(ValueError):
+        caller(-1)
+
+
+def test_never_calls_it():
+    assert other(1) == 2
+"""
+
+
+def test_gate_injected_regression_finds_exactly_the_tests(tmp_path):
+    """questions/gate_injected_regression.py (issue 32's protocol) on a tiny
+    project: of the two tests whose baseline holds caller -> helper, the one
+    that makes the second call is flagged, naming the edge; the one whose
+    first call raises is listed and not flagged; the third never is."""
+    project = tmp_path / "tiny"
+    (project / "tests").mkdir(parents=True)
+    (project / "tinylib.py").write_text(TINY_LIBRARY)
+    (project / "tests" / "test_tiny.py").write_text(TINY_TESTS)
+    script = os.path.join(QUESTIONS, "gate_injected_regression.py")
+    res = subprocess.run([sys.executable, script, str(project), "--function", "tinylib.py:caller",
+                          "--helper", "helper"], capture_output=True, text=True, timeout=300, env=_env())
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert "tests whose baseline holds the edge: 2" in out, out
+    assert "no second call: tests/test_tiny.py::test_raises_at_the_first_call" in out, out
+    assert "tests that made the second call: 1; flagged: 1 (exit status 1)" in out, out
+    assert "exact: every test that reaches the edge" in out, out
+    assert (project / "tinylib.py").read_text() == TINY_LIBRARY   # the change went to a copy
+
+
 @pytest.mark.skipif(not hasattr(sys, "remote_exec"), reason="fastprof top: 3.14+")
 def test_top_thread_churn_runs():
     """questions/top_thread_churn.py (docs/top.md) still runs: a short

@@ -1,7 +1,7 @@
 """Does the count gate cry wolf on real test suites, out of the box?
 
     python benchmarks/questions/gate_false_alarms.py PROJECT [PROJECT...]
-           [--serial 10] [--xdist 5] [--subset 3] [--tests tests]
+           [--serial 10] [--xdist 5] [--subset 3] [--tests tests] [--deselect NODEID]
 
 The protocol of issue 32: per PROJECT (an unpacked sdist, or NAME==VERSION,
 fetched as gate_cost.py fetches it), a baseline is recorded with the gate's
@@ -60,6 +60,8 @@ def main(argv=None):
     ap.add_argument("--xdist", type=int, default=5, help="unchanged reruns under -n 2 (default 5; 0: none)")
     ap.add_argument("--subset", type=int, default=3, help="reruns of a -k subset (default 3)")
     ap.add_argument("--tests", default="tests", help="the test path inside a project (default: tests)")
+    ap.add_argument("--deselect", action="append", default=[], metavar="NODEID",
+                    help="a test to leave out: one that fails here with the gate off too (as root, say)")
     args = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="gate-alarms-")
     env = dict(os.environ, PYTEST_ADDOPTS="")
@@ -68,7 +70,8 @@ def main(argv=None):
         for spec in args.projects:
             root = fetch(spec, work)
             name = os.path.basename(root)
-            pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"] + plugin_args() + [args.tests]
+            pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"] + plugin_args() + [
+                "--deselect=%s" % d for d in args.deselect] + [args.tests]
             subset = middle_test_file(root, args.tests)
             plans = [("serial", [], "serial", args.serial),
                      ("-n 2", ["-n", "2"], "xdist", args.xdist),
