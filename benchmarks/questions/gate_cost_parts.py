@@ -19,14 +19,13 @@ their caches cleared. PYTHONHASHSEED=0 for both.
 import argparse
 import json
 import os
-import resource
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gate_cost import fetch  # noqa: E402  (a sibling script)
+from gate_cost import cpu_of, fetch  # noqa: E402  (a sibling script)
 from gate_false_alarms import plugin_args  # noqa: E402
 
 PHASES_ENV = "GATE_COST_PARTS_OUT"
@@ -71,13 +70,6 @@ def pytest_configure(config):
     atexit.register(write)
 
 
-def cpu_of(args, cwd, env):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), r
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("project", metavar="PROJECT")
@@ -85,33 +77,36 @@ def main(argv=None):
     ap.add_argument("--deselect", action="append", default=[], metavar="NODEID")
     args = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="gate-parts-")
-    root = fetch(args.project, work)
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = os.path.join(work, "phases")
-    env = dict(os.environ, PYTEST_ADDOPTS="", PYTHONHASHSEED="0", **{PHASES_ENV: out})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-    pytest = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-              + ["--deselect=%s" % d for d in args.deselect] + [args.tests])
-    gate = plugin_args() + ["--fastprof-counts=%s" % os.path.join(work, "counts")]
-    _, r = cpu_of(pytest + gate + ["--fastprof-counts-runs", "1"], root, env)
-    if r.returncode != 0:
-        raise SystemExit("gate_cost_parts: recording failed:\n%s" % (r.stdout + r.stderr)[-3000:])
-    plain, _ = cpu_of(pytest, root, env)
-    gated, r = cpu_of(pytest + ["-p", "gate_cost_parts"] + gate, root, env)
-    if r.returncode != 0:
-        raise SystemExit("gate_cost_parts: the gated run failed:\n%s" % (r.stdout + r.stderr)[-3000:])
-    with open(out) as f:
-        spent = json.load(f)
-    print("%s: plain pytest %.2f s CPU, under the gate %.2f s (%.2fx)"
-          % (os.path.basename(root), plain, gated, gated / plain))
-    named = sum(v for k, v in spent.items() if k in ("caches cleared", "state warmed", "generators seeded",
-                                                        "table (all)", "the end (compare, report)"))
-    for _m, _o, _a, name in PHASES:
-        if name in spent:
-            print("  %-32s %6.2f s  %5.1f%% of plain" % (name, spent[name], 100 * spent[name] / plain))
-    print("  %-32s %6.2f s  %5.1f%% of plain" % ("recording and the rest", gated - plain - named,
-                                                 100 * (gated - plain - named) / plain))
+    try:
+        root = fetch(args.project, work)
+        here = os.path.dirname(os.path.abspath(__file__))
+        phases_file = os.path.join(work, "phases")
+        env = dict(os.environ, PYTEST_ADDOPTS="", PYTHONHASHSEED="0", **{PHASES_ENV: phases_file})
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+        pytest = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+                  + ["--deselect=%s" % d for d in args.deselect] + [args.tests])
+        gate = plugin_args() + ["--fastprof-counts=%s" % os.path.join(work, "counts")]
+        _, status, out = cpu_of(pytest + gate + ["--fastprof-counts-runs", "1"], root, env)
+        if status != 0:
+            raise SystemExit("gate_cost_parts: recording failed:\n%s" % out[-3000:])
+        plain, _, _ = cpu_of(pytest, root, env)
+        gated, status, out = cpu_of(pytest + ["-p", "gate_cost_parts"] + gate, root, env)
+        if status != 0:
+            raise SystemExit("gate_cost_parts: the gated run failed:\n%s" % out[-3000:])
+        with open(phases_file) as f:
+            spent = json.load(f)
+        print("%s: plain pytest %.2f s CPU, under the gate %.2f s (%.2fx)"
+              % (os.path.basename(root), plain, gated, gated / plain))
+        named = sum(v for k, v in spent.items() if k in ("caches cleared", "state warmed", "generators seeded",
+                                                            "table (all)", "the end (compare, report)"))
+        for _m, _o, _a, name in PHASES:
+            if name in spent:
+                print("  %-32s %6.2f s  %5.1f%% of plain" % (name, spent[name], 100 * spent[name] / plain))
+        print("  %-32s %6.2f s  %5.1f%% of plain" % ("recording and the rest", gated - plain - named,
+                                                     100 * (gated - plain - named) / plain))
 
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 if __name__ == "__main__":
     sys.exit(main())

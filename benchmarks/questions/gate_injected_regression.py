@@ -30,21 +30,14 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gate_cost import fetch  # noqa: E402  (a sibling script)
-from gate_false_alarms import plugin_args  # noqa: E402
+from gate_false_alarms import plugin_args, run  # noqa: E402
 
 from fastprof.tools.counts import EDGE, parse_tables  # noqa: E402
-
-
-def run(args, cwd, env):
-    r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
 
 LOG_ENV = "GATE_REGRESSION_LOG"
 # between the two calls: the running test's node id appended to the log, so
