@@ -199,3 +199,16 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
         close_parked(t, park, park->dead ? park->frame.seg : now);
     }
 }
+
+fp_owner_t fp_top_owner(fp_profiler_t *p, fp_thread_t *t)
+{
+    if (!p->heap || !t->depth)
+        return FP_OWNER_NONE;
+    fp_frame_t *f = &t->stack[t->depth - 1];
+    fp_owner_t *slot = f->node   ? &f->node->mem_owner
+                       : f->edge ? &f->edge->mem_owner
+                                 : &f->entry->mem_owner;
+    if (!*slot)
+        *slot = fp_heap_new_owner(p->heap);
+    return *slot;
+}

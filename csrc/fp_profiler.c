@@ -291,6 +291,32 @@ static int fold_make(fp_thread_t *dst, const fp_thread_t *src, fold_made_t *m)
     return 0;
 }
 
+/* Memory profiling: what src's rows allocated counts for dst's from now on
+ * (a row of dst with no owner yet takes src's). */
+static void fold_owner(fp_heap_t *h, fp_owner_t *dst, fp_owner_t src)
+{
+    if (!src)
+        return;
+    if (*dst)
+        fp_heap_owner_merge(h, *dst, src);
+    else
+        *dst = src;
+}
+
+static void fold_owners(fp_heap_t *h, fp_thread_t *dst, const fp_thread_t *src, fold_made_t *m)
+{
+    for (const fp_entry_t *se = src->entries; se; se = se->hh.next)
+        fold_owner(h, &fp_entry_find(dst, se->key)->mem_owner, se->mem_owner);
+    for (const fp_edge_t *sg = src->edges; sg; sg = sg->hh.next)
+        fold_owner(h,
+                   &fp_edge_get(dst, fp_entry_find(dst, sg->key.caller->key),
+                                fp_entry_find(dst, sg->key.callee->key))
+                        ->mem_owner,
+                   sg->mem_owner);
+    for (const fp_node_t *sn = src->nodes; sn; sn = sn->hh.next)
+        fold_owner(h, &m->map[sn->index]->mem_owner, sn->mem_owner);
+}
+
 fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src)
 {
     fp_thread_flush(p, src, src->last_now);
@@ -326,6 +352,8 @@ fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src)
     }
     for (size_t i = 0; i < m.n_entries; i++)
         m.from[i]->user = NULL; /* dst's now: not released with src */
+    if (p->heap)
+        fold_owners(p->heap, dst, src, &m);
     fp_free(m.entries);
     dst->offset += src->offset;
     dst->folded += src->folded ? src->folded : 1;

@@ -23,6 +23,7 @@
 
 #include "fp_clock.h"
 #include "fp_hash.h"
+#include "fp_heap.h"
 
 typedef enum { FP_OK = 0, FP_ENOMEM = -1 } fp_status;
 
@@ -44,6 +45,9 @@ typedef struct fp_entry {
     int64_t reclevel;          /* activations currently on the stack */
     struct fp_edge *last_edge; /* the edge into this entry used last */
     struct fp_node *last_node; /* the call-path node of this entry used last */
+    fp_owner_t mem_owner;      /* memory profiling: the heap's owner of what
+                                  its frames allocate with no edge or node
+                                  (fp_top_owner); 0 until one does */
     UT_hash_handle hh;
 } fp_entry_t;
 
@@ -62,6 +66,7 @@ typedef struct fp_edge {
     fp_time_t cumtime;
     fp_time_t owntime;
     int64_t reclevel;
+    fp_owner_t mem_owner; /* as the entry's, for frames on this edge */
     UT_hash_handle hh;
 } fp_edge_t;
 
@@ -78,8 +83,9 @@ typedef struct fp_node {
     fp_time_t cumtime; /* outermost activations at this node only */
     fp_time_t owntime;
     int64_t reclevel;
-    int32_t depth; /* 1 for a root */
-    size_t index;  /* creation order in its thread: parents come first */
+    int32_t depth;        /* 1 for a root */
+    size_t index;         /* creation order in its thread: parents come first */
+    fp_owner_t mem_owner; /* as the entry's, for frames at this node */
     UT_hash_handle hh;
 } fp_node_t;
 
@@ -162,6 +168,8 @@ typedef struct fp_profiler {
     unsigned flags;
     int32_t max_depth; /* call-path depth bound, >= 1 */
     int nomem;         /* sticky: some event or table add ran out of memory */
+    fp_heap_t *heap;   /* memory profiling: the heap whose owners the rows
+                          name (set by the binding), else NULL */
     fp_release_fn release;
     void *release_ctx;
 } fp_profiler_t;
@@ -358,5 +366,13 @@ void fp_mark_dead(fp_thread_t *t, const void *ident);
  * at `now` (what cProfile does on disable); dead parked frames close where
  * they parked. */
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now);
+
+/* ---- memory (fp_account.c) ---- */
+
+/* The heap owner of what `t` allocates now: its top frame's most precise
+ * row (the call-path node, else the edge it was called on, else its
+ * entry), given an owner on first use; 0 when memory is off, the stack is
+ * empty, or the heap has no room for another owner. */
+fp_owner_t fp_top_owner(fp_profiler_t *p, fp_thread_t *t);
 
 #endif

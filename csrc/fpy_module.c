@@ -22,6 +22,11 @@
  *    function the interpreter calls, with no object to carry it; fast
  *    mode is refused outside the main interpreter, so the main GIL guards
  *    both.
+ *  - fpy_heap_hooks.c: memory profiling's allocator hooks, what they
+ *    wrapped, the heap they count into (`recording`, atomic), the heaps
+ *    kept for reuse, and the thread-local row of each OS thread. Python's
+ *    allocators belong to the process, whatever the interpreter, so one
+ *    memory profile runs at a time in a process.
  *  - constant tables (event names, tool ids to try, method tables, type
  *    specs): never written.
  * sys.monitoring tool ids, gc.callbacks, the thread states walked on
@@ -60,16 +65,16 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"timer", "timeunit",   "subcalls",  "builtins",  "threads",
                              "clock", "coroutines", "callpaths", "max_depth", "gc",
-                             "fast",  "compensate", NULL};
+                             "fast",  "compensate", "memory",    NULL};
     PyObject *timer = Py_None;
     double timeunit = 0.0;
     /* builtins: -1 when not given (fast=True then means False) */
     int subcalls = 1, builtins = -1, threads = 0, callpaths = 0, max_depth = 128, gc = 0, fast = 0,
-        compensate = 1;
+        compensate = 1, memory = 0;
     const char *clock = "wall", *coroutines = "call";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspippp", kwlist, &timer, &timeunit, &subcalls,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Odpp$psspipppp", kwlist, &timer, &timeunit, &subcalls,
                                      &builtins, &threads, &clock, &coroutines, &callpaths, &max_depth,
-                                     &gc, &fast, &compensate))
+                                     &gc, &fast, &compensate, &memory))
         return -1;
     if (p->enabled) {
         PyErr_SetString(PyExc_RuntimeError, "cannot re-initialise an enabled profiler");
@@ -108,12 +113,18 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
                         timeunit < 0.0 ? "timeunit must be >= 0" : "max_depth must be >= 1");
         return -1;
     }
+    if (memory && !p->heap && !(p->heap = fpy_heap_acquire()))
+        return -1;
     fp_profiler_destroy(&p->core); /* a second __init__ starts afresh */
     fpy_fold_reset(p);
     fpy_route_free(p); /* (its parts pointed at the records) */
     fpy_drain_doomed(p);
     fp_profiler_init(&p->core, (subcalls ? FP_SUBCALLS : 0) | (callpaths ? FP_CALLPATHS : 0), max_depth,
                      fpy_release_user, p);
+    p->memory = memory;
+    if (p->heap)
+        fp_heap_clear(p->heap); /* its owners were the rows just dropped */
+    p->core.heap = memory ? p->heap : NULL;
     Py_CLEAR(p->timer);
     if (timer != Py_None) {
         p->timer = Py_NewRef(timer);
@@ -186,6 +197,21 @@ static int report_pending(fpy_profiler_t *p)
     return 0;
 }
 
+static void set_enabled(fpy_profiler_t *p, int on)
+{
+    p->enabled = on;
+    p->fast_events = on && p->clock.kind == FP_CLOCK_TSC && !p->memory;
+}
+
+/* Memory: the hooks stop counting for p. If another tool wrapped them
+ * meanwhile they stay in its chain, passing calls through, and the next
+ * disable() says so (`hooks_stuck`). */
+static void stop_heap(fpy_profiler_t *p)
+{
+    if (p->memory && !fpy_heap_stop())
+        p->hooks_stuck = 1;
+}
+
 static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     if (p->enabled)
@@ -194,14 +220,18 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
     p->source = p->fast ? &fpy_eval_source : FPY_DEFAULT_SOURCE;
     p->failed = 0;
     p->generation++;
-    p->enabled = 1;
+    if (p->memory && fpy_heap_start(p->heap) < 0)
+        return NULL;
+    set_enabled(p, 1);
     if (p->source->attach(p) < 0) {
-        p->enabled = 0;
+        set_enabled(p, 0);
+        stop_heap(p);
         return NULL;
     }
     if (fpy_gc_attach(p) < 0) {
         p->source->detach(p);
-        p->enabled = 0;
+        set_enabled(p, 0);
+        stop_heap(p);
         return NULL;
     }
     Py_RETURN_NONE;
@@ -214,7 +244,8 @@ static void disable_and_flush(fpy_profiler_t *p)
         return;
     fpy_gc_detach(p);
     p->source->detach(p);
-    p->enabled = 0;
+    set_enabled(p, 0);
+    stop_heap(p);
     p->generation++;
     fp_time_t now = p->failed ? p->last_now : fpy_now(p);
     /* A CPU clock is per thread: other threads' readings are not comparable
@@ -271,6 +302,15 @@ static PyObject *profiler_disable(fpy_profiler_t *p, PyObject *args, PyObject *k
     fpy_drain_doomed(p);
     if (report_pending(p) < 0)
         return NULL;
+    if (p->hooks_stuck == 1) {
+        p->hooks_stuck = 2;
+        if (PyErr_WarnEx(PyExc_RuntimeWarning,
+                         "fastprof: another tool wrapped the allocators while memory was "
+                         "profiled; fastprof's hooks stay inside its chain (passing every call "
+                         "through), and the memory counts may miss what it did not pass on",
+                         1) < 0)
+            return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -320,6 +360,8 @@ static PyObject *profiler_toggle_with(fpy_profiler_t *p, PyObject *args)
 static PyObject *profiler_clear(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_profiler_clear(&p->core);
+    if (p->heap)
+        fp_heap_clear(p->heap); /* its owners were the rows just dropped */
     fpy_route_clear_times(p);
     p->generation++;
     fpy_drain_doomed(p);
@@ -522,9 +564,11 @@ static void profiler_dealloc(fpy_profiler_t *p)
     if (p->enabled) {
         fpy_gc_detach(p);
         p->source->detach(p);
-        p->enabled = 0;
+        set_enabled(p, 0);
+        stop_heap(p);
     }
     fp_profiler_destroy(&p->core);
+    fpy_heap_release(p->heap);
     fpy_fold_free(p);
     fpy_scope_free(p);
     fpy_route_clear(p);
@@ -556,6 +600,14 @@ static PyMethodDef profiler_methods[] = {
      "_toggle_with($self, callback, /, *args)\n--\n\ndisable(), then callback(error, was_enabled, "
      "*args), "
      "then enable() if it returned true; a signal handler that records no frame of its own."},
+    {"_memory_totals", (PyCFunction)fpy_memory_totals, METH_NOARGS,
+     "_memory_totals($self, /)\n--\n\nmemory=True: the traced heap's totals, a dict."},
+    {"_memory_rows", (PyCFunction)fpy_memory_rows, METH_NOARGS,
+     "_memory_rows($self, /)\n--\n\nmemory=True: each function's self allocations per thread "
+     "record, a list of (code, thread, allocations, allocated, frees, freed, net, live_at_peak)."},
+    {"_memory_vs_tracemalloc", (PyCFunction)fpy_memory_vs_tracemalloc, METH_O,
+     "_memory_vs_tracemalloc($self, clear, /)\n--\n\nTesting only: clear both, or read both "
+     "at one moment."},
     {"_set_scope", (PyCFunction)fpy_scope_set, METH_O,
      "_set_scope($self, decide, /)\n--\n\nonly=: record only code objects for which decide(code) is "
      "true (and the C functions they call); None: everything. Only while disabled."},
@@ -629,7 +681,7 @@ static PyGetSetDef profiler_getset[] = {
 static PyType_Slot profiler_slots[] = {
     {Py_tp_doc, "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True, *, threads=False, "
                 "clock='wall', coroutines='call', callpaths=False, max_depth=128, gc=False, fast=False, "
-                "compensate=True)\n--\n\n"
+                "compensate=True, memory=False)\n--\n\n"
                 "The C profiler behind fastprof.Profile."},
     {Py_tp_new, (void *)profiler_new},
     {Py_tp_init, (void *)profiler_init},

@@ -10,6 +10,7 @@
 #include "fpy_source.h"
 
 #include "fp_profiler.h"
+#include "fpy_heap_hooks.h"
 
 /* What one instance of the `_fastprof` module owns (fpy_module.c): one per
  * interpreter that imports it, and one more per re-import. Everything that
@@ -83,6 +84,15 @@ typedef struct fpy_profiler {
     int coroutines_wall; /* generators: one call from start to finish */
     int gc;              /* record collections as <gc> (fpy_gc.c) */
     int enabled;
+    /* Events may take the fast paths (fpy_fast_ok): enabled, the TSC, and
+     * memory off (the general path says which row allocates). One field,
+     * so the test costs the event path nothing more than `enabled` did. */
+    int fast_events;
+    /* memory=True: the allocator hooks count into `heap` (fpy_heap_hooks.c)
+     * while enabled; core.heap points at it, so the rows get owners */
+    int memory;
+    fp_heap_t *heap;
+    int hooks_stuck;     /* a stop found them wrapped by another tool: said once */
     uint64_t generation; /* bumped by enable/disable/clear: events that
                             straddle one (a custom timer can release the
                             GIL) are dropped */
@@ -155,6 +165,22 @@ typedef struct fpy_profiler {
 FP_FORCE_INLINE int fpy_frame_parks(const fpy_profiler_t *p, const PyCodeObject *code)
 {
     return p->coroutines_wall && (code->co_flags & FPY_CO_SUSPENDABLE);
+}
+
+/* Memory on: what the profiler allocates itself while it handles an event
+ * (names of C functions, Python code it calls) belongs to no row, only to
+ * the totals (as tracemalloc counts it); at the event's end the calling
+ * thread's allocations belong to t's top row again. */
+static inline void fpy_memory_pause(fpy_profiler_t *p)
+{
+    if (p->core.heap)
+        fpy_heap_pause();
+}
+
+static inline void fpy_memory_follow(fpy_profiler_t *p, fp_thread_t *t)
+{
+    if (p->core.heap)
+        fpy_heap_follow(&p->core, t);
 }
 
 /* ---- fpy_record.c: turning interpreter events into core calls ---- */
@@ -371,6 +397,14 @@ int fpy_gc_module_init(PyObject *module, fpy_module_state *st);
  *      accounting (its event sources: sys.monitoring callbacks on 3.12+,
  *      the trace function of fpy_lines_legacy.c before) ---- */
 int fpy_lines_module_init(PyObject *module);
+
+/* ---- fpy_heap_rows.c: memory profiling's reads ---- */
+
+/* _memory_totals(), _memory_rows(), _memory_vs_tracemalloc(clear); see
+ * docs/binding-api.md. */
+PyObject *fpy_memory_totals(fpy_profiler_t *p, PyObject *unused);
+PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *unused);
+PyObject *fpy_memory_vs_tracemalloc(fpy_profiler_t *p, PyObject *clear);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */
 

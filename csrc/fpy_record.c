@@ -85,6 +85,8 @@ uint64_t fpy_thread_started(fpy_profiler_t *p, uint64_t id)
 {
     if (naming_thread)
         return 0; /* a collection during the call asks again: once is enough */
+    /* what the naming allocates is the profiler's */
+    fpy_memory_pause(p);
     /* before the call: the names of the records folded go with it */
     fpy_fold_ended(p, 0);
     fpy_exc_state saved;
@@ -127,6 +129,7 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
 FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int first)
 {
+    fpy_memory_pause(p);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -138,12 +141,14 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
         (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
+    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, cost);
 }
 
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int suspending)
 {
+    fpy_memory_pause(p);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -154,12 +159,14 @@ FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
         fp_suspend(&p->core, t, code, frame, now);
     else
         fp_leave(&p->core, t, code, now);
+    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, cost);
 }
 
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                                          PyObject *callable, PyObject *self_arg)
 {
+    fpy_memory_pause(p);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -200,6 +207,7 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         }
     }
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
+    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);
 }
 
@@ -209,11 +217,13 @@ FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyOb
     const void *key = fpy_cfunc_key(callable, self_arg, missing);
     if (!key)
         return;
+    fpy_memory_pause(p);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
         return;
     fp_leave(&p->core, t, key, fpy_program_time(p, t, raw, p->cost[FPY_COST_C_RETURN]));
+    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, p->cost[FPY_COST_C_RETURN]);
 }
 

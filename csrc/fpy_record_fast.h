@@ -13,12 +13,13 @@
 
 #include "fp_account_fast.h"
 
-/* Whether an event may take a fast path. The TSC runs no Python code, so
- * nothing can disable or clear the profiler between the clock read and the
- * recording (the general path checks that around a custom timer). */
+/* Whether an event may take a fast path (`fast_events`: enabled, the TSC,
+ * memory off). The TSC runs no Python code, so nothing can disable or
+ * clear the profiler between the clock read and the recording (the general
+ * path checks that around a custom timer). */
 FP_FORCE_INLINE int fpy_fast_ok(const fpy_profiler_t *p)
 {
-    return p->clock.kind == FP_CLOCK_TSC && p->enabled;
+    return p->fast_events;
 }
 
 /* fp_try_enter with the TSC read now and, when done, the event's cost

@@ -93,6 +93,7 @@ class Profiler:
         gc: bool = False,
         fast: bool = False,
         compensate: bool = True,  # False with a custom timer, whatever is given
+        memory: bool = False,
     ) -> None: ...
     @property
     def enabled(self) -> bool: ...
@@ -127,6 +128,16 @@ class Profiler:
     # (id, ident, native_id) of each profiled thread
     def threads(self, /) -> list[tuple[int, int, int]]: ...  # those that recorded a call
     def memory(self, /) -> int: ...
+    # memory=True (csrc/fpy_heap_rows.c): the traced heap's totals
+    # {current, peak, blocks, allocations, lost}; each row's self counts
+    # (code, caller code or None, thread id, allocations, allocated, frees,
+    # freed, net, live_at_peak); testing only: tracemalloc and the heap
+    # cleared (clear true: None) or read at one moment
+    def _memory_totals(self, /) -> dict[str, int]: ...
+    def _memory_rows(
+        self, /
+    ) -> list[tuple[CodeType | str, CodeType | str | None, int, int, int, int, int, int, int]]: ...
+    def _memory_vs_tracemalloc(self, clear: bool, /) -> tuple[tuple[int, int], tuple[int, int]] | None: ...
     # Private (recording/profiler.py): the records of ended threads folded
     # into their group's (csrc/fpy_thread_fold.c): now, then not until the
     # matching False; {record id: (group, threads)} of the groups' records;

@@ -130,7 +130,8 @@ def callpaths_to_file(nodes):
 class Profile(_fastprof.Profiler):
     """Profile(timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
     threads=False, clock="wall", coroutines="call", callpaths=False,
-    max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True)
+    max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True,
+    memory=False)
 
     A drop-in replacement for ``cProfile.Profile``.
 
@@ -175,6 +176,10 @@ class Profile(_fastprof.Profiler):
       profiler is made;
       see docs/performance.md).  ``False`` gives raw times, as cProfile's;
       a custom ``timer`` always gets raw times.
+    - ``memory``: also count, while enabled, every block Python's
+      allocators hand out and take back, for the function (and caller)
+      that allocated it: ``memory_stats()``, ``memory_totals()`` (see
+      docs/memory.md).  One memory profile at a time per process.
     """
 
     # a portable_names.PathsMemo that the trailer's ``paths`` are taken with
@@ -183,7 +188,8 @@ class Profile(_fastprof.Profiler):
 
     def __init__(self, timer=None, timeunit=0.0, subcalls=True, builtins=None, *,
                  threads=False, clock="wall", coroutines="call", callpaths=False,
-                 max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True):
+                 max_depth=128, gc=True, lines=None, only=None, fast=False, compensate=True,
+                 memory=False):
         if timer is not None and not callable(timer):
             raise TypeError("timer must be a callable or None, not %r" % (timer,))
         if timeunit is None:  # cProfile's docstring says timeunit=None
@@ -205,6 +211,7 @@ class Profile(_fastprof.Profiler):
         callpaths = check_bool("callpaths", callpaths)
         gc = check_bool("gc", gc)
         compensate = check_bool("compensate", compensate) and timer is None
+        memory = check_bool("memory", memory)
         check_choice("clock", clock, CLOCKS)
         check_choice("coroutines", coroutines, COROUTINE_MODES)
         check_max_depth("max_depth", max_depth)
@@ -215,12 +222,13 @@ class Profile(_fastprof.Profiler):
                              % ("lines" if lines is not None else "only"))
         super().__init__(timer, float(timeunit), subcalls, builtins, threads=threads,
                          clock=clock, coroutines=coroutines, callpaths=callpaths,
-                         max_depth=max_depth, gc=gc, fast=fast, compensate=compensate)
+                         max_depth=max_depth, gc=gc, fast=fast, compensate=compensate,
+                         memory=memory)
         self._options = {
             "timer": timer, "timeunit": float(timeunit), "subcalls": subcalls,
             "builtins": builtins, "threads": threads, "clock": clock,
             "coroutines": coroutines, "callpaths": callpaths, "max_depth": max_depth,
-            "gc": gc, "fast": fast, "compensate": compensate,
+            "gc": gc, "fast": fast, "compensate": compensate, "memory": memory,
         }
         if compensate:
             # the per-event cost the clock cannot see: measured once per
@@ -305,6 +313,25 @@ class Profile(_fastprof.Profiler):
         ``{(file, firstlineno, name): {lineno: (hits, seconds)}}`` (empty
         without ``lines=``)."""
         return self._lines.line_stats() if self._lines is not None else {}
+
+    def memory_stats(self):
+        """With ``memory=True``: what each function allocated itself,
+        ``{(file, firstlineno, name): MemoryRow}`` keyed like ``self.stats``
+        (``allocations``, ``allocated``, ``frees``, ``freed``, ``net``,
+        ``live_at_peak``; ``callers``: the same per caller).  Functions
+        that allocated nothing have no row."""
+        from ..data.memory import memory_table  # (deferred: import fastprof adds nothing to cProfile's imports)
+        from ..data.names import label
+        return memory_table((label(code), None if caller is None else label(caller), *rest)
+                            for code, caller, *rest in self._memory_rows())
+
+    def memory_totals(self):
+        """With ``memory=True``: the process's traced memory while this
+        profiler recorded, ``{"current", "peak", "blocks", "allocations",
+        "lost"}``: bytes alive now and at the highest point, blocks alive
+        now, blocks allocated, and blocks the profiler had no room to track
+        (the numbers are exact while it is 0)."""
+        return self._memory_totals()
 
     def line_own_stats(self):
         """Each line's own time (its time less the calls made from it, as

@@ -1,0 +1,444 @@
+#include "fp_heap.h"
+
+#include <sched.h>
+#include <string.h>
+
+#include "fp_mem.h"
+
+enum {
+    INITIAL_BITS = 12, /* 4,096 slots: 64 KiB */
+    SPINS_BEFORE_YIELD = 64
+};
+
+/* ---- the lock ---------------------------------------------------------- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void fp_heap_lock(fp_heap_t *h)
+{
+    unsigned spins = 0;
+    while (__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)) {
+        /* Wait on a plain read, so the waiting core does not keep taking
+         * the line from the holder. The holder never waits for anything
+         * (no GIL, no hooked allocator), so it is out soon; yield in case
+         * it was preempted. */
+        while (__atomic_load_n(&h->lock, __ATOMIC_RELAXED)) {
+            if (++spins < SPINS_BEFORE_YIELD)
+                cpu_relax();
+            else {
+                spins = 0;
+                sched_yield();
+            }
+        }
+    }
+}
+
+void fp_heap_unlock(fp_heap_t *h)
+{
+    __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- owners ------------------------------------------------------------ */
+
+static inline fp_heap_owner_t *owner_at(fp_heap_t *h, fp_owner_t id)
+{
+    return &h->owners[id / FP_HEAP_OWNER_CHUNK][id % FP_HEAP_OWNER_CHUNK];
+}
+
+/* Before an owner's `live` changes: if the peak has risen since the owner
+ * last changed, its `live` now is what it held at that peak. */
+static inline void stamp(fp_heap_t *h, fp_heap_owner_t *o)
+{
+    if (o->peak_ver != h->peak_ver) {
+        o->live_at_peak = o->live;
+        o->peak_ver = h->peak_ver;
+    }
+}
+
+/* The owner that counts for `id` (merges form chains: short ones, made
+ * only when thread records are folded). */
+static inline fp_owner_t resolve(fp_heap_t *h, fp_owner_t id)
+{
+    if (id >= h->n_owners)
+        return FP_OWNER_NONE; /* an id of before a reset */
+    while (id && owner_at(h, id)->merged_into)
+        id = owner_at(h, id)->merged_into;
+    return id;
+}
+
+static void count_alloc(fp_heap_t *h, fp_owner_t id, uint64_t size)
+{
+    id = resolve(h, id);
+    fp_heap_owner_t *o = id ? owner_at(h, id) : NULL;
+    if (o) {
+        stamp(h, o);
+        o->allocs++;
+        o->alloc_bytes += size;
+        o->live += size;
+    }
+    h->allocs++;
+    h->current += size;
+    if (h->current > h->peak) {
+        h->peak = h->current;
+        h->peak_ver++;
+        /* The other owners have not changed since: their `live` is what
+         * they hold at this peak. This one's is too, now. */
+        if (o) {
+            o->live_at_peak = o->live;
+            o->peak_ver = h->peak_ver;
+        }
+    }
+}
+
+static void count_free(fp_heap_t *h, fp_owner_t id, uint64_t size)
+{
+    id = resolve(h, id);
+    if (id) {
+        fp_heap_owner_t *o = owner_at(h, id);
+        stamp(h, o);
+        o->frees++;
+        o->freed_bytes += size;
+        o->live -= size;
+    }
+    h->current -= size;
+}
+
+/* ---- the slot array ---------------------------------------------------- */
+
+static inline size_t home(const fp_heap_t *h, uintptr_t ptr)
+{
+    /* Blocks are at least 8-aligned: drop the bits that never vary, then a
+     * Fibonacci hash (its top bits are the well-mixed ones). */
+    return (size_t)(((uint64_t)(ptr >> 3) * 0x9E3779B97F4A7C15ull) >> h->shift);
+}
+
+/* The slot holding `ptr`, or the empty slot where it would go. */
+static inline size_t probe(const fp_heap_t *h, uintptr_t ptr)
+{
+    size_t i = home(h, ptr);
+    while (h->slots[i].ptr && h->slots[i].ptr != ptr)
+        i = (i + 1) & h->mask;
+    return i;
+}
+
+static int alloc_slots(fp_heap_t *h, unsigned bits)
+{
+    fp_heap_slot_t *slots = fp_calloc((size_t)1 << bits, sizeof *slots);
+    if (!slots)
+        return -1;
+    h->slots = slots;
+    h->mask = ((size_t)1 << bits) - 1;
+    h->shift = 64 - bits;
+    return 0;
+}
+
+/* Doubles the slot array; -1 (nothing changed) when out of memory. */
+static int grow(fp_heap_t *h)
+{
+    fp_heap_slot_t *old = h->slots;
+    size_t old_cap = h->mask + 1;
+    if (alloc_slots(h, 64 - h->shift + 1) < 0)
+        return -1;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].ptr)
+            h->slots[probe(h, old[i].ptr)] = old[i];
+    fp_free(old);
+    return 0;
+}
+
+/* Empties slot i, moving later slots of its run back so that every block
+ * stays reachable from its home slot without tombstones. */
+static void remove_slot(fp_heap_t *h, size_t i)
+{
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & h->mask;
+        if (!h->slots[j].ptr)
+            break;
+        /* The block at j may fill the hole at i if i is not before its
+         * home on its probe path. */
+        size_t from_home = (j - home(h, h->slots[j].ptr)) & h->mask;
+        if (from_home >= ((j - i) & h->mask)) {
+            h->slots[i] = h->slots[j];
+            i = j;
+        }
+    }
+    h->slots[i].ptr = 0;
+    h->used--;
+}
+
+/* ---- blocks of 4 GiB or more ------------------------------------------- */
+
+static size_t huge_index(const fp_heap_t *h, uintptr_t ptr)
+{
+    for (size_t i = 0; i < h->n_huge; i++)
+        if (h->huge[i].ptr == ptr)
+            return i;
+    return h->n_huge;
+}
+
+static int huge_add(fp_heap_t *h, uintptr_t ptr, uint64_t size)
+{
+    if (h->n_huge == h->cap_huge) {
+        size_t cap = h->cap_huge ? 2 * h->cap_huge : 4;
+        fp_heap_huge_t *huge = fp_realloc(h->huge, cap * sizeof *huge);
+        if (!huge)
+            return -1;
+        h->huge = huge;
+        h->cap_huge = cap;
+    }
+    h->huge[h->n_huge++] = (fp_heap_huge_t){ptr, size};
+    return 0;
+}
+
+/* The size of the block in slot i, taking it out of the huge list. */
+static uint64_t slot_size_taken(fp_heap_t *h, size_t i)
+{
+    if (h->slots[i].size != FP_HEAP_HUGE)
+        return h->slots[i].size;
+    size_t k = huge_index(h, h->slots[i].ptr);
+    uint64_t size = h->huge[k].size;
+    h->huge[k] = h->huge[--h->n_huge];
+    return size;
+}
+
+/* ---- the interface ----------------------------------------------------- */
+
+int fp_heap_init(fp_heap_t *h)
+{
+    memset(h, 0, sizeof *h);
+    h->n_owners = 1; /* id 0 is nobody */
+    return alloc_slots(h, INITIAL_BITS);
+}
+
+void fp_heap_fini(fp_heap_t *h)
+{
+    fp_free(h->slots);
+    fp_free(h->huge);
+    for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
+        fp_free(h->owners[c]);
+    memset(h, 0, sizeof *h);
+}
+
+void fp_heap_track(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (!p)
+        return;
+    fp_heap_lock(h);
+    owner = resolve(h, owner); /* (stored resolved: a stale id counts nowhere, ever) */
+    size_t i = probe(h, p);
+    if (h->slots[i].ptr) {
+        /* Freed behind the hooks' back: count the old block freed. */
+        count_free(h, h->slots[i].owner, slot_size_taken(h, i));
+    } else if ((h->used + 1) * 10 > (h->mask + 1) * 7) {
+        if (grow(h) < 0)
+            goto lost;
+        i = probe(h, p);
+    }
+    uint32_t slot_size = (uint32_t)size;
+    if (size >= FP_HEAP_HUGE) {
+        if (huge_add(h, p, size) < 0) {
+            if (h->slots[i].ptr)
+                remove_slot(h, i);
+            goto lost;
+        }
+        slot_size = FP_HEAP_HUGE;
+    }
+    if (!h->slots[i].ptr)
+        h->used++;
+    h->slots[i] = (fp_heap_slot_t){p, slot_size, owner};
+    count_alloc(h, owner, size);
+    fp_heap_unlock(h);
+    return;
+lost:
+    h->lost++;
+    fp_heap_unlock(h);
+}
+
+fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
+{
+    fp_heap_block_t b = {0, FP_OWNER_NONE, 0};
+    uintptr_t p = (uintptr_t)ptr;
+    if (!p)
+        return b;
+    fp_heap_lock(h);
+    size_t i = probe(h, p);
+    if (h->slots[i].ptr) {
+        b.found = 1;
+        b.owner = h->slots[i].owner;
+        b.size = slot_size_taken(h, i);
+        remove_slot(h, i);
+        count_free(h, b.owner, b.size);
+    }
+    fp_heap_unlock(h);
+    return b;
+}
+
+void fp_heap_untake(fp_heap_t *h, const void *ptr, fp_heap_block_t b)
+{
+    if (!b.found)
+        return;
+    uintptr_t p = (uintptr_t)ptr;
+    fp_heap_lock(h);
+    size_t i = probe(h, p);
+    if (h->slots[i].ptr) {
+        /* Another thread was handed this address meanwhile: it cannot have
+         * been, since the block was never freed. Keep the newer block. */
+        fp_heap_unlock(h);
+        return;
+    }
+    /* The block was in the table a moment ago; its slot may have moved,
+     * but no growth is needed unless others filled the table meanwhile. */
+    if ((h->used + 1) * 10 > (h->mask + 1) * 7) {
+        if (grow(h) < 0)
+            goto lost;
+        i = probe(h, p);
+    }
+    uint32_t slot_size = (uint32_t)b.size;
+    if (b.size >= FP_HEAP_HUGE) {
+        if (huge_add(h, p, b.size) < 0)
+            goto lost;
+        slot_size = FP_HEAP_HUGE;
+    }
+    h->slots[i] = (fp_heap_slot_t){p, slot_size, b.owner};
+    h->used++;
+    fp_owner_t id = resolve(h, b.owner);
+    if (id) {
+        fp_heap_owner_t *o = owner_at(h, id);
+        stamp(h, o);
+        o->frees--;
+        o->freed_bytes -= b.size;
+        o->live += b.size;
+    }
+    /* Back to at most what it was before the take: no new peak. */
+    h->current += b.size;
+    fp_heap_unlock(h);
+    return;
+lost:
+    h->lost++;
+    fp_heap_unlock(h);
+}
+
+fp_owner_t fp_heap_new_owner(fp_heap_t *h)
+{
+    fp_owner_t id = FP_OWNER_NONE;
+    fp_heap_lock(h);
+    size_t chunk = h->n_owners / FP_HEAP_OWNER_CHUNK;
+    if (chunk < FP_HEAP_OWNER_CHUNKS) {
+        if (!h->owners[chunk])
+            h->owners[chunk] = fp_calloc(FP_HEAP_OWNER_CHUNK, sizeof(fp_heap_owner_t));
+        if (h->owners[chunk]) {
+            id = h->n_owners++;
+            /* Stamped now: whatever the peak so far, this owner held 0. */
+            owner_at(h, id)->peak_ver = h->peak_ver;
+        }
+    }
+    fp_heap_unlock(h);
+    return id;
+}
+
+void fp_heap_owner_merge(fp_heap_t *h, fp_owner_t dst, fp_owner_t src)
+{
+    fp_heap_lock(h);
+    if (dst < h->n_owners && src < h->n_owners) {
+        dst = resolve(h, dst);
+        src = resolve(h, src);
+    }
+    if (dst && src && dst != src && dst < h->n_owners && src < h->n_owners) {
+        fp_heap_owner_t *d = owner_at(h, dst), *o = owner_at(h, src);
+        stamp(h, d);
+        stamp(h, o); /* both at the current peak: their sum held it */
+        d->allocs += o->allocs;
+        d->alloc_bytes += o->alloc_bytes;
+        d->frees += o->frees;
+        d->freed_bytes += o->freed_bytes;
+        d->live += o->live;
+        d->live_at_peak += o->live_at_peak;
+        *o = (fp_heap_owner_t){0};
+        o->peak_ver = h->peak_ver;
+        o->merged_into = dst;
+    }
+    fp_heap_unlock(h);
+}
+
+int fp_heap_owner_read(fp_heap_t *h, fp_owner_t id, fp_heap_owner_stats_t *out)
+{
+    fp_heap_lock(h);
+    if (id == FP_OWNER_NONE || id >= h->n_owners) {
+        fp_heap_unlock(h);
+        return -1;
+    }
+    const fp_heap_owner_t *o = owner_at(h, resolve(h, id));
+    out->allocs = o->allocs;
+    out->alloc_bytes = o->alloc_bytes;
+    out->frees = o->frees;
+    out->freed_bytes = o->freed_bytes;
+    out->live = o->live;
+    out->live_at_peak = o->peak_ver == h->peak_ver ? o->live_at_peak : o->live;
+    fp_heap_unlock(h);
+    return 0;
+}
+
+fp_heap_totals_t fp_heap_totals(fp_heap_t *h)
+{
+    fp_heap_lock(h);
+    fp_heap_totals_t t = {h->current, h->peak, h->used, h->allocs, h->lost};
+    fp_heap_unlock(h);
+    return t;
+}
+
+void fp_heap_clear(fp_heap_t *h)
+{
+    fp_heap_lock(h);
+    memset(h->slots, 0, (h->mask + 1) * sizeof *h->slots);
+    h->used = 0;
+    h->n_huge = 0;
+    for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
+        memset(h->owners[c], 0, FP_HEAP_OWNER_CHUNK * sizeof(fp_heap_owner_t));
+    h->current = h->peak = h->peak_ver = h->allocs = h->lost = 0;
+    fp_heap_unlock(h);
+}
+
+void fp_heap_reset(fp_heap_t *h)
+{
+    fp_heap_lock(h);
+    fp_heap_slot_t *old = h->slots;
+    size_t old_mask = h->mask;
+    unsigned old_shift = h->shift;
+    if (old_mask + 1 > ((size_t)1 << INITIAL_BITS) && alloc_slots(h, INITIAL_BITS) == 0)
+        fp_free(old);
+    else {
+        h->slots = old;
+        h->mask = old_mask;
+        h->shift = old_shift;
+        memset(h->slots, 0, (h->mask + 1) * sizeof *h->slots);
+    }
+    h->used = 0;
+    fp_free(h->huge);
+    h->huge = NULL;
+    h->n_huge = h->cap_huge = 0;
+    for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++) {
+        fp_free(h->owners[c]);
+        h->owners[c] = NULL;
+    }
+    h->n_owners = 1;
+    h->current = h->peak = h->peak_ver = h->allocs = h->lost = 0;
+    __atomic_store_n(&h->epoch, h->epoch + 1, __ATOMIC_RELEASE);
+    fp_heap_unlock(h);
+}
+
+size_t fp_heap_self_bytes(fp_heap_t *h)
+{
+    fp_heap_lock(h);
+    size_t bytes = (h->mask + 1) * sizeof(fp_heap_slot_t) + h->cap_huge * sizeof(fp_heap_huge_t);
+    for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
+        bytes += FP_HEAP_OWNER_CHUNK * sizeof(fp_heap_owner_t);
+    fp_heap_unlock(h);
+    return bytes;
+}
