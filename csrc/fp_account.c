@@ -30,6 +30,74 @@ FP_FORCE_INLINE fp_status ensure_stack_room(fp_profiler_t *p, fp_thread_t *t)
     return t->depth < t->capacity ? FP_OK : grow_stack(p, t);
 }
 
+/* ---- memory: the thread's allocation counts as a second clock ---- */
+
+/* The frame starts or resumes running: its readings, and the running
+ * high point starts again from here. */
+static void mem_start(fp_profiler_t *p, fp_thread_t *t, fp_frame_t *f)
+{
+    fp_mem_clock_t *m = t->mem;
+    if (!p->heap || !m)
+        return;
+    f->mem_running = 1;
+    f->mem_alloc0 = m->allocated;
+    f->mem_live0 = m->live;
+    f->mem_saved_max = m->frame_max;
+    m->frame_max = m->live;
+}
+
+/* The frame, just taken off the stack, stops running (returns or
+ * suspends): what this run allocated and how high it went join what it
+ * ran up before, and its high point is its caller's too. */
+static void mem_stop(fp_thread_t *t, fp_frame_t *f)
+{
+    fp_mem_clock_t *m = t->mem;
+    if (!f->mem_running || !m)
+        return;
+    f->mem_running = 0;
+    f->mem_incl_acc += m->allocated - f->mem_alloc0;
+    int64_t rise = m->frame_max - f->mem_live0;
+    if (rise > f->mem_rise_acc)
+        f->mem_rise_acc = rise;
+    if (f->mem_saved_max > m->frame_max)
+        m->frame_max = f->mem_saved_max;
+}
+
+/* A finished call's bytes including callees (outermost activations, as
+ * cumtime) and its rise, into each of its rows; after fp_deactivate. */
+static void mem_book(fp_profiler_t *p, const fp_frame_t *f)
+{
+    if (!p->heap)
+        return;
+    uint64_t incl = f->mem_incl_acc, rise = (uint64_t)f->mem_rise_acc;
+    fp_entry_t *e = f->entry;
+    if (e->reclevel == 0)
+        e->mem_incl += incl;
+    if (rise > e->mem_peak)
+        e->mem_peak = rise;
+    if (f->edge) {
+        if (f->edge->reclevel == 0)
+            f->edge->mem_incl += incl;
+        if (rise > f->edge->mem_peak)
+            f->edge->mem_peak = rise;
+    }
+    if (f->node) {
+        if (f->node->reclevel == 0)
+            f->node->mem_incl += incl;
+        if (rise > f->node->mem_peak)
+            f->node->mem_peak = rise;
+    }
+}
+
+/* Takes the top frame off and books it as returning at `now`. */
+static void book_top(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
+{
+    fp_frame_t *f = fp_deactivate(t, now);
+    mem_stop(t, f);
+    mem_book(p, f);
+    fp_book(f, now);
+}
+
 static fp_node_t *child_node(fp_profiler_t *p, fp_thread_t *t, fp_node_t *parent, fp_entry_t *e)
 {
     if (parent && parent->key.entry == e)
@@ -62,6 +130,7 @@ void fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
     }
     if (p->flags & FP_CALLPATHS)
         f.node = child_node(p, t, caller ? caller->node : NULL, e);
+    mem_start(p, t, &f);
     fp_activate(t, &f);
 }
 
@@ -77,15 +146,14 @@ static long find_frame(const fp_thread_t *t, const void *key)
 }
 
 /* Closes the frames above `index`, which missed their return events. */
-static void close_above(fp_thread_t *t, long index, fp_time_t now)
+static void close_above(fp_profiler_t *p, fp_thread_t *t, long index, fp_time_t now)
 {
     while ((long)t->depth > index + 1)
-        fp_book(fp_deactivate(t, now), now);
+        book_top(p, t, now);
 }
 
 void fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
 {
-    (void)p;
     t->last_now = now;
     if (t->lost) {
         t->lost--;
@@ -95,9 +163,9 @@ void fp_leave(fp_profiler_t *p, fp_thread_t *t, const void *key, fp_time_t now)
         long i = find_frame(t, key); /* a missed return, or never entered */
         if (i < 0)
             return;
-        close_above(t, i, now);
+        close_above(p, t, i, now);
     }
-    fp_book(fp_deactivate(t, now), now);
+    book_top(p, t, now);
 }
 
 void fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident, fp_time_t now)
@@ -110,7 +178,7 @@ void fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *i
     long i = find_frame(t, key);
     if (i < 0)
         return;
-    close_above(t, i, now);
+    close_above(p, t, i, now);
     fp_parked_t *park = fp_malloc(sizeof *park);
     if (park) {
         park->ident = ident;
@@ -121,8 +189,10 @@ void fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *i
         }
     }
     fp_frame_t *f = fp_deactivate(t, now);
+    mem_stop(t, f);
     if (!park) {
         p->nomem = 1;
+        mem_book(p, f);
         fp_book(f, now); /* cannot park it: count the run so far as one call */
         return;
     }
@@ -148,11 +218,13 @@ void fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *iden
     fp_free(park);
     f.susp += now - f.seg;
     f.seg = now;
+    mem_start(p, t, &f);
     fp_activate(t, &f);
 }
 
-/* Books a parked frame as returning at `at` and frees the record. */
-static void close_parked(fp_thread_t *t, fp_parked_t *park, fp_time_t at)
+/* Books a parked frame as returning at `at` and frees the record (its
+ * memory: what it ran up before it parked). */
+static void close_parked(fp_profiler_t *p, fp_thread_t *t, fp_parked_t *park, fp_time_t at)
 {
     HASH_DEL(t->parked, park);
     fp_frame_t f = park->frame;
@@ -162,7 +234,7 @@ static void close_parked(fp_thread_t *t, fp_parked_t *park, fp_time_t at)
     f.susp += at - f.seg;
     f.seg = at;
     fp_activate(t, &f);
-    fp_book(fp_deactivate(t, at), at);
+    book_top(p, t, at);
 }
 
 fp_parked_t *fp_parked_find(fp_thread_t *t, const void *ident)
@@ -183,20 +255,19 @@ void fp_start(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
 {
     fp_parked_t *stale = fp_parked_find(t, ident);
     if (stale && !t->lost && ensure_stack_room(p, t) == FP_OK)
-        close_parked(t, stale, stale->frame.seg);
+        close_parked(p, t, stale, stale->frame.seg);
     fp_enter(p, t, e, ident, now);
 }
 
 void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
 {
-    (void)p;
     while (t->depth > 0)
-        fp_book(fp_deactivate(t, now), now);
+        book_top(p, t, now);
     t->lost = 0;
     fp_parked_t *park, *tmp;
     HASH_ITER(hh, t->parked, park, tmp)
     {
-        close_parked(t, park, park->dead ? park->frame.seg : now);
+        close_parked(p, t, park, park->dead ? park->frame.seg : now);
     }
 }
 

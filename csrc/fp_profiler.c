@@ -141,6 +141,15 @@ size_t fp_profiler_memory(const fp_profiler_t *p)
     return bytes;
 }
 
+/* Memory profiling's bytes including callees add up; the peak of one call
+ * is the larger one. */
+static void add_memory(uint64_t *incl, uint64_t *peak, uint64_t src_incl, uint64_t src_peak)
+{
+    *incl += src_incl;
+    if (src_peak > *peak)
+        *peak = src_peak;
+}
+
 /* The entry of `dst` matching the key of `src_entry`, created if missing. */
 static fp_entry_t *merged_entry(fp_thread_t *dst, const fp_entry_t *src_entry)
 {
@@ -159,6 +168,7 @@ fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
         e->reccallcount += se->reccallcount;
         e->cumtime += se->cumtime;
         e->owntime += se->owntime;
+        add_memory(&e->mem_incl, &e->mem_peak, se->mem_incl, se->mem_peak);
     }
     const fp_edge_t *sg;
     for (sg = src->edges; sg; sg = sg->hh.next) {
@@ -171,6 +181,7 @@ fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
         g->reccallcount += sg->reccallcount;
         g->cumtime += sg->cumtime;
         g->owntime += sg->owntime;
+        add_memory(&g->mem_incl, &g->mem_peak, sg->mem_incl, sg->mem_peak);
     }
     /* Nodes come parents first (creation order), so each parent has been
      * merged before its children; `map` takes a source index to the merged
@@ -194,6 +205,7 @@ fp_status fp_thread_merge(fp_thread_t *dst, const fp_thread_t *src)
         n->callcount += sn->callcount;
         n->cumtime += sn->cumtime;
         n->owntime += sn->owntime;
+        add_memory(&n->mem_incl, &n->mem_peak, sn->mem_incl, sn->mem_peak);
     }
     fp_free(map);
     return rc;
@@ -335,6 +347,7 @@ fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src)
         e->reccallcount += se->reccallcount;
         e->cumtime += se->cumtime;
         e->owntime += se->owntime;
+        add_memory(&e->mem_incl, &e->mem_peak, se->mem_incl, se->mem_peak);
     }
     for (const fp_edge_t *sg = src->edges; sg; sg = sg->hh.next) {
         fp_edge_t *g = fp_edge_get(dst, fp_entry_find(dst, sg->key.caller->key),
@@ -343,12 +356,14 @@ fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src)
         g->reccallcount += sg->reccallcount;
         g->cumtime += sg->cumtime;
         g->owntime += sg->owntime;
+        add_memory(&g->mem_incl, &g->mem_peak, sg->mem_incl, sg->mem_peak);
     }
     for (const fp_node_t *sn = src->nodes; sn; sn = sn->hh.next) {
         fp_node_t *n = m.map[sn->index];
         n->callcount += sn->callcount;
         n->cumtime += sn->cumtime;
         n->owntime += sn->owntime;
+        add_memory(&n->mem_incl, &n->mem_peak, sn->mem_incl, sn->mem_peak);
     }
     for (size_t i = 0; i < m.n_entries; i++)
         m.from[i]->user = NULL; /* dst's now: not released with src */

@@ -48,6 +48,10 @@ typedef struct fp_entry {
     fp_owner_t mem_owner;      /* memory profiling: the heap's owner of what
                                   its frames allocate with no edge or node
                                   (fp_top_owner); 0 until one does */
+    uint64_t mem_incl;         /* memory: bytes allocated, callees included,
+                                  outermost activations only (as cumtime) */
+    uint64_t mem_peak;         /* memory: the largest rise of its thread's
+                                  live bytes over one call, callees included */
     UT_hash_handle hh;
 } fp_entry_t;
 
@@ -65,8 +69,9 @@ typedef struct fp_edge {
     uint64_t reccallcount;
     fp_time_t cumtime;
     fp_time_t owntime;
-    int64_t reclevel;
+    int32_t reclevel;     /* (32 bits: packed with mem_owner, edges are many) */
     fp_owner_t mem_owner; /* as the entry's, for frames on this edge */
+    uint64_t mem_incl, mem_peak;
     UT_hash_handle hh;
 } fp_edge_t;
 
@@ -86,6 +91,7 @@ typedef struct fp_node {
     int32_t depth;        /* 1 for a root */
     size_t index;         /* creation order in its thread: parents come first */
     fp_owner_t mem_owner; /* as the entry's, for frames at this node */
+    uint64_t mem_incl, mem_peak;
     UT_hash_handle hh;
 } fp_node_t;
 
@@ -98,11 +104,26 @@ typedef struct fp_frame {
     fp_node_t *node;   /* NULL unless call paths are on */
     const void *ident; /* generator identity in wall mode, else NULL */
     int watched;       /* the binding watches this generator's death */
+    int mem_running;   /* memory: the readings below are of this run */
     fp_time_t t0;
     fp_time_t seg;
     fp_time_t susp;
     fp_time_t subt; /* time spent in callees */
+    /* memory profiling (fp_mem_clock_t readings): when the frame last
+     * started running, and what it ran up before a suspension */
+    uint64_t mem_alloc0, mem_incl_acc;
+    int64_t mem_live0, mem_saved_max, mem_rise_acc;
 } fp_frame_t;
+
+/* Memory profiling: the allocation counts of the OS thread a record runs
+ * on, which the binding's allocator hooks keep (one per OS thread, never
+ * freed while a record may point at it). The accounting reads them as a
+ * second clock: a frame's bytes including callees, and its peak. */
+typedef struct fp_mem_clock {
+    uint64_t allocated; /* bytes allocated for rows on this thread, ever */
+    int64_t live;       /* those bytes less the bytes freed on this thread */
+    int64_t frame_max;  /* the highest `live` since the top frame started */
+} fp_mem_clock_t;
 
 /* A frame taken off the stack while its generator is suspended. */
 typedef struct fp_parked {
@@ -156,6 +177,9 @@ typedef struct fp_thread {
      * lines' own times, fpy_lines.c). clear() resets it. */
     fp_time_t root_subt;
     size_t n_entries, n_edges, n_nodes;
+    /* memory profiling: the allocation counts of the OS thread this record
+     * last ran on (set by the binding before each event), or NULL */
+    fp_mem_clock_t *mem;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
     struct fp_edge *edge_cache[1 << FP_EDGE_CACHE_BITS];
     UT_hash_handle hh;

@@ -47,7 +47,28 @@ static _Thread_local struct {
     fp_owner_t owner;
     const fp_heap_t *owner_heap; /* (heaps are reused: and its epoch) */
     uint64_t owner_epoch;
+    fp_mem_clock_t *clock; /* this thread's allocation counts, or NULL */
 } tl;
+
+/* A block allocated for a row: the thread's counts, which the accounting
+ * reads as a clock (bytes including callees, the peak of a call). Only the
+ * owning thread writes them. */
+static inline void clock_alloc(uint64_t size)
+{
+    fp_mem_clock_t *m = tl.clock;
+    if (m) {
+        m->allocated += size;
+        m->live += (int64_t)size;
+        if (m->live > m->frame_max)
+            m->frame_max = m->live;
+    }
+}
+
+static inline void clock_free(fp_heap_block_t b)
+{
+    if (b.found && b.owner && tl.clock)
+        tl.clock->live -= (int64_t)b.size;
+}
 
 /* The heap to count this call into, or NULL. */
 static inline fp_heap_t *counting(void)
@@ -62,62 +83,94 @@ static inline fp_owner_t owner_in(const fp_heap_t *h)
                : FP_OWNER_NONE;
 }
 
+/* A new block, for the row this thread is in. */
+static inline void track(fp_heap_t *h, void *ptr, uint64_t size)
+{
+    fp_owner_t owner = owner_in(h);
+    fp_heap_track(h, ptr, size, owner);
+    if (owner)
+        clock_alloc(size);
+}
+
 /* The context a domain's allocator expects: ours stands for the wrapped
  * allocator's own (see the top of this file). */
 #define INNER_CTX(d, ctx) ((ctx) == (void *)&wrapped[d] ? wrapped[d].ctx : (ctx))
 
+/* The hooks of domain d (inlined into each domain's own functions). */
+static inline void *hook_malloc(int d, void *ctx, size_t size)
+{
+    void *inner = INNER_CTX(d, ctx);
+    fp_heap_t *h = counting();
+    if (!h)
+        return wrapped[d].malloc(inner, size);
+    tl.guard++;
+    void *ptr = wrapped[d].malloc(inner, size);
+    if (ptr)
+        track(h, ptr, size);
+    tl.guard--;
+    return ptr;
+}
+
+static inline void *hook_calloc(int d, void *ctx, size_t nelem, size_t elsize)
+{
+    void *inner = INNER_CTX(d, ctx);
+    fp_heap_t *h = counting();
+    if (!h)
+        return wrapped[d].calloc(inner, nelem, elsize);
+    tl.guard++;
+    void *ptr = wrapped[d].calloc(inner, nelem, elsize);
+    if (ptr)
+        track(h, ptr, (uint64_t)nelem * elsize);
+    tl.guard--;
+    return ptr;
+}
+
+static inline void *hook_realloc(int d, void *ctx, void *old, size_t size)
+{
+    void *inner = INNER_CTX(d, ctx);
+    fp_heap_t *h = counting();
+    if (!h)
+        return wrapped[d].realloc(inner, old, size);
+    tl.guard++;
+    /* The old block leaves the heap first (another thread may be handed
+     * its address the moment it is freed); it goes back if it stays. */
+    fp_heap_block_t was = fp_heap_take(h, old);
+    void *ptr = wrapped[d].realloc(inner, old, size);
+    if (ptr) {
+        clock_free(was);
+        track(h, ptr, size);
+    } else {
+        fp_heap_untake(h, old, was);
+    }
+    tl.guard--;
+    return ptr;
+}
+
+static inline void hook_free(int d, void *ctx, void *ptr)
+{
+    void *inner = INNER_CTX(d, ctx);
+    fp_heap_t *h = counting();
+    if (h)
+        clock_free(fp_heap_take(h, ptr));
+    wrapped[d].free(inner, ptr);
+}
+
 #define DEFINE_HOOKS(d, name)                                                                           \
     static void *name##_malloc(void *ctx, size_t size)                                                  \
     {                                                                                                   \
-        void *inner = INNER_CTX(d, ctx);                                                                \
-        fp_heap_t *h = counting();                                                                      \
-        if (!h)                                                                                         \
-            return wrapped[d].malloc(inner, size);                                                      \
-        tl.guard++;                                                                                     \
-        void *ptr = wrapped[d].malloc(inner, size);                                                     \
-        if (ptr)                                                                                        \
-            fp_heap_track(h, ptr, size, owner_in(h));                                                   \
-        tl.guard--;                                                                                     \
-        return ptr;                                                                                     \
+        return hook_malloc(d, ctx, size);                                                               \
     }                                                                                                   \
     static void *name##_calloc(void *ctx, size_t nelem, size_t elsize)                                  \
     {                                                                                                   \
-        void *inner = INNER_CTX(d, ctx);                                                                \
-        fp_heap_t *h = counting();                                                                      \
-        if (!h)                                                                                         \
-            return wrapped[d].calloc(inner, nelem, elsize);                                             \
-        tl.guard++;                                                                                     \
-        void *ptr = wrapped[d].calloc(inner, nelem, elsize);                                            \
-        if (ptr)                                                                                        \
-            fp_heap_track(h, ptr, (uint64_t)nelem *elsize, owner_in(h));                                \
-        tl.guard--;                                                                                     \
-        return ptr;                                                                                     \
+        return hook_calloc(d, ctx, nelem, elsize);                                                      \
     }                                                                                                   \
     static void *name##_realloc(void *ctx, void *old, size_t size)                                      \
     {                                                                                                   \
-        void *inner = INNER_CTX(d, ctx);                                                                \
-        fp_heap_t *h = counting();                                                                      \
-        if (!h)                                                                                         \
-            return wrapped[d].realloc(inner, old, size);                                                \
-        tl.guard++;                                                                                     \
-        /* The old block leaves the heap first (another thread may be                            \
-         * handed its address the moment it is freed); back if it stays. */      \
-        fp_heap_block_t was = fp_heap_take(h, old);                                                     \
-        void *ptr = wrapped[d].realloc(inner, old, size);                                               \
-        if (ptr)                                                                                        \
-            fp_heap_track(h, ptr, size, owner_in(h));                                                   \
-        else                                                                                            \
-            fp_heap_untake(h, old, was);                                                                \
-        tl.guard--;                                                                                     \
-        return ptr;                                                                                     \
+        return hook_realloc(d, ctx, old, size);                                                         \
     }                                                                                                   \
     static void name##_free(void *ctx, void *ptr)                                                       \
     {                                                                                                   \
-        void *inner = INNER_CTX(d, ctx);                                                                \
-        fp_heap_t *h = counting();                                                                      \
-        if (h)                                                                                          \
-            fp_heap_take(h, ptr);                                                                       \
-        wrapped[d].free(inner, ptr);                                                                    \
+        hook_free(d, ctx, ptr);                                                                         \
     }
 
 DEFINE_HOOKS(0, raw)
@@ -253,9 +306,62 @@ int fpy_heap_stop(void)
     return intact;
 }
 
-void fpy_heap_pause(void)
+/* ---- each OS thread's allocation counts: never freed, reused ---- */
+
+typedef struct thread_clock {
+    fp_mem_clock_t clock; /* first: a clock is its thread_clock */
+    struct thread_clock *next;
+} thread_clock_t;
+
+static thread_clock_t *spare_clocks; /* of threads that ended */
+static int spare_lock;               /* a spinlock: thread exits need no GIL */
+static pthread_key_t clock_key;      /* gives a thread's clock back at its exit */
+static int clock_key_made;
+
+static void give_back_clock(void *block)
+{
+    tl.clock = NULL; /* (this thread's last hooks count nothing more) */
+    thread_clock_t *c = block;
+    while (__atomic_exchange_n(&spare_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+    c->next = spare_clocks;
+    spare_clocks = c;
+    __atomic_store_n(&spare_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* The calling thread's clock, made on its first event (the GIL held);
+ * NULL when out of memory (its calls then have no bytes including callees
+ * nor peak). */
+static fp_mem_clock_t *thread_clock(void)
+{
+    if (tl.clock)
+        return tl.clock;
+    if (!clock_key_made) {
+        if (pthread_key_create(&clock_key, give_back_clock) != 0)
+            return NULL;
+        clock_key_made = 1;
+    }
+    while (__atomic_exchange_n(&spare_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+    thread_clock_t *c = spare_clocks;
+    if (c)
+        spare_clocks = c->next;
+    __atomic_store_n(&spare_lock, 0, __ATOMIC_RELEASE);
+    if (!c && !(c = calloc(1, sizeof *c)))
+        return NULL;
+    if (pthread_setspecific(clock_key, c) != 0) {
+        give_back_clock(c);
+        return NULL;
+    }
+    tl.clock = &c->clock;
+    return tl.clock;
+}
+
+void fpy_heap_pause(fp_thread_t *t)
 {
     tl.owner = FP_OWNER_NONE;
+    if (t)
+        t->mem = thread_clock();
 }
 
 void fpy_heap_follow(fp_profiler_t *core, fp_thread_t *t)

@@ -31,8 +31,9 @@ int fpy_heap_stop(void);
 void fpy_heap_follow(fp_profiler_t *core, fp_thread_t *t);
 
 /* The calling thread's allocations belong to no row until the next
- * fpy_heap_follow (the profiler's own, while it handles an event). */
-void fpy_heap_pause(void);
+ * fpy_heap_follow (the profiler's own, while it handles an event); and
+ * record `t` (NULL: none) reads this OS thread's allocation counts. */
+void fpy_heap_pause(fp_thread_t *t);
 
 /* Testing only: with `clear`, tracemalloc's traces and then `h` cleared,
  * nothing allocated in between (None); else ((current, peak),

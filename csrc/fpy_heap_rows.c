@@ -1,8 +1,10 @@
-/* Memory profiling's reads (memory=True): the traced heap's totals, and
- * what each row allocated, read from the heap owners the rows name
+/* Memory profiling's reads (memory=True): the traced heap's totals; what
+ * each row allocated itself, read from the heap owners the rows name
  * (fp_top_owner gives each frame's most precise row one: its call-path
- * node, else the edge it was called on, else its entry). One Python row
- * per owner; the Python side sums them into functions and edges. */
+ * node, else the edge it was called on, else its entry), one Python row per
+ * owner; and each function's and edge's bytes including callees and peak,
+ * which the accounting keeps on them. The Python side sums the rows into
+ * functions and edges (data/memory.py). */
 #include "fpy_profiler.h"
 
 static int need_memory(fpy_profiler_t *p)
@@ -69,6 +71,44 @@ PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
     return rows;
 fail:
     Py_DECREF(rows);
+    return NULL;
+}
+
+/* Appends (code, caller, thread, allocated including callees, peak) of a
+ * function (caller NULL) or an edge; 0 when there is nothing to show. */
+static int add_call(PyObject *calls, const fp_entry_t *callee, const fp_entry_t *caller,
+                    const fp_thread_t *t, uint64_t incl, uint64_t peak)
+{
+    if ((!incl && !peak) || !callee->user || (caller && !caller->user))
+        return 0;
+    PyObject *row =
+        Py_BuildValue("(OOKKK)", (PyObject *)callee->user, caller ? (PyObject *)caller->user : Py_None,
+                      (unsigned long long)t->id, (unsigned long long)incl, (unsigned long long)peak);
+    if (!row)
+        return -1;
+    int rc = PyList_Append(calls, row);
+    Py_DECREF(row);
+    return rc;
+}
+
+PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
+{
+    if (need_memory(p) < 0)
+        return NULL;
+    PyObject *calls = PyList_New(0);
+    if (!calls)
+        return NULL;
+    for (const fp_thread_t *t = p->core.threads; t; t = t->hh.next) {
+        for (const fp_entry_t *e = t->entries; e; e = e->hh.next)
+            if (add_call(calls, e, NULL, t, e->mem_incl, e->mem_peak) < 0)
+                goto fail;
+        for (const fp_edge_t *g = t->edges; g; g = g->hh.next)
+            if (add_call(calls, g->key.callee, g->key.caller, t, g->mem_incl, g->mem_peak) < 0)
+                goto fail;
+    }
+    return calls;
+fail:
+    Py_DECREF(calls);
     return NULL;
 }
 

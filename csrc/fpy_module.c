@@ -605,6 +605,10 @@ static PyMethodDef profiler_methods[] = {
     {"_memory_rows", (PyCFunction)fpy_memory_rows, METH_NOARGS,
      "_memory_rows($self, /)\n--\n\nmemory=True: each function's self allocations per thread "
      "record, a list of (code, thread, allocations, allocated, frees, freed, net, live_at_peak)."},
+    {"_memory_calls", (PyCFunction)fpy_memory_calls, METH_NOARGS,
+     "_memory_calls($self, /)\n--\n\nmemory=True: each function's and edge's bytes including "
+     "callees and peak per thread record, a list of (code, caller, thread, allocated_incl, "
+     "peak)."},
     {"_memory_vs_tracemalloc", (PyCFunction)fpy_memory_vs_tracemalloc, METH_O,
      "_memory_vs_tracemalloc($self, clear, /)\n--\n\nTesting only: clear both, or read both "
      "at one moment."},

@@ -171,10 +171,10 @@ FP_FORCE_INLINE int fpy_frame_parks(const fpy_profiler_t *p, const PyCodeObject 
  * (names of C functions, Python code it calls) belongs to no row, only to
  * the totals (as tracemalloc counts it); at the event's end the calling
  * thread's allocations belong to t's top row again. */
-static inline void fpy_memory_pause(fpy_profiler_t *p)
+static inline void fpy_memory_pause(fpy_profiler_t *p, fp_thread_t *t)
 {
     if (p->core.heap)
-        fpy_heap_pause();
+        fpy_heap_pause(t);
 }
 
 static inline void fpy_memory_follow(fpy_profiler_t *p, fp_thread_t *t)
@@ -400,10 +400,12 @@ int fpy_lines_module_init(PyObject *module);
 
 /* ---- fpy_heap_rows.c: memory profiling's reads ---- */
 
-/* _memory_totals(), _memory_rows(), _memory_vs_tracemalloc(clear); see
+/* _memory_totals(), _memory_rows(), _memory_calls(),
+ * _memory_vs_tracemalloc(clear); see
  * docs/binding-api.md. */
 PyObject *fpy_memory_totals(fpy_profiler_t *p, PyObject *unused);
 PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *unused);
+PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *unused);
 PyObject *fpy_memory_vs_tracemalloc(fpy_profiler_t *p, PyObject *clear);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */

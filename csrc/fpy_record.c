@@ -86,7 +86,7 @@ uint64_t fpy_thread_started(fpy_profiler_t *p, uint64_t id)
     if (naming_thread)
         return 0; /* a collection during the call asks again: once is enough */
     /* what the naming allocates is the profiler's */
-    fpy_memory_pause(p);
+    fpy_memory_pause(p, NULL);
     /* before the call: the names of the records folded go with it */
     fpy_fold_ended(p, 0);
     fpy_exc_state saved;
@@ -129,7 +129,7 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
 FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int first)
 {
-    fpy_memory_pause(p);
+    fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -148,7 +148,7 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int suspending)
 {
-    fpy_memory_pause(p);
+    fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -166,7 +166,7 @@ FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                                          PyObject *callable, PyObject *self_arg)
 {
-    fpy_memory_pause(p);
+    fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))
@@ -217,7 +217,7 @@ FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyOb
     const void *key = fpy_cfunc_key(callable, self_arg, missing);
     if (!key)
         return;
-    fpy_memory_pause(p);
+    fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
     if (!fpy_live(p, gen))

@@ -9,7 +9,9 @@ allocates.
 - a function that makes a ``bytearray(10**6)`` allocated exactly its size
   (10**6 bytes and the object's header), once;
 - three functions that allocate and free 30, 20 and 10 MB one after
-  another: each allocated its size, only the first held the peak;
+  another: each allocated its size, only the first held the peak; each
+  call's peak is its size, their caller's the largest, and its bytes
+  including callees the three;
 - a block freed by the caller counts as freed for the function that
   allocated it; what stays alive is its ``net``;
 - a function called from two callers: its row per caller;
@@ -100,6 +102,16 @@ def test_who_held_the_peak():
     totals = p.memory_totals()
     assert 30 * MB < totals["peak"] < 31 * MB
     assert totals["lost"] == 0
+    # Each call rose by what it allocated and came back down; their caller
+    # rose by the largest, and allocated all three.
+    for row in rows:
+        assert row.peak == row.allocated == row.allocated_incl
+    caller = stats.get(key(three_peaks))
+    # (its own: next to nothing; on 3.9-3.10 its callees' frame objects)
+    assert caller is not None and caller.allocated < 2000
+    assert caller.allocated_incl == sum(r.allocated for r in rows) + caller.allocated
+    assert rows[0].peak <= caller.peak < rows[0].peak + 1000
+    assert caller.callers == {} and rows[0].callers[key(three_peaks)].peak == rows[0].peak
 
 
 def make_list():
@@ -260,6 +272,20 @@ def test_counts_as_without_memory():
         p.create_stats()
         counts.append({k: v for k, v in calls(p.stats).items() if "disable" not in k[2]})
     assert counts[0] == counts[1]
+
+
+def recurse(n):
+    if n:
+        return [bytearray(100)] + recurse(n - 1)
+    return []
+
+
+def test_recursion_counts_bytes_once():
+    p, made = profiled(recurse, 5)
+    row = p.memory_stats()[key(recurse)]
+    assert row.allocated_incl == row.allocated  # (calls nothing that allocates)
+    # (and the lists; on 3.9-3.10 the frame objects of the calls)
+    assert 5 * sys.getsizeof(bytearray(100)) < row.allocated < 5 * 1000
 
 
 def test_call_paths_give_the_same_rows():

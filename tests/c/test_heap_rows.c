@@ -1,7 +1,12 @@
 /* Memory profiling's rows in the core: what a thread allocates belongs to
  * its top frame's most precise row (fp_top_owner: the call-path node, else
  * the edge, else the entry), and a folded thread record's rows keep what
- * they allocated, blocks freed later included (fp_thread_fold). */
+ * they allocated, blocks freed later included (fp_thread_fold). The
+ * thread's allocation counts are a second clock (fp_mem_clock_t): bytes
+ * including callees (outermost activations, as cumtime) and the peak of a
+ * call (its thread's live bytes' largest rise above their value at the
+ * call's start), through recursion, a generator's suspensions, a missed
+ * return, flush and fold. */
 #define _GNU_SOURCE
 #include "fp_testlib.h"
 
@@ -102,11 +107,180 @@ static void test_fold_keeps_what_rows_allocated(void **state)
     fp_heap_fini(&h);
 }
 
+/* What the hooks do to the thread's counts (fpy_heap_hooks.c). */
+static void alloc(fp_mem_clock_t *m, int64_t n)
+{
+    m->allocated += (uint64_t)n;
+    m->live += n;
+    if (m->live > m->frame_max)
+        m->frame_max = m->live;
+}
+
+static void release(fp_mem_clock_t *m, int64_t n)
+{
+    m->live -= n;
+}
+
+static void test_bytes_with_callees_and_peak(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_profiler_t p;
+    fp_profiler_init(&p, FP_SUBCALLS | FP_CALLPATHS, 16, NULL, NULL);
+    p.heap = &h;
+    fp_mem_clock_t m = {1000, 500, 500}; /* a thread that ran before */
+    fp_thread_t *t = fp_thread_get(&p, 1);
+    t->mem = &m;
+    /* M: 10 itself; A (from M): 300 up and down, then 20 kept;
+     * B (from M): 5, then C (from B): 40 freed by B after C returns. */
+    tl_call(&p, t, KM, 1);
+    alloc(&m, 10);
+    tl_call(&p, t, KA, 2);
+    alloc(&m, 300);
+    release(&m, 300);
+    alloc(&m, 20);
+    tl_ret(&p, t, KA, 3);
+    tl_call(&p, t, KB, 4);
+    alloc(&m, 5);
+    tl_call(&p, t, KC, 5);
+    alloc(&m, 40);
+    tl_ret(&p, t, KC, 6);
+    release(&m, 40);
+    tl_ret(&p, t, KB, 7);
+    tl_ret(&p, t, KM, 8);
+    fp_entry_t *em = tl_entry(t, KM), *ea = tl_entry(t, KA), *eb = tl_entry(t, KB),
+               *ec = tl_entry(t, KC);
+    assert_int_equal(ea->mem_incl, 320);
+    assert_int_equal(ea->mem_peak, 300);
+    assert_int_equal(ec->mem_incl, 40);
+    assert_int_equal(ec->mem_peak, 40);
+    assert_int_equal(eb->mem_incl, 45);
+    assert_int_equal(eb->mem_peak, 45);
+    assert_int_equal(em->mem_incl, 375);
+    assert_int_equal(em->mem_peak, 310); /* 10, then A's 300 on top */
+    assert_int_equal(tl_edge(t, KB, KC)->mem_incl, 40);
+    assert_int_equal(tl_edge(t, KM, KA)->mem_peak, 300);
+    const fp_node_t *nm = tl_node(t, NULL, KM);
+    assert_int_equal(tl_node(t, tl_node(t, nm, KB), KC)->mem_incl, 40);
+    assert_int_equal(m.frame_max, 810); /* the root's running high: M's high point */
+
+    /* Recursion: the outermost call counts the bytes once; the peak is the
+     * largest of one call, the outer one. */
+    tl_call(&p, t, KD, 10);
+    alloc(&m, 7);
+    tl_call(&p, t, KD, 11);
+    alloc(&m, 3);
+    tl_ret(&p, t, KD, 12);
+    tl_ret(&p, t, KD, 13);
+    assert_int_equal(tl_entry(t, KD)->mem_incl, 10);
+    assert_int_equal(tl_entry(t, KD)->mem_peak, 10);
+
+    /* A second call of A rising less keeps the peak, adds the bytes. */
+    tl_call(&p, t, KM, 20);
+    tl_call(&p, t, KA, 21);
+    alloc(&m, 8);
+    tl_ret(&p, t, KA, 22);
+    tl_ret(&p, t, KM, 23);
+    assert_int_equal(ea->mem_incl, 328);
+    assert_int_equal(ea->mem_peak, 300);
+
+    /* A missed return, then flush with a frame open: booked as returning. */
+    tl_call(&p, t, KM, 30);
+    tl_call(&p, t, KE, 31);
+    tl_call(&p, t, KF, 32);
+    alloc(&m, 4);
+    tl_ret(&p, t, KE, 33); /* F's return was missed */
+    tl_call(&p, t, KG, 34);
+    alloc(&m, 6);
+    fp_thread_flush(&p, t, 35);
+    assert_int_equal(tl_entry(t, KF)->mem_incl, 4);
+    assert_int_equal(tl_entry(t, KE)->mem_incl, 4);
+    assert_int_equal(tl_entry(t, KG)->mem_incl, 6);
+    assert_int_equal(em->mem_incl, 375 + 8 + 10);
+    fp_profiler_destroy(&p);
+    fp_heap_fini(&h);
+}
+
+/* A generator in wall mode: its bytes while it runs, not while it is
+ * parked (what its caller does meanwhile). */
+static void test_generator_runs_only(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_profiler_t p;
+    fp_profiler_init(&p, FP_SUBCALLS, 16, NULL, NULL);
+    p.heap = &h;
+    fp_mem_clock_t m = {0, 0, 0};
+    fp_thread_t *t = fp_thread_get(&p, 1);
+    t->mem = &m;
+    tl_call(&p, t, KM, 1);
+    tl_gen_start(&p, t, KG, G1, 2);
+    alloc(&m, 100);
+    release(&m, 100);
+    tl_yield(&p, t, KG, G1, 3);
+    alloc(&m, 1000); /* the caller's, while the generator is parked */
+    tl_resume(&p, t, KG, G1, 4);
+    alloc(&m, 30);
+    tl_yield(&p, t, KG, G1, 5);
+    tl_resume(&p, t, KG, G1, 6);
+    tl_ret(&p, t, KG, 7);
+    tl_ret(&p, t, KM, 8);
+    fp_entry_t *g = tl_entry(t, KG);
+    assert_int_equal(g->mem_incl, 130);
+    assert_int_equal(g->mem_peak, 100);
+    assert_int_equal(tl_entry(t, KM)->mem_incl, 1130);
+    assert_int_equal(tl_entry(t, KM)->mem_peak, 1030);
+
+    /* Parked when the thread is flushed: what it ran up so far. */
+    tl_call(&p, t, KM, 10);
+    tl_gen_start(&p, t, KH, G2, 11);
+    alloc(&m, 9);
+    tl_yield(&p, t, KH, G2, 12);
+    tl_ret(&p, t, KM, 13);
+    fp_thread_flush(&p, t, 14);
+    assert_int_equal(tl_entry(t, KH)->mem_incl, 9);
+    fp_profiler_destroy(&p);
+    fp_heap_fini(&h);
+}
+
+/* Folded records: bytes including callees add up, the peak is the larger. */
+static void test_fold_adds_bytes_keeps_the_larger_peak(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_profiler_t p;
+    fp_profiler_init(&p, FP_SUBCALLS, 16, NULL, NULL);
+    p.heap = &h;
+    fp_thread_t *dst = fp_thread_get(&p, 1), *src = fp_thread_get(&p, 2);
+    fp_mem_clock_t md = {0, 0, 0}, ms = {0, 0, 0};
+    dst->mem = &md;
+    src->mem = &ms;
+    tl_call(&p, dst, KA, 1);
+    alloc(&md, 50);
+    tl_ret(&p, dst, KA, 2);
+    tl_call(&p, src, KA, 1);
+    alloc(&ms, 70);
+    release(&ms, 70);
+    alloc(&ms, 10);
+    tl_ret(&p, src, KA, 2);
+    assert_int_equal(fp_thread_fold(&p, dst, src), FP_OK);
+    assert_int_equal(tl_entry(dst, KA)->mem_incl, 130);
+    assert_int_equal(tl_entry(dst, KA)->mem_peak, 70);
+    fp_profiler_destroy(&p);
+    fp_heap_fini(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_top_owner),
         cmocka_unit_test(test_fold_keeps_what_rows_allocated),
+        cmocka_unit_test(test_bytes_with_callees_and_peak),
+        cmocka_unit_test(test_generator_runs_only),
+        cmocka_unit_test(test_fold_adds_bytes_keeps_the_larger_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

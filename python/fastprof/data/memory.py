@@ -1,10 +1,10 @@
 """Memory profiling's data model: what a row allocated.
 
-A ``MemoryRow`` holds one function's (or one caller->callee edge's) own
-allocations: the blocks it allocated itself, not in the functions it
-called. ``memory_table`` sums the C profiler's per-owner rows
-(``_memory_rows()``, keys already made pstats keys) into
-``{pstats key: MemoryRow}``, each with its ``callers``
+A ``MemoryRow`` holds what one function (or one caller->callee edge)
+allocated: itself, and with the functions it called. ``memory_table``
+sums the C profiler's rows (``_memory_rows()`` per heap owner and
+``_memory_calls()`` per function and edge, keys already made pstats keys)
+into ``{pstats key: MemoryRow}``, each with its ``callers``
 (``{caller key: MemoryRow}``), the shape of a pstats dict.
 """
 
@@ -22,21 +22,36 @@ class MemoryRow:
       by whatever thread;
     - ``net``: what is still alive (``allocated - freed``);
     - ``live_at_peak``: the bytes it had allocated that were alive when the
-      process's traced memory was highest (who held the peak).
+      process's traced memory was highest (who held the peak);
+    - ``allocated_incl``: bytes allocated while its calls ran, callees
+      included (outermost calls only, as pstats' cumtime);
+    - ``peak``: the largest rise of its thread's live bytes above their
+      value when a call started, over any single call, callees included (a
+      call that allocates 300 MB and frees it before returning: 300 MB).
     - ``callers`` (function rows only): ``{caller key: MemoryRow}``, the same
       counts for the calls from each caller.
     """
 
-    __slots__ = ("allocations", "allocated", "frees", "freed", "net", "live_at_peak", "callers")
+    __slots__ = ("allocations", "allocated", "frees", "freed", "net", "live_at_peak",
+                 "allocated_incl", "peak", "callers")
 
-    def __init__(self, allocations=0, allocated=0, frees=0, freed=0, net=0, live_at_peak=0):
+    def __init__(self, allocations=0, allocated=0, frees=0, freed=0, net=0, live_at_peak=0,
+                 allocated_incl=0, peak=0):
         self.allocations = allocations
         self.allocated = allocated
         self.frees = frees
         self.freed = freed
         self.net = net
         self.live_at_peak = live_at_peak
+        self.allocated_incl = allocated_incl
+        self.peak = peak
         self.callers: Optional[Dict[FuncKey, "MemoryRow"]] = None
+
+    def add_call(self, allocated_incl, peak):
+        """Adds another thread's (or path's) bytes including callees; the
+        peak of one call is the larger."""
+        self.allocated_incl += allocated_incl
+        self.peak = max(self.peak, peak)
 
     def add(self, counts):
         """Adds (allocations, allocated, frees, freed, net, live_at_peak)."""
@@ -57,25 +72,36 @@ class MemoryRow:
 
     def __repr__(self):
         return ("MemoryRow(allocations=%d, allocated=%d, frees=%d, freed=%d, net=%d, "
-                "live_at_peak=%d)" % (self.allocations, self.allocated, self.frees, self.freed,
-                                      self.net, self.live_at_peak))
+                "live_at_peak=%d, allocated_incl=%d, peak=%d)"
+                % (self.allocations, self.allocated, self.frees, self.freed, self.net,
+                   self.live_at_peak, self.allocated_incl, self.peak))
 
 
-def memory_table(rows: Iterable[tuple]) -> Dict[FuncKey, MemoryRow]:
-    """``{key: MemoryRow}`` of rows ``(key, caller key or None, thread,
-    allocations, allocated, frees, freed, net, live_at_peak)``: every row of
-    a key summed (threads, call paths, callers), and per caller into its
-    ``callers``."""
+def memory_table(rows: Iterable[tuple], calls: Iterable[tuple] = ()) -> Dict[FuncKey, MemoryRow]:
+    """``{key: MemoryRow}`` of *rows* ``(key, caller key or None, thread,
+    allocations, allocated, frees, freed, net, live_at_peak)`` (every row of
+    a key summed: threads, call paths, callers; and per caller into its
+    ``callers``) and of *calls* ``(key, caller key or None, thread,
+    allocated_incl, peak)`` (a function's with no caller, an edge's with
+    one). A function that allocated nothing, itself or below, has no row."""
     table: Dict[FuncKey, MemoryRow] = {}
-    for key, caller, _thread, *counts in rows:
+
+    def row_of(key, caller):
         row = table.get(key)
         if row is None:
             row = table[key] = MemoryRow()
             row.callers = {}
-        row.add(counts)
+        if caller is None:
+            return row
+        edge = row.callers.get(caller)
+        if edge is None:
+            edge = row.callers[caller] = MemoryRow()
+        return edge
+
+    for key, caller, _thread, *counts in rows:
+        row_of(key, None).add(counts)
         if caller is not None:
-            edge = row.callers.get(caller)
-            if edge is None:
-                edge = row.callers[caller] = MemoryRow()
-            edge.add(counts)
+            row_of(key, caller).add(counts)
+    for key, caller, _thread, allocated_incl, peak in calls:
+        row_of(key, caller).add_call(allocated_incl, peak)
     return table

@@ -315,15 +315,19 @@ class Profile(_fastprof.Profiler):
         return self._lines.line_stats() if self._lines is not None else {}
 
     def memory_stats(self):
-        """With ``memory=True``: what each function allocated itself,
-        ``{(file, firstlineno, name): MemoryRow}`` keyed like ``self.stats``
-        (``allocations``, ``allocated``, ``frees``, ``freed``, ``net``,
-        ``live_at_peak``; ``callers``: the same per caller).  Functions
-        that allocated nothing have no row."""
+        """With ``memory=True``: what each function allocated,
+        ``{(file, firstlineno, name): MemoryRow}`` keyed like ``self.stats``:
+        itself (``allocations``, ``allocated``, ``frees``, ``freed``,
+        ``net``, ``live_at_peak``), with its callees (``allocated_incl``,
+        ``peak``: the largest rise over one call); ``callers``: the same per
+        caller.  Functions that allocated nothing have no row."""
         from ..data.memory import memory_table  # (deferred: import fastprof adds nothing to cProfile's imports)
         from ..data.names import label
-        return memory_table((label(code), None if caller is None else label(caller), *rest)
-                            for code, caller, *rest in self._memory_rows())
+
+        def keyed(rows):
+            return ((label(code), None if caller is None else label(caller), *rest)
+                    for code, caller, *rest in rows)
+        return memory_table(keyed(self._memory_rows()), keyed(self._memory_calls()))
 
     def memory_totals(self):
         """With ``memory=True``: the process's traced memory while this
