@@ -71,9 +71,9 @@ static inline fp_owner_t resolve(fp_heap_t *h, fp_owner_t id)
     return id;
 }
 
+/* (ids resolved by the caller) */
 static void count_alloc(fp_heap_t *h, fp_owner_t id, uint64_t size)
 {
-    id = resolve(h, id);
     fp_heap_owner_t *o = id ? owner_at(h, id) : NULL;
     if (o) {
         stamp(h, o);
@@ -97,7 +97,6 @@ static void count_alloc(fp_heap_t *h, fp_owner_t id, uint64_t size)
 
 static void count_free(fp_heap_t *h, fp_owner_t id, uint64_t size)
 {
-    id = resolve(h, id);
     if (id) {
         fp_heap_owner_t *o = owner_at(h, id);
         stamp(h, o);
@@ -235,7 +234,7 @@ void fp_heap_track(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owne
     size_t i = probe(h, p);
     if (h->slots[i].ptr) {
         /* Freed behind the hooks' back: count the old block freed. */
-        count_free(h, h->slots[i].owner, slot_size_taken(h, i));
+        count_free(h, resolve(h, h->slots[i].owner), slot_size_taken(h, i));
     } else if ((h->used + 1) * 10 > (h->mask + 1) * 7) {
         if (grow(h) < 0)
             goto lost;
@@ -271,7 +270,7 @@ fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
     size_t i = probe(h, p);
     if (h->slots[i].ptr) {
         b.found = 1;
-        b.owner = h->slots[i].owner;
+        b.owner = resolve(h, h->slots[i].owner); /* (merged since, perhaps) */
         b.size = slot_size_taken(h, i);
         remove_slot(h, i);
         count_free(h, b.owner, b.size);

@@ -39,6 +39,16 @@ static PyMemAllocatorEx ours[3];
 
 static const PyMemAllocatorDomain domains[3] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
 
+/* Read on every allocation: with glibc, the initial-exec TLS model (a
+ * fixed offset from the thread pointer) rather than a __tls_get_addr call
+ * each time; glibc keeps room in the static TLS block for a module loaded
+ * later that asks for it. */
+#if defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
+#define FPY_FAST_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define FPY_FAST_TLS
+#endif
+
 /* Per OS thread, no destructor (libc frees during thread teardown):
  * guard = hooks of this thread in progress; owner = the row the event path
  * last said this thread is in, an id of `owner_heap`'s. */
@@ -48,7 +58,7 @@ static _Thread_local struct {
     const fp_heap_t *owner_heap; /* (heaps are reused: and its epoch) */
     uint64_t owner_epoch;
     fp_mem_clock_t *clock; /* this thread's allocation counts, or NULL */
-} tl;
+} tl FPY_FAST_TLS;
 
 /* A block allocated for a row: the thread's counts, which the accounting
  * reads as a clock (bytes including callees, the peak of a call). Only the

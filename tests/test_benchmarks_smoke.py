@@ -217,6 +217,22 @@ def test_middleware_soak_runs():
     assert [r[:2] for r in rows] == [["1", "20"], ["2", "40"]] and all(len(r) == 6 for r in rows)
 
 
+def test_memory_cost_runs(tmp_path):
+    """questions/memory_cost.py (issue 33's cost) still runs: the
+    allocation-heavy workload under every mode this interpreter has, the
+    same result in each, a ratio per mode."""
+    script = os.path.join(QUESTIONS, "memory_cost.py")
+    out = tmp_path / "cost.json"
+    res = subprocess.run([sys.executable, script, "--repeats", "1", "--scale", "0.01",
+                          "--json", str(out), "allocations"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    row = [line.split() for line in res.stdout.splitlines() if line.startswith("allocations")]
+    assert len(row) == 1 and all(cell.endswith("x") for cell in row[0][2:]), res.stdout
+    medians = json.loads(out.read_text())["medians"]["allocations"]
+    assert {"none", "fastprof", "memory", "tracemalloc"} <= set(medians)
+
+
 def test_threads_read_runs():
     """questions/threads_read.py (docs/threads-coroutines.md) still runs: a
     row per thread count, the records bounded; a bad count refused."""

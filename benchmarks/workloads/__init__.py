@@ -39,6 +39,10 @@ NAMES = [
 #: --only benchmark, whose module gives ``ONLY``, the pattern of its scope.
 SCOPE_NAMES = ["scoped"]
 
+#: The allocation-heavy workload of the memory benchmark
+#: (questions/memory_cost.py), not a ``run.py timing`` one.
+MEMORY_NAMES = ["allocations"]
+
 #: Everything ``run.py timing`` runs by default.
 ALL_NAMES = NAMES + SCOPE_NAMES
 
