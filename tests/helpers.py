@@ -19,6 +19,11 @@ if IMPL not in ("fastprof", "cprofile"):
     raise RuntimeError("FASTPROF_TEST_IMPL must be 'fastprof' or 'cprofile', not %r" % IMPL)
 USING_CPROFILE = IMPL == "cprofile"
 
+# The ASan+UBSan build (make test-asan) runs C code several times slower:
+# CPU bounds meant to catch a quadratic regression scale by this factor.
+SANITIZED = os.environ.get("FASTPROF_SANITIZED") == "1"
+CPU_BOUND_SCALE = 10 if SANITIZED else 1
+
 
 def profiler_class():
     """The profiler under test: fastprof.Profile (or cProfile.Profile, see above)."""

@@ -23,7 +23,7 @@ import fastprof
 from fastprof.data import cost_note
 from fastprof.data.profile_file import load_profile
 from fastprof.modes import top
-from helpers import TESTS_DIR, cli_env
+from helpers import CPU_BOUND_SCALE, TESTS_DIR, cli_env
 
 TARGET = os.path.join(TESTS_DIR, "data", "top_target.py")
 # where the attacher's fastprof lives (nothing of it may show in a profile)
@@ -564,7 +564,8 @@ def test_agent_after_20000_ended_threads(tmp_path):
     so far each take the helper thread well under 100 ms of CPU (before the
     records of ended threads were folded, the write was quadratic in them:
     minutes, while the helper held the GIL), and the profile counts every
-    thread's calls."""
+    thread's calls.  Under the sanitizers the bound is ten times wider
+    (one write took 156 ms there): still far from minutes."""
     import marshal
     import threading
 
@@ -588,7 +589,7 @@ def test_agent_after_20000_ended_threads(tmp_path):
                 snap = marshal.load(f)
             costs.append(snap["cost"])
             assert len(snap["threads"]) <= 64 + 3, len(snap["threads"])
-        assert min(costs) < 0.1, costs
+        assert min(costs) < 0.1 * CPU_BOUND_SCALE, costs
         session.write_so_far()  # (imports what writing needs, as start() does)
         cpu = time.thread_time()
         (tmp_path / "write").write_text("2")
@@ -597,7 +598,7 @@ def test_agent_after_20000_ended_threads(tmp_path):
     finally:
         session.prof.disable()
     data = load_profile(str(tmp_path / "profile-2.prof"))
-    assert cost < 0.1, cost
+    assert cost < 0.1 * CPU_BOUND_SCALE, cost
     calls = {key[2]: value[1] for key, value in data.stats.items()}
     assert calls["_churn_task"] == 20000
     assert sum(t.get("threads", 1) for t in data.threads) >= 20000
