@@ -25,6 +25,7 @@
 #include "fpy_heap_hooks.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 /* The heap the hooks count into (atomic); NULL: they pass every call
@@ -187,6 +188,19 @@ DEFINE_HOOKS(0, raw)
 DEFINE_HOOKS(1, mem)
 DEFINE_HOOKS(2, obj)
 
+/* The short lists below (a few pointer moves under them) are shared by
+ * threads that may hold no GIL, or different ones. */
+static void spin_lock(int *lock)
+{
+    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void spin_unlock(int *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
 /* fork() copies the heap with its lock: take it first so that no other
  * thread holds it in the child. The forking thread's own allocations in
  * between (other fork handlers) pass through, or they would wait for the
@@ -218,8 +232,9 @@ typedef struct kept_heap {
     struct kept_heap *next;
 } kept_heap_t;
 
-static kept_heap_t *kept; /* heaps no profiler uses; the GIL guards the list
-                             (fast paths of other interpreters never touch it) */
+static kept_heap_t *kept; /* heaps no profiler uses */
+static int kept_lock;     /* a spinlock: interpreters with their own GIL
+                             make and drop profilers at once */
 static int fork_handler_set;
 
 fp_heap_t *fpy_heap_acquire(void)
@@ -231,11 +246,13 @@ fp_heap_t *fpy_heap_acquire(void)
         }
         fork_handler_set = 1;
     }
+    spin_lock(&kept_lock);
     kept_heap_t *k = kept;
-    if (k) {
+    if (k)
         kept = k->next;
+    spin_unlock(&kept_lock);
+    if (k)
         return &k->heap;
-    }
     /* libc's: the hooks never see the heaps themselves */
     k = calloc(1, sizeof *k);
     if (!k || fp_heap_init(&k->heap) < 0) {
@@ -252,8 +269,10 @@ void fpy_heap_release(fp_heap_t *h)
         return;
     fp_heap_reset(h);
     kept_heap_t *k = (kept_heap_t *)h;
+    spin_lock(&kept_lock);
     k->next = kept;
     kept = k;
+    spin_unlock(&kept_lock);
 }
 
 static int same_allocator(const PyMemAllocatorEx *a, const PyMemAllocatorEx *b)
@@ -262,7 +281,29 @@ static int same_allocator(const PyMemAllocatorEx *a, const PyMemAllocatorEx *b)
            a->realloc == b->realloc && a->free == b->free;
 }
 
+/* Start and stop, for interpreters with their own GIL at once. */
+static int control_lock;
+
+static int heap_start(fp_heap_t *h);
+static int heap_stop(void);
+
 int fpy_heap_start(fp_heap_t *h)
+{
+    spin_lock(&control_lock);
+    int rc = heap_start(h);
+    spin_unlock(&control_lock);
+    return rc;
+}
+
+int fpy_heap_stop(void)
+{
+    spin_lock(&control_lock);
+    int intact = heap_stop();
+    spin_unlock(&control_lock);
+    return intact;
+}
+
+static int heap_start(fp_heap_t *h)
 {
     if (stuck) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -293,7 +334,7 @@ int fpy_heap_start(fp_heap_t *h)
     return 0;
 }
 
-int fpy_heap_stop(void)
+static int heap_stop(void)
 {
     __atomic_store_n(&recording, NULL, __ATOMIC_RELEASE);
     if (!installed)
@@ -332,11 +373,10 @@ static void give_back_clock(void *block)
 {
     tl.clock = NULL; /* (this thread's last hooks count nothing more) */
     thread_clock_t *c = block;
-    while (__atomic_exchange_n(&spare_lock, 1, __ATOMIC_ACQUIRE))
-        ;
+    spin_lock(&spare_lock);
     c->next = spare_clocks;
     spare_clocks = c;
-    __atomic_store_n(&spare_lock, 0, __ATOMIC_RELEASE);
+    spin_unlock(&spare_lock);
 }
 
 /* The calling thread's clock, made on its first event (the GIL held);
@@ -351,12 +391,11 @@ static fp_mem_clock_t *thread_clock(void)
             return NULL;
         clock_key_made = 1;
     }
-    while (__atomic_exchange_n(&spare_lock, 1, __ATOMIC_ACQUIRE))
-        ;
+    spin_lock(&spare_lock);
     thread_clock_t *c = spare_clocks;
     if (c)
         spare_clocks = c->next;
-    __atomic_store_n(&spare_lock, 0, __ATOMIC_RELEASE);
+    spin_unlock(&spare_lock);
     if (!c && !(c = calloc(1, sizeof *c)))
         return NULL;
     if (pthread_setspecific(clock_key, c) != 0) {
