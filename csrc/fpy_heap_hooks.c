@@ -103,6 +103,39 @@ static inline void track(fp_heap_t *h, void *ptr, uint64_t size)
         clock_alloc(size);
 }
 
+fp_heap_t *fpy_heap_enter(void)
+{
+    fp_heap_t *h = counting();
+    if (h)
+        tl.guard++;
+    return h;
+}
+
+void fpy_heap_leave(void)
+{
+    tl.guard--;
+}
+
+void fpy_heap_note_alloc(fp_heap_t *h, void *ptr, uint64_t size)
+{
+    track(h, ptr, size);
+}
+
+fp_heap_block_t fpy_heap_note_take(fp_heap_t *h, void *ptr)
+{
+    return fp_heap_take(h, ptr);
+}
+
+void fpy_heap_note_taken(fp_heap_block_t b)
+{
+    clock_free(b);
+}
+
+void fpy_heap_note_untake(fp_heap_t *h, void *ptr, fp_heap_block_t b)
+{
+    fp_heap_untake(h, ptr, b);
+}
+
 /* The context a domain's allocator expects: ours stands for the wrapped
  * allocator's own (see the top of this file). */
 #define INNER_CTX(d, ctx) ((ctx) == (void *)&wrapped[d] ? wrapped[d].ctx : (ctx))
@@ -331,12 +364,14 @@ static int heap_start(fp_heap_t *h)
         installed = 1;
     }
     __atomic_store_n(&recording, h, __ATOMIC_RELEASE);
+    fpy_numpy_hook();
     return 0;
 }
 
 static int heap_stop(void)
 {
     __atomic_store_n(&recording, NULL, __ATOMIC_RELEASE);
+    fpy_numpy_unhook();
     if (!installed)
         return 1;
     int intact = 1;

@@ -35,6 +35,26 @@ void fpy_heap_follow(fp_profiler_t *core, fp_thread_t *t);
  * record `t` (NULL: none) reads this OS thread's allocation counts. */
 void fpy_heap_pause(fp_thread_t *t);
 
+/* For other allocators' hooks (numpy's data handler, fpy_numpy_handler.c),
+ * no Python API inside: fpy_heap_enter gives the heap to count a call into
+ * and holds this thread's hooks off (the allocator it wraps may call
+ * Python's), or NULL (then count nothing, and no leave); the block is
+ * noted (alloc), taken out before it is freed (take, then taken once it
+ * is gone, or untake if it stays); then fpy_heap_leave. */
+fp_heap_t *fpy_heap_enter(void);
+void fpy_heap_leave(void);
+void fpy_heap_note_alloc(fp_heap_t *h, void *ptr, uint64_t size);
+fp_heap_block_t fpy_heap_note_take(fp_heap_t *h, void *ptr);
+void fpy_heap_note_taken(fp_heap_block_t b);
+void fpy_heap_note_untake(fp_heap_t *h, void *ptr, fp_heap_block_t b);
+
+/* numpy's default data handler (fpy_numpy_handler.c): hooked if numpy is
+ * loaded and has handlers (1.22+), unhooked (if still ours); whether it is
+ * hooked now. The GIL held. */
+void fpy_numpy_hook(void);
+void fpy_numpy_unhook(void);
+int fpy_numpy_hooked(void);
+
 /* Testing only: with `clear`, tracemalloc's traces and then `h` cleared,
  * nothing allocated in between (None); else ((current, peak),
  * tracemalloc.get_traced_memory()), both read before either is built. */

@@ -20,10 +20,10 @@ PyObject *fpy_memory_totals(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
     if (need_memory(p) < 0)
         return NULL;
     fp_heap_totals_t t = fp_heap_totals(p->heap);
-    return Py_BuildValue("{sKsKsKsKsK}", "current", (unsigned long long)t.current, "peak",
+    return Py_BuildValue("{sKsKsKsKsKsO}", "current", (unsigned long long)t.current, "peak",
                          (unsigned long long)t.peak, "blocks", (unsigned long long)t.blocks,
-                         "allocations", (unsigned long long)t.allocs, "lost",
-                         (unsigned long long)t.lost);
+                         "allocations", (unsigned long long)t.allocs, "lost", (unsigned long long)t.lost,
+                         "numpy", fpy_numpy_hooked() ? Py_True : Py_False);
 }
 
 /* Appends (code, caller, thread, allocations, allocated, frees, freed,

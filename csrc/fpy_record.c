@@ -123,6 +123,9 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
         Py_DECREF(code); /* cannot run code: the frame holds the code alive */
         p->core.nomem = 1;
     }
+    /* a new function: numpy may have been imported since memory started */
+    if (p->core.heap && !fpy_numpy_hooked())
+        fpy_numpy_hook();
     return e;
 }
 

@@ -129,11 +129,11 @@ class Profiler:
     def threads(self, /) -> list[tuple[int, int, int]]: ...  # those that recorded a call
     def memory(self, /) -> int: ...
     # memory=True (csrc/fpy_heap_rows.c): the traced heap's totals
-    # {current, peak, blocks, allocations, lost}; each row's self counts
+    # {current, peak, blocks, allocations, lost, numpy}; each row's self counts
     # (code, caller code or None, thread id, allocations, allocated, frees,
     # freed, net, live_at_peak); testing only: tracemalloc and the heap
     # cleared (clear true: None) or read at one moment
-    def _memory_totals(self, /) -> dict[str, int]: ...
+    def _memory_totals(self, /) -> dict[str, int | bool]: ...
     def _memory_rows(
         self, /
     ) -> list[tuple[CodeType | str, CodeType | str | None, int, int, int, int, int, int, int]]: ...

@@ -332,9 +332,10 @@ class Profile(_fastprof.Profiler):
     def memory_totals(self):
         """With ``memory=True``: the process's traced memory while this
         profiler recorded, ``{"current", "peak", "blocks", "allocations",
-        "lost"}``: bytes alive now and at the highest point, blocks alive
-        now, blocks allocated, and blocks the profiler had no room to track
-        (the numbers are exact while it is 0)."""
+        "lost", "numpy"}``: bytes alive now and at the highest point, blocks
+        alive now, blocks allocated, blocks the profiler had no room to
+        track (the numbers are exact while it is 0), and whether numpy's
+        array data is counted now."""
         return self._memory_totals()
 
     def line_own_stats(self):
