@@ -32,44 +32,74 @@ FP_FORCE_INLINE fp_status ensure_stack_room(fp_profiler_t *p, fp_thread_t *t)
 
 /* ---- memory: the thread's allocation counts as a second clock ---- */
 
-/* The frame starts or resumes running: its readings, and the running
- * high point starts again from here. */
-static void mem_start(fp_profiler_t *p, fp_thread_t *t, fp_frame_t *f)
+/* The memory readings of the frame at `index`, or NULL (no room: out of
+ * memory). Grown to the stack's capacity, new slots not running. */
+static fp_mem_frame_t *mem_slot(fp_profiler_t *p, fp_thread_t *t, size_t index)
 {
-    fp_mem_clock_t *m = t->mem;
-    if (!p->heap || !m)
+    if (index < t->mem_capacity)
+        return &t->mem_stack[index];
+    size_t cap = t->capacity > index ? t->capacity : index + 1;
+    fp_mem_frame_t *stack = fp_realloc(t->mem_stack, cap * sizeof *stack);
+    if (!stack) {
+        p->nomem = 1;
+        return NULL;
+    }
+    memset(stack + t->mem_capacity, 0, (cap - t->mem_capacity) * sizeof *stack);
+    t->mem_stack = stack;
+    t->mem_capacity = cap;
+    return &stack[index];
+}
+
+/* The frame about to be pushed at t->depth starts (carry NULL) or resumes
+ * (carry: what it ran up before) running: its readings, and the running
+ * high point starts again from here. */
+static void mem_start(fp_profiler_t *p, fp_thread_t *t, const fp_mem_frame_t *carry)
+{
+    if (!p->heap)
         return;
-    f->mem_running = 1;
-    f->mem_alloc0 = m->allocated;
-    f->mem_live0 = m->live;
-    f->mem_saved_max = m->frame_max;
+    fp_mem_frame_t *f = mem_slot(p, t, t->depth);
+    if (!f)
+        return;
+    *f = carry ? *carry : (fp_mem_frame_t){0};
+    fp_mem_clock_t *m = t->mem;
+    if (!m)
+        return;
+    f->running = 1;
+    f->alloc0 = m->allocated;
+    f->live0 = m->live;
+    f->saved_max = m->frame_max;
     m->frame_max = m->live;
 }
 
-/* The frame, just taken off the stack, stops running (returns or
- * suspends): what this run allocated and how high it went join what it
- * ran up before, and its high point is its caller's too. */
-static void mem_stop(fp_thread_t *t, fp_frame_t *f)
+/* The frame just taken off the stack (its slot is t->depth) stops
+ * running (returns or suspends): what this run allocated and how high it
+ * went join what it ran up before, and its high point is its caller's
+ * too. Returns its readings, or NULL when memory is off. */
+static fp_mem_frame_t *mem_stop(fp_profiler_t *p, fp_thread_t *t)
 {
+    if (!p->heap || t->depth >= t->mem_capacity)
+        return NULL;
+    fp_mem_frame_t *f = &t->mem_stack[t->depth];
     fp_mem_clock_t *m = t->mem;
-    if (!f->mem_running || !m)
-        return;
-    f->mem_running = 0;
-    f->mem_incl_acc += m->allocated - f->mem_alloc0;
-    int64_t rise = m->frame_max - f->mem_live0;
-    if (rise > f->mem_rise_acc)
-        f->mem_rise_acc = rise;
-    if (f->mem_saved_max > m->frame_max)
-        m->frame_max = f->mem_saved_max;
+    if (!f->running || !m)
+        return f;
+    f->running = 0;
+    f->incl_acc += m->allocated - f->alloc0;
+    int64_t rise = m->frame_max - f->live0;
+    if (rise > f->rise_acc)
+        f->rise_acc = rise;
+    if (f->saved_max > m->frame_max)
+        m->frame_max = f->saved_max;
+    return f;
 }
 
 /* A finished call's bytes including callees (outermost activations, as
  * cumtime) and its rise, into each of its rows; after fp_deactivate. */
-static void mem_book(fp_profiler_t *p, const fp_frame_t *f)
+static void mem_book(const fp_frame_t *f, const fp_mem_frame_t *m)
 {
-    if (!p->heap)
+    if (!m)
         return;
-    uint64_t incl = f->mem_incl_acc, rise = (uint64_t)f->mem_rise_acc;
+    uint64_t incl = m->incl_acc, rise = (uint64_t)m->rise_acc;
     fp_entry_t *e = f->entry;
     if (e->reclevel == 0)
         e->mem_incl += incl;
@@ -93,8 +123,7 @@ static void mem_book(fp_profiler_t *p, const fp_frame_t *f)
 static void book_top(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
 {
     fp_frame_t *f = fp_deactivate(t, now);
-    mem_stop(t, f);
-    mem_book(p, f);
+    mem_book(f, mem_stop(p, t));
     fp_book(f, now);
 }
 
@@ -130,7 +159,7 @@ void fp_enter(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident
     }
     if (p->flags & FP_CALLPATHS)
         f.node = child_node(p, t, caller ? caller->node : NULL, e);
-    mem_start(p, t, &f);
+    mem_start(p, t, NULL);
     fp_activate(t, &f);
 }
 
@@ -189,14 +218,15 @@ void fp_suspend(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *i
         }
     }
     fp_frame_t *f = fp_deactivate(t, now);
-    mem_stop(t, f);
+    fp_mem_frame_t *m = mem_stop(p, t);
     if (!park) {
         p->nomem = 1;
-        mem_book(p, f);
+        mem_book(f, m);
         fp_book(f, now); /* cannot park it: count the run so far as one call */
         return;
     }
     park->frame = *f;
+    park->mem = m ? *m : (fp_mem_frame_t){0};
     park->frame.seg = now; /* while parked, `seg` is when it stopped */
 }
 
@@ -215,10 +245,10 @@ void fp_resume(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *iden
     }
     HASH_DEL(t->parked, park);
     fp_frame_t f = park->frame;
+    mem_start(p, t, &park->mem);
     fp_free(park);
     f.susp += now - f.seg;
     f.seg = now;
-    mem_start(p, t, &f);
     fp_activate(t, &f);
 }
 
@@ -228,9 +258,15 @@ static void close_parked(fp_profiler_t *p, fp_thread_t *t, fp_parked_t *park, fp
 {
     HASH_DEL(t->parked, park);
     fp_frame_t f = park->frame;
-    fp_free(park);
     /* A parked frame is not active: book it as if it had resumed and
-     * returned at once, its suspension counted up to `at`. */
+     * returned at once, its suspension counted up to `at` (its memory:
+     * what it ran up before it parked). */
+    if (p->heap) {
+        fp_mem_frame_t *m = mem_slot(p, t, t->depth);
+        if (m)
+            *m = park->mem; /* not running: mem_stop adds nothing */
+    }
+    fp_free(park);
     f.susp += at - f.seg;
     f.seg = at;
     fp_activate(t, &f);

@@ -55,6 +55,9 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     fp_free(t->stack);
     t->stack = NULL;
     t->depth = t->capacity = t->lost = 0;
+    fp_free(t->mem_stack);
+    t->mem_stack = NULL;
+    t->mem_capacity = 0;
     t->offset = 0; /* no frame is open: program time may jump ahead */
     t->root_subt = 0;
     t->n_entries = t->n_edges = t->n_nodes = 0;
@@ -120,7 +123,8 @@ fp_thread_t *fp_thread_get(fp_profiler_t *p, uint64_t id)
 
 static size_t thread_memory(const fp_thread_t *t)
 {
-    size_t bytes = sizeof *t + t->capacity * sizeof(fp_frame_t);
+    size_t bytes =
+        sizeof *t + t->capacity * sizeof(fp_frame_t) + t->mem_capacity * sizeof(fp_mem_frame_t);
     bytes += t->n_entries * sizeof(fp_entry_t) + t->n_edges * sizeof(fp_edge_t) +
              t->n_nodes * sizeof(fp_node_t) + HASH_COUNT(t->parked) * sizeof(fp_parked_t);
     if (t->entries)

@@ -104,16 +104,22 @@ typedef struct fp_frame {
     fp_node_t *node;   /* NULL unless call paths are on */
     const void *ident; /* generator identity in wall mode, else NULL */
     int watched;       /* the binding watches this generator's death */
-    int mem_running;   /* memory: the readings below are of this run */
     fp_time_t t0;
     fp_time_t seg;
     fp_time_t susp;
     fp_time_t subt; /* time spent in callees */
-    /* memory profiling (fp_mem_clock_t readings): when the frame last
-     * started running, and what it ran up before a suspension */
-    uint64_t mem_alloc0, mem_incl_acc;
-    int64_t mem_live0, mem_saved_max, mem_rise_acc;
 } fp_frame_t;
+
+/* Memory profiling's readings of one frame (fp_mem_clock_t readings),
+ * kept beside the shadow stack (fp_thread_t.mem_stack, same index) so
+ * that the stack's frames stay small when memory is off. */
+typedef struct fp_mem_frame {
+    int running;              /* the readings below are of this run */
+    uint64_t alloc0;          /* when the frame last started running: */
+    int64_t live0, saved_max; /* its thread's counts then */
+    uint64_t incl_acc;        /* what its runs before allocated, */
+    int64_t rise_acc;         /* and the highest they rose */
+} fp_mem_frame_t;
 
 /* Memory profiling: the allocation counts of the OS thread a record runs
  * on, which the binding's allocator hooks keep (one per OS thread, never
@@ -130,6 +136,7 @@ typedef struct fp_parked {
     const void *ident;
     int dead; /* its generator is gone without returning: close it where it parked */
     fp_frame_t frame;
+    fp_mem_frame_t mem; /* its memory readings (memory profiling) */
     UT_hash_handle hh;
 } fp_parked_t;
 
@@ -180,6 +187,10 @@ typedef struct fp_thread {
     /* memory profiling: the allocation counts of the OS thread this record
      * last ran on (set by the binding before each event), or NULL */
     fp_mem_clock_t *mem;
+    /* memory profiling: each stack frame's readings, allocated on first
+     * use; slots from mem_capacity up are missing (out of memory) */
+    fp_mem_frame_t *mem_stack;
+    size_t mem_capacity;
     fp_cached_entry_t cache[1 << FP_ENTRY_CACHE_BITS];
     struct fp_edge *edge_cache[1 << FP_EDGE_CACHE_BITS];
     UT_hash_handle hh;
