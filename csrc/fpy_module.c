@@ -220,18 +220,23 @@ static PyObject *profiler_enable(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored)
     p->source = p->fast ? &fpy_eval_source : FPY_DEFAULT_SOURCE;
     p->failed = 0;
     p->generation++;
-    if (p->memory && fpy_heap_start(p->heap) < 0)
-        return NULL;
     set_enabled(p, 1);
     if (p->source->attach(p) < 0) {
         set_enabled(p, 0);
-        stop_heap(p);
         return NULL;
     }
     if (fpy_gc_attach(p) < 0) {
         p->source->detach(p);
         set_enabled(p, 0);
-        stop_heap(p);
+        return NULL;
+    }
+    /* Memory last (and first to stop): what attaching the event source
+     * allocates (3.12+: instrumenting code objects) is the profiler's,
+     * not the program's. */
+    if (p->memory && fpy_heap_start(p->heap) < 0) {
+        fpy_gc_detach(p);
+        p->source->detach(p);
+        set_enabled(p, 0);
         return NULL;
     }
     Py_RETURN_NONE;
@@ -242,10 +247,10 @@ static void disable_and_flush(fpy_profiler_t *p)
 {
     if (!p->enabled)
         return;
+    stop_heap(p);
     fpy_gc_detach(p);
     p->source->detach(p);
     set_enabled(p, 0);
-    stop_heap(p);
     p->generation++;
     fp_time_t now = p->failed ? p->last_now : fpy_now(p);
     /* A CPU clock is per thread: other threads' readings are not comparable
@@ -279,6 +284,8 @@ static int stop_this_thread(fpy_profiler_t *p)
     /* no event of this thread is recorded from here on, so a custom timer
      * read below does not show up either */
     t->stopped = 1;
+    /* what the thread allocates from here on belongs to no row */
+    fpy_memory_pause(p, t);
     p->source->stop_thread(p, me);
     fp_thread_flush(&p->core, t,
                     fpy_program_time(p, t, p->failed ? p->last_now : fpy_now(p), (fpy_cost_t){0, 0}));
@@ -562,10 +569,10 @@ static void profiler_dealloc(fpy_profiler_t *p)
     if (p->next_live)
         p->next_live->prev_live = p->prev_live;
     if (p->enabled) {
+        stop_heap(p);
         fpy_gc_detach(p);
         p->source->detach(p);
         set_enabled(p, 0);
-        stop_heap(p);
     }
     fp_profiler_destroy(&p->core);
     fpy_heap_release(p->heap);

@@ -15,23 +15,35 @@ DESCRIPTION = ("Show a profile as an aligned table: times in ns/\u00b5s/ms/s wit
                "percent of the total profiled time (the sum of all tottimes).")
 EPILOG = ("sort keys: tottime (time, tt, self), cumtime (cumulative, cum, ct), calls "
           "(ncalls), pcalls (primitive), percall, cumpercall, name, file (filename, "
-          "module, nfl, stdname), line.\n\n" + run_options.SORT_NOTE)
+          "module, nfl, stdname), line.\n\n" + run_options.SORT_NOTE + "\n\nWith --memory, "
+          "sort keys: allocated (default), incl (allocated_incl), net, peak, held "
+          "(live_at_peak), blocks (allocations), freed.")
 
 
 class NothingMatched(Exception):
     """A query that matched nothing: one line on stderr, exit status 1."""
 
 
+# a memory column as -s/--sort gives it (with --memory)
+MEMORY_SORT_PREFIX = "memory:"
+
+
 def _sort(text: str) -> str:
+    from ..tools.memory_view import (  # (deferred: fastprof run imports nothing before the program)
+        MEMORY_SORTS,
+        parse_memory_sort,
+    )
     from ..tools.view import parse_sort  # (deferred: fastprof run imports nothing before the program)
+    if text.strip().lower() in MEMORY_SORTS:
+        return MEMORY_SORT_PREFIX + parse_memory_sort(text)
     return parse_sort(text)
 
 
 def add_arguments(p):
     # (optional to argparse only: `view --lines FILE`, where --lines took the file, is mended in run)
     p.add_argument("file", metavar="FILE", nargs="?", help="a cProfile or fastprof .prof file")
-    p.add_argument("-s", "--sort", type=arguments.checked(_sort), default="tottime", metavar="SORT",
-                   help="sort key (default: tottime; see below)")
+    p.add_argument("-s", "--sort", type=arguments.checked(_sort), default=None, metavar="SORT",
+                   help="sort key (default: tottime, with --memory allocated; see below)")
     p.add_argument("-n", "--limit", type=arguments.positive_or_zero, default=30, metavar="N",
                    help="show the first N rows (default 30; 0 = all); with --tree, N lines")
     p.add_argument("--filter", type=arguments.regex, metavar="REGEX",
@@ -43,6 +55,10 @@ def add_arguments(p):
                    help="what the functions matching NAME (a regex) called, with the time of each")
     g.add_argument("--tree", action="store_true",
                    help="the call paths as an indented tree (estimated for cProfile files)")
+    g.add_argument("--memory", action="store_true",
+                   help="what each function allocated (a profile made with --memory or "
+                        "Profile(memory=True)): bytes itself, with callees, still alive, "
+                        "the peak of one call and its share of the process's peak")
     g.add_argument("--lines", nargs="?", const="", type=arguments.regex, metavar="NAME",
                    help="line by line: the source of the functions profiled with "
                         "--lines (all of them, or those matching NAME, a regex) with "
@@ -110,11 +126,19 @@ def _view(args):
         if about:
             lines.append(about)
     lines.extend(view.mode_notes(data))
+    if data.memory is not None:
+        from ..tools.memory_view import totals_line  # (deferred: fastprof run imports nothing before the program)
+        lines.append(totals_line(data.memory_totals))
     hint = view.clock_hint(shown, data.clock)
     if hint:
         lines.append(hint)
     lines.append("")
-    if args.lines is not None:
+    sort = args.sort or "tottime"
+    if sort.startswith(MEMORY_SORT_PREFIX) and not args.memory:
+        raise UsageError("-s %s sorts by a memory column: add --memory" % sort[len(MEMORY_SORT_PREFIX):])
+    if args.memory:
+        lines.extend(_memory_table(data, args, name))
+    elif args.lines is not None:
         lines.extend(_line_listings(data, shown, args, name, micro))
     elif args.tree:
         if args.thread is not None:
@@ -130,10 +154,31 @@ def _view(args):
                                       qualnames=data.qualnames,
                                       concurrent=view.concurrency_recorded(data)))
     else:
-        lines.extend(view.function_table(shown, args.sort, args.limit, args.filter, micro,
+        lines.extend(view.function_table(shown, sort, args.limit, args.filter, micro,
                                          qualnames=data.qualnames,
                                          concurrent=view.concurrency_recorded(data)))
     return lines
+
+
+def _memory_table(data, args, name):
+    from ..tools.memory_view import (  # (deferred: fastprof run imports nothing before the program)
+        DEFAULT_MEMORY_SORT,
+        memory_table,
+    )
+    if data.memory is None:
+        raise NothingMatched("%s has no memory stats: profile with python -m fastprof --memory "
+                             "(or Profile(memory=True))" % (name,))
+    if args.thread is not None:
+        raise UsageError("--memory shows every thread's allocations (they are not kept per "
+                         "thread): leave out --thread")
+    sort = args.sort or MEMORY_SORT_PREFIX + DEFAULT_MEMORY_SORT
+    if not sort.startswith(MEMORY_SORT_PREFIX):
+        raise UsageError("--memory sorts by a memory column, not %s (allocated, incl, net, "
+                         "peak, held, blocks, freed)" % sort)
+    sort = sort[len(MEMORY_SORT_PREFIX):]
+    if not data.memory:
+        return ["no function allocated anything while profiled"]
+    return memory_table(data.memory, sort, args.limit, args.filter, qualnames=data.qualnames)
 
 
 def _line_listings(data, shown, args, name, micro):

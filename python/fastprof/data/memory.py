@@ -105,3 +105,47 @@ def memory_table(rows: Iterable[tuple], calls: Iterable[tuple] = ()) -> Dict[Fun
     for key, caller, _thread, allocated_incl, peak in calls:
         row_of(key, caller).add_call(allocated_incl, peak)
     return table
+
+
+# -- in the .prof trailer ------------------------------------------------------
+
+# a row's counts in the trailer, in this order
+FIELDS = ("allocations", "allocated", "frees", "freed", "net", "live_at_peak", "allocated_incl", "peak")
+# the totals kept (memory_totals()), each an int
+TOTALS = ("current", "peak", "blocks", "allocations", "lost")
+
+
+def _counts(row: MemoryRow) -> tuple:
+    return tuple(int(getattr(row, name)) for name in FIELDS)
+
+
+def _row(counts) -> MemoryRow:
+    if not (isinstance(counts, tuple) and len(counts) == len(FIELDS)
+            and all(isinstance(n, int) for n in counts)):
+        raise ValueError("a memory row is not %d integers" % len(FIELDS))
+    return MemoryRow(*counts)
+
+
+def table_to_marshal(table: Dict[FuncKey, MemoryRow], totals: Optional[dict]) -> dict:
+    """The trailer's ``memory``: ``{"rows": {key: (counts, {caller key:
+    counts})}, "totals": {name: int}}``, counts in FIELDS' order."""
+    rows = {tuple(key): (_counts(row), {tuple(c): _counts(edge) for c, edge in (row.callers or {}).items()})
+            for key, row in table.items()}
+    kept = {name: int(totals[name]) for name in TOTALS if name in (totals or {})}
+    return {"rows": rows, "totals": kept}
+
+
+def table_from_marshal(obj) -> Tuple[Dict[FuncKey, MemoryRow], dict]:
+    """``(table, totals)`` from the trailer's ``memory``; ValueError if it
+    is not what table_to_marshal writes."""
+    if not (isinstance(obj, dict) and isinstance(obj.get("rows"), dict)):
+        raise ValueError("memory without rows")
+    table: Dict[FuncKey, MemoryRow] = {}
+    for key, (counts, callers) in obj["rows"].items():
+        row = _row(counts)
+        row.callers = {tuple(c): _row(edge) for c, edge in callers.items()}
+        table[tuple(key)] = row
+    totals = obj.get("totals", {})
+    if not isinstance(totals, dict):
+        raise ValueError("memory totals are not a dict")
+    return table, {name: int(totals[name]) for name in TOTALS if name in totals}

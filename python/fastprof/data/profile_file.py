@@ -33,6 +33,8 @@ Trailer (a plain dict; only marshal-able values)::
                   "recorded": seconds, "cpu": seconds, "suspended": seconds},
       "compensation": {"on": bool, "removed": seconds, "events": int},  # optional
       "shared_keys": {(file, line, name): [(qualname, <pstats row>), ...]},  # optional
+      "memory": {"rows": {(file, line, name): (counts, {caller: counts})},  # optional
+                 "totals": {"current": int, "peak": int, ...}},
     }
 
 A thread record may hold ``"stats_of_file": True`` instead of ``stats``
@@ -98,6 +100,15 @@ on cProfile's terms (``tools/diff.as_cprofile_keeps``).  ``pstats_only`` (not
 written) says a file read had no trailer: a cProfile file, or another
 pstats writer's.
 
+``memory`` (``Profile(memory=True)``, ``--memory``; added without a
+version bump): what each function allocated, and per caller, each
+``counts`` a tuple of ``memory.FIELDS`` (allocations, allocated bytes,
+frees, freed bytes, net, live at the peak, allocated including callees,
+peak of one call); and the process's traced bytes (``memory.TOTALS``:
+alive at the end, at the peak, blocks alive, blocks allocated, blocks not
+tracked). ``ProfileData.memory`` is ``{key: MemoryRow}``, the dict
+``Profile.memory_stats()`` returns, and ``memory_totals`` the totals.
+
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
 do not know, and a file without it is read as before) gives the qualified
 name (``co_qualname``, Python 3.11+) of the functions whose key alone says
@@ -117,7 +128,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import line_sources
+from . import line_sources, memory
 from .atomic_file import write_atomically
 from .cost_note import check as check_compensation
 from .model import FuncKey
@@ -181,6 +192,9 @@ class ProfileData:
     # pstats key -> [(qualified name or "", pstats row)]: the rows of the
     # code objects summed under a key several shared
     shared_keys: Dict[FuncKey, List[Tuple[str, tuple]]] = field(default_factory=dict)
+    # memory profiling: pstats key -> MemoryRow (memory.py), and the process's traced bytes
+    memory: Optional[Dict[FuncKey, Any]] = None
+    memory_totals: Optional[Dict[str, int]] = None
     # read from a file with no trailer (cProfile's: one code object per key); not written
     pstats_only: bool = False
     # read from a damaged file: what was lost ("fastprof data cut short ..."); not written
@@ -223,6 +237,8 @@ class ProfileData:
         if self.shared_keys:
             out["shared_keys"] = {tuple(k): [(str(q), tuple(row)) for q, row in parts]
                                   for k, parts in self.shared_keys.items()}
+        if self.memory is not None:
+            out["memory"] = memory.table_to_marshal(self.memory, self.memory_totals)
         return None if out == header else out
 
 
@@ -358,6 +374,8 @@ def load_profile(path) -> ProfileData:
         if isinstance(trailer.get("request"), dict):
             data.request = dict(trailer["request"])
         data.compensation = check_compensation(trailer.get("compensation"))
+        if "memory" in trailer:
+            data.memory, data.memory_totals = memory.table_from_marshal(trailer["memory"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

@@ -58,6 +58,8 @@ examples:
   python -m fastprof -o out.prof -m mypackage.tool --verbose
   python -m fastprof --callpaths -o flame.html myscript.py
   python -m fastprof --per-thread --clock cpu server.py
+  python -m fastprof --memory -o mem.prof myscript.py
+  fastprof view mem.prof --memory -s peak  # bytes per function, biggest call first
   python -m fastprof --subprocesses -o all.prof pool_job.py
   fastprof view all.prof --process 12345   # one process of it
   python -m fastprof -o out.prof app.pyz
@@ -125,6 +127,12 @@ def build_parser():
                       "named alike (Thread-1, Thread-2...) share one "
                       "(the threads are in the -o .prof file anyway)")
     run_options.add_run_options(p.add_option, argparse_style=False)
+    p.add_option("--memory", action="store_true", default=False,
+                 help="also count what each function allocates through Python's allocators "
+                      "(bytes itself and with its callees, still alive at the end, the "
+                      "peak of one call, its share of the process's peak): printed after "
+                      "the table; with -o FILE.prof, kept in the file (fastprof view FILE "
+                      "--memory). Not with --subprocesses yet.")
     p.add_option("--signal", metavar="SIG",
                  help="each signal SIG (a name, SIGUSR1 or USR1, or a number) toggles "
                       "profiling; each stop writes the profile collected so far "
@@ -478,6 +486,7 @@ def _print_output(prof, options, prog=PROG):
     if not options.per_thread:
         prof.print_stats(options.sort)
         _print_lines(prof)
+        _print_memory(prof, options)
         _table_hint(prog)
         return
     prof.disable()
@@ -490,8 +499,22 @@ def _print_output(prof, options, prog=PROG):
             prof.print_stats(options.sort, thread=tid)
         else:
             pstats_of(stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
+    _print_memory(prof, options)
     sys.stdout.flush()
     _table_hint(prog)
+
+
+def _print_memory(prof, options):
+    """--memory: the process's traced bytes and the functions that
+    allocated most, after the time table."""
+    if not getattr(options, "memory", False):
+        return
+    from ..tools.memory_view import memory_table, totals_line  # (deferred: nothing before the program)
+    rows = prof.memory_stats()
+    print(totals_line(prof.memory_totals()))
+    print()
+    for line in memory_table(rows, qualnames=prof.qualnames) if rows else ["no function allocated anything"]:
+        print(line)
 
 
 def main(argv=None):
@@ -537,6 +560,8 @@ def main(argv=None):
             raise UsageError("--idle needs --signal SIG")
         if options.subprocesses and options.signal is not None:
             raise UsageError("--subprocesses and --signal cannot be used together")
+        if options.subprocesses and options.memory:
+            raise UsageError("--memory cannot be combined with --subprocesses (not supported yet)")
 
         kind = "module"
         if options.module:
@@ -569,6 +594,7 @@ def main(argv=None):
     # formats that draw the call tree get exact call paths without asking
     callpaths = options.callpaths or (fmt is not None and fmt.tree)
     kwargs = run_options.profile_options(options, callpaths)
+    kwargs["memory"] = options.memory
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
             if not options.module and kind == "script" else None)

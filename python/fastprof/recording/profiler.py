@@ -720,8 +720,8 @@ class Profile(_fastprof.Profiler):
 
     def add_recording_details(self, data):
         """Put into *data* (a ``ProfileData``) what the profiler recorded
-        beside the stats: line stats and own times, and the ``only=`` and
-        ``fast`` that say what the stats leave out."""
+        beside the stats: line stats and own times, the ``only=`` and
+        ``fast`` that say what the stats leave out, and memory."""
         data.lines = self.line_stats()
         data.lines_own = self.line_own_stats()
         data.only = self._options.get("only")
@@ -730,6 +730,9 @@ class Profile(_fastprof.Profiler):
             data.coroutines = "wall"
         data.paths = _relative_paths(data.stats, self.paths_memo)
         data.compensation = self.compensation(data.stats)
+        if self._options["memory"]:
+            data.memory = self.memory_stats()
+            data.memory_totals = self.memory_totals()
 
     def compensation(self, stats=None):
         """Whether this profiler took its own cost out of the times, how

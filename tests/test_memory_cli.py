@@ -1,0 +1,185 @@
+"""Memory profiling on the command line and in files: ``python -m fastprof
+--memory``, the ``.prof`` trailer's ``memory`` and ``fastprof view
+--memory``.
+
+- the printed run: the process's traced bytes, then a table in which a
+  function that makes a ``bytearray(10**6)`` shows it;
+- ``-o x.prof``: pstats reads the table unchanged; ``load_profile``
+  gives back ``memory`` (``{key: MemoryRow}``, as ``memory_stats()``) and
+  the totals; the trailer round-trips exactly;
+- ``fastprof view --memory``: sorted by any memory column, in human
+  units; one-line errors for a file without memory, a memory sort key
+  without ``--memory``, a time key with it, ``--thread``;
+- what a thread allocates after ``disable(this_thread=True)`` belongs to
+  no row (the run's own ending would otherwise show as ``disable``'s).
+"""
+import os
+import pstats
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helpers  # noqa: E402
+
+pytestmark = pytest.mark.skipif(helpers.USING_CPROFILE, reason="memory is fastprof's")
+
+MB = 10**6
+
+PROGRAM = """\
+def make(n):
+    return [bytearray(1000) for _ in range(n)]
+
+def churn():
+    for _ in range(3):
+        b = bytearray(10**6)
+        del b
+
+def main():
+    keep = make(1000)
+    churn()
+    return keep
+
+main()
+"""
+
+
+def _run(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "fastprof"] + list(args), cwd=cwd,
+                          env=helpers.cli_env(), capture_output=True, text=True, timeout=300)
+
+
+def _view(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "fastprof.cli", "view"] + list(args), cwd=cwd,
+                          env=helpers.cli_env(), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def program(tmp_path):
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+def _row(table, name):
+    (key,) = [k for k in table if k[2] == name]
+    return table[key]
+
+
+def test_printed_run(program, tmp_path):
+    out = _run("--memory", str(program), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    (totals,) = [line for line in lines if line.startswith("memory: ")]
+    assert "at the peak" in totals and "alive at the end" in totals
+    header = lines.index(next(line for line in lines if line.split()[:2] == ["allocated", "incl"]))
+    rows = lines[header + 1:]
+    # sorted by allocated: churn's 3 MB first, each call's peak its 10**6 bytes
+    assert "churn" in rows[0] and rows[0].split()[:2] == ["2.9", "MiB"], rows[0]
+    assert "977 KiB" in rows[0]
+    assert not any("disable" in line and "KiB" in line for line in rows), rows
+
+
+def test_file_keeps_memory(program, tmp_path):
+    from fastprof.profile_file import load_profile
+    out = _run("--memory", "-o", "m.prof", str(program), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    path = str(tmp_path / "m.prof")
+    data = load_profile(path)
+    assert pstats.Stats(path).stats == data.stats  # the pstats part is untouched
+    churn = _row(data.memory, "churn")
+    assert 3 * MB <= churn.allocated < 3 * MB + 1000, churn
+    assert MB <= churn.peak < MB + 1000, churn
+    assert churn.net == 0 and churn.allocations >= 3
+    make = _row(data.memory, "make")
+    assert 1000 * 1000 <= make.allocated < 1000 * 1200, make
+    main = _row(data.memory, "main")
+    assert main.allocated_incl >= churn.allocated + make.allocated, main
+    assert set(main.callers) == {k for k in data.stats if k[2] == "<module>"}
+    totals = data.memory_totals
+    assert totals["peak"] >= make.live_at_peak + MB, totals
+    assert set(totals) == {"current", "peak", "blocks", "allocations", "lost"}
+
+
+def test_trailer_round_trip(tmp_path):
+    from fastprof.data.memory import MemoryRow
+    from fastprof.profile_file import ProfileData, load_profile, write_profile
+    key, caller = ("a.py", 1, "f"), ("a.py", 9, "g")
+    row = MemoryRow(3, 300, 1, 100, 200, 50, 900, 700)
+    row.callers = {caller: MemoryRow(3, 300, 1, 100, 200, 50, 900, 700)}
+    stats = {key: (1, 1, 0.1, 0.1, {caller: (1, 1, 0.1, 0.1)}), caller: (1, 1, 0.0, 0.1, {})}
+    totals = {"current": 10, "peak": 20, "blocks": 1, "allocations": 5, "lost": 0}
+    write_profile(str(tmp_path / "x.prof"), ProfileData(stats, memory={key: row}, memory_totals=totals))
+    back = load_profile(str(tmp_path / "x.prof"))
+    assert back.memory == {key: row} and back.memory_totals == totals
+    assert load_profile(_write_plain(tmp_path, stats)).memory is None
+
+
+def _write_plain(tmp_path, stats):
+    from fastprof.profile_file import ProfileData, write_profile
+    path = str(tmp_path / "plain.prof")
+    write_profile(path, ProfileData(stats))
+    return path
+
+
+def test_view_memory(program, tmp_path):
+    assert _run("--memory", "-o", "m.prof", str(program), cwd=tmp_path).returncode == 0
+    out = _view("m.prof", "--memory", "-s", "held", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("memory: ") for line in lines)
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["allocated", "incl"])
+    held = [line.split()[8:10] for line in lines[header + 1:] if line.strip() and "  " in line][:2]
+    assert "sorted by live_at_peak" in out.stdout
+    # make's 1000 blocks of ~1 KB were alive at the process's peak; churn's last 1 MB too
+    assert [h[1] for h in held] in (["MiB", "KiB"], ["KiB", "KiB"]), lines
+    plain = _view("m.prof", cwd=tmp_path)
+    assert plain.returncode == 0 and "memory: " in plain.stdout  # the totals in the header
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--memory", "x.prof"], 1, "has no memory stats"),
+    (["-s", "peak", "x.prof"], 2, "-s peak sorts by a memory column: add --memory"),
+    (["--memory", "-s", "tottime", "m.prof"], 2, "--memory sorts by a memory column"),
+    (["--memory", "--thread", "1", "m.prof"], 2, "leave out --thread"),
+])
+def test_view_memory_errors(program, tmp_path, args, status, message):
+    assert _run("--memory", "-o", "m.prof", str(program), cwd=tmp_path).returncode == 0
+    assert _run("-o", "x.prof", str(program), cwd=tmp_path).returncode == 0
+    out = _view(*args, cwd=tmp_path)
+    assert out.returncode == status, (out.stdout, out.stderr)
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_memory_with_subprocesses_is_a_usage_error(program, tmp_path):
+    out = _run("--memory", "--subprocesses", str(program), cwd=tmp_path)
+    assert out.returncode == 2
+    assert "--memory cannot be combined with --subprocesses" in out.stderr
+
+
+def test_after_this_thread_stops_nothing_is_a_row():
+    import fastprof
+
+    def small():
+        return bytearray(100)
+
+    prof = fastprof.Profile(memory=True)
+    prof.enable()
+    small()
+    prof.disable(this_thread=True)
+    big = bytearray(10 * MB)
+    prof.disable()
+    del big
+    rows = prof.memory_stats()
+    assert _row(rows, "small").allocated >= 100
+    assert all(row.allocated < MB for row in rows.values()), rows
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"),
+                                     (10**6, "977 KiB"), (80 * 10**6, "76.3 MiB"),
+                                     (-2048, "-2.0 KiB"), (3 * 2**40, "3.0 TiB")])
+def test_format_bytes(n, text):
+    from fastprof.tools.memory_view import format_bytes
+    assert format_bytes(n) == text
