@@ -94,12 +94,13 @@ def test_file_keeps_memory(program, tmp_path):
     assert MB <= churn.peak < MB + 1000, churn
     assert churn.net == 0 and churn.allocations >= 3
     make = _row(data.memory, "make")
-    assert 1000 * 1000 <= make.allocated < 1000 * 1200, make
+    # (before 3.12 the list comprehension is a function of its own: its bytes are make's callee's)
+    assert 1000 * 1000 <= make.allocated_incl < 1000 * 1200, make
     main = _row(data.memory, "main")
     assert main.allocated_incl >= churn.allocated + make.allocated, main
     assert set(main.callers) == {k for k in data.stats if k[2] == "<module>"}
     totals = data.memory_totals
-    assert totals["peak"] >= make.live_at_peak + MB, totals
+    assert totals["peak"] >= 1000 * 1000 + MB, totals
     assert set(totals) == {"current", "peak", "blocks", "allocations", "lost"}
 
 
