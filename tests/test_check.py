@@ -150,6 +150,52 @@ def test_time_uses_diffs_noise_rule(tmp_path):
     assert check(a, c, "--time", "--threshold", "150").returncode == 0
 
 
+def _memory_profile(path, size):
+    """A profile of build(), which makes 100 bytearrays of *size* bytes, with memory."""
+    from fastprof import Profile
+
+    def build():
+        return [bytearray(size) for _ in range(100)]
+
+    p = Profile(memory=True, builtins=False)
+    p.enable()
+    build()
+    p.disable()
+    p.dump_stats(str(path))
+    return str(path)
+
+
+def test_memory_fails_on_a_function_that_allocates_more(tmp_path):
+    a = _memory_profile(tmp_path / "a.prof", 1000)
+    b = _memory_profile(tmp_path / "b.prof", 1000)
+    big = _memory_profile(tmp_path / "big.prof", 2000)
+    r = check(a, b, "--memory")
+    assert r.returncode == 0, r.stdout
+    assert "no function allocates more than 10% and 1.0 KiB above its base" in r.stdout
+    assert check(a, big).returncode == 0  # the counts alone did not change
+    r = check(a, big, "--memory")
+    assert r.returncode == 1, r.stdout
+    assert "1 function allocates more than 10% and 1.0 KiB above its base:" in r.stdout
+    assert "(+97.7 KiB)" in r.stdout and "build" in r.stdout
+    assert check(big, a, "--memory").returncode == 0  # allocating less passes
+    assert check(a, big, "--memory", "--memory-tolerance", "150").returncode == 0
+    assert check(a, big, "--memory", "--memory-min", "200000").returncode == 0
+    out = json.loads(check(a, big, "--memory", "--format", "json").stdout)
+    (grown,) = out["memory"]
+    assert grown["new"] - grown["old"] == 100 * 1000 and out["failed"] is True
+    md = check(a, big, "--memory", "--format", "markdown").stdout
+    assert "**1 function allocates more than 10% and 1.0 KiB above its base**" in md
+
+
+def test_memory_needs_memory_in_both_files(tmp_path, prog):
+    a = _memory_profile(tmp_path / "a.prof", 1000)
+    plain = profile(prog, "plain.prof", 5)
+    r = check(a, plain, "--memory")
+    assert r.returncode == 2 and "plain.prof has no memory stats" in r.stderr, r.stderr
+    r = check(a, a, "--memory-min", "5")
+    assert r.returncode == 2 and "--memory-tolerance and --memory-min need --memory" in r.stderr
+
+
 def test_bad_input_is_status_2(tmp_path, prog):
     a = profile(prog, "a.prof", 5)
     (tmp_path / "junk.prof").write_bytes(b"not a profile")

@@ -3,6 +3,7 @@ call counts changed."""
 
 import sys
 
+from ..modes.run_options import UsageError
 from . import arguments
 from .profile_io import load
 
@@ -12,7 +13,8 @@ DESCRIPTION = ("Compare the exact call counts of two profiles of the same progra
                "every function's and every caller -> callee edge's (functions paired by "
                "file relative to its sys.path entry and qualified name, so two installs "
                "compare; garbage collections left out). Exit status 0 when they match "
-               "within the tolerance, 1 when some changed (listed, biggest change first), "
+               "within the tolerance, 1 when some changed (listed, biggest change first; with "
+               "--memory also when a function allocates more bytes), "
                "2 for bad input. For test suites see pytest --fastprof-counts (docs/gate.md).")
 
 
@@ -39,6 +41,13 @@ def add_arguments(p):
     p.add_argument("--min-time", type=arguments.min_time, default="1%", metavar="TIME",
                    help="--time: a time that moved by at most TIME is noise too: 2ms, 150us, "
                         "0.003 (seconds) or 1%% of the larger total (default 1%%)")
+    p.add_argument("--memory", action="store_true",
+                   help="also fail when a function allocates more bytes itself than its base "
+                        "value (both files made with --memory or Profile(memory=True))")
+    p.add_argument("--memory-tolerance", type=tolerance, default=None, metavar="PERCENT",
+                   help="--memory: growth of at most PERCENT of the base bytes passes (default 10)")
+    p.add_argument("--memory-min", type=arguments.positive_or_zero, default=None, metavar="BYTES",
+                   help="--memory: growth of at most BYTES passes too (default 1024)")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                    help="text (default), markdown (e.g. >> \"$GITHUB_STEP_SUMMARY\") or json")
     p.add_argument("-n", "--limit", type=arguments.positive_or_zero, default=30, metavar="N",
@@ -49,8 +58,19 @@ def run(args) -> int:
     from ..tools import check, view  # (deferred: fastprof run imports nothing before the program)
     base = load(args.base)
     new = load(args.new)
-    result = check.check(base, new, args.tolerance, args.c_tolerance, time=args.time,
-                         threshold=args.threshold, min_time=args.min_time)
+    if (args.memory_tolerance is not None or args.memory_min is not None) and not args.memory:
+        raise UsageError("--memory-tolerance and --memory-min need --memory")
+    for data, path in ((base, args.base), (new, args.new)):
+        if args.memory and data.memory is None:
+            raise UsageError("--memory: %s has no memory stats (profile it with python -m fastprof "
+                             "--memory or Profile(memory=True))" % path)
+    try:
+        result = check.check(base, new, args.tolerance, args.c_tolerance, time=args.time,
+                             threshold=args.threshold, min_time=args.min_time, memory=args.memory,
+                             memory_tolerance=10.0 if args.memory_tolerance is None else args.memory_tolerance,
+                             memory_min=1024 if args.memory_min is None else args.memory_min)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     sys.stdout.write(check.render(result, args.format, args.base, args.new, args.limit,
                                   micro=view.micro_sign(sys.stdout)))
     return 1 if result.failed else 0

@@ -10,6 +10,11 @@ changed, 2 for bad input (the command line's rule).  ``--time`` also checks
 each function's own time with ``fastprof diff``'s noise rule (a move beyond
 ``--threshold`` percent of its base value *and* beyond ``--min-time``).
 
+``--memory`` (both files made with ``--memory``) also fails when a
+function allocated more bytes itself (``MemoryRow.allocated``) than
+``--memory-tolerance`` percent above its base value and more than
+``--memory-min`` bytes above it (small moves are a cache or a resize).
+
 A cProfile file against a fastprof file: where several code objects share a
 key (dataclass ``__init__``s at ``<string>:2``), cProfile keeps one of them,
 fastprof sums them; the fastprof file's row of such a key is replaced by the
@@ -25,6 +30,7 @@ from ..data.names import stdname
 from ..data.portable_names import portable_names
 from . import counts
 from .diff import CprofileTerms, as_cprofile_keeps, kept_note, make_noise
+from .memory_view import format_bytes
 from .view import format_time
 
 FORMATS = ("text", "markdown", "json")
@@ -38,6 +44,13 @@ class TimeChange:
 
 
 @dataclass
+class MemoryChange:
+    name: str
+    old: int   # bytes the function allocated itself, before
+    new: int   # and after
+
+
+@dataclass
 class CheckResult:
     changes: List[counts.Change]
     compared: int
@@ -46,10 +59,12 @@ class CheckResult:
     tolerant: bool = False           # a tolerance above 0 was given
     # what was done to compare a fastprof file with a cProfile file (diff.as_cprofile_keeps)
     cprofile: Optional[CprofileTerms] = None
+    memory: List[MemoryChange] = field(default_factory=list)
+    memory_rule: Optional[str] = None  # the rule of --memory, described
 
     @property
     def failed(self) -> bool:
-        return bool(self.changes or self.times)
+        return bool(self.changes or self.times or self.memory)
 
 
 def own_times(data, qualnames: bool = True) -> Dict[str, float]:
@@ -62,14 +77,42 @@ def own_times(data, qualnames: bool = True) -> Dict[str, float]:
     return out
 
 
+def allocated_bytes(data, qualnames: bool = True) -> Dict[str, int]:
+    """{portable name: bytes it allocated itself} of a profile made with
+    memory (C functions summed without addresses)."""
+    keys = list(data.memory or {})
+    names = portable_names(keys, data.qualnames if qualnames else {}, data.paths)
+    out: Dict[str, int] = {}
+    for key in keys:
+        out[names[key]] = out.get(names[key], 0) + int(data.memory[key].allocated)
+    return out
+
+
+def memory_growth(base, new, tolerance: float, minimum: int, qualnames: bool = True) -> List[MemoryChange]:
+    """The functions of both profiles that allocated more than *tolerance*
+    percent and *minimum* bytes above their base value, most grown first.
+    ValueError when a profile holds no memory stats."""
+    for data, which in ((base, "BASE"), (new, "NEW")):
+        if data.memory is None:
+            raise ValueError("--memory: %s has no memory stats (profile it with python -m "
+                             "fastprof --memory or Profile(memory=True))" % which)
+    a, b = allocated_bytes(base, qualnames), allocated_bytes(new, qualnames)
+    grown = [MemoryChange(name, a[name], b[name]) for name in set(a) & set(b)
+             if b[name] - a[name] > max(minimum, a[name] * tolerance / 100.0)]
+    grown.sort(key=lambda m: (-(m.new - m.old), m.name))
+    return grown
+
+
 def check(base, new, tolerance: float = 0.0, c_tolerance: Optional[float] = None,
-          time: bool = False, threshold: float = 10.0, min_time: str = "1%") -> CheckResult:
+          time: bool = False, threshold: float = 10.0, min_time: str = "1%",
+          memory: bool = False, memory_tolerance: float = 10.0, memory_min: int = 1024) -> CheckResult:
     """Compare profiles *base* and *new* (ProfileData).  Functions are named
     by qualified name, or by the key's name on both sides when one side has
     none (a cProfile file), and on cProfile's terms where it holds one of
     several code objects sharing a key (``as_cprofile_keeps``)."""
-    base, new, terms = as_cprofile_keeps(base, new)
     qual = bool(base.qualnames) and bool(new.qualnames)
+    grown = memory_growth(base, new, memory_tolerance, memory_min, qual) if memory else []
+    base, new, terms = as_cprofile_keeps(base, new)
     old_table = counts.counts_of_profile(base, qual)
     new_table = counts.counts_of_profile(new, qual)
     result = CheckResult(counts.compare(old_table, new_table, tolerance, c_tolerance),
@@ -83,7 +126,14 @@ def check(base, new, tolerance: float = 0.0, c_tolerance: Optional[float] = None
             if noise.moved(a[name], b[name]):
                 result.times.append(TimeChange(name, a[name], b[name]))
         result.times.sort(key=lambda t: (-abs(t.new - t.old), t.name))
+    if memory:
+        result.memory = grown
+        result.memory_rule = "more than %g%% and %s above" % (memory_tolerance, format_bytes(memory_min))
     return result
+
+
+def _memory_cells(m: MemoryChange) -> Tuple[str, str, str]:
+    return format_bytes(m.old), format_bytes(m.new), "+" + format_bytes(m.new - m.old)
 
 
 def _time_cells(t: TimeChange, micro: str) -> Tuple[str, str, str]:
@@ -102,6 +152,8 @@ def text(result: CheckResult, base_name: str, new_name: str, limit: int = 30,
                      % (base_name, new_name, " beyond the tolerance" if result.tolerant else "",
                         result.compared,
                         "; no time moved beyond noise (%s)" % result.noise if result.noise else ""))
+        if result.memory_rule:
+            lines[-1] += "; no function allocates %s its base" % result.memory_rule
         return "\n".join(lines + notes) + "\n"
     if result.changes:
         n = len(result.changes)
@@ -120,6 +172,18 @@ def text(result: CheckResult, base_name: str, new_name: str, limit: int = 30,
         for t in result.times[:limit or None]:
             old, new, delta = _time_cells(t, micro)
             lines.append("    %s -> %s (%s)  %s" % (old, new, delta, t.name))
+    if result.memory:
+        n = len(result.memory)
+        lines.append("%d function%s allocate%s %s %s base:"
+                     % (n, "" if n == 1 else "s", "s" if n == 1 else "", result.memory_rule,
+                        "its" if n == 1 else "their"))
+        for m in result.memory[:limit or None]:
+            old, new, delta = _memory_cells(m)
+            lines.append("    %s -> %s (%s)  %s" % (old, new, delta, m.name))
+        if limit and n > limit:
+            lines.append("    ... and %d more" % (n - limit))
+    elif result.memory_rule:
+        lines.append("no function allocates %s its base" % result.memory_rule)
     return "\n".join(lines + notes) + "\n"
 
 
@@ -146,6 +210,17 @@ def markdown(result: CheckResult, base_name: str, new_name: str, limit: int = 30
             for t in result.times[:limit or None]:
                 old, new, delta = _time_cells(t, "\u00b5")
                 out.append("| %s | %s | %s | %s |" % (old, new, delta, counts.md_code(t.name)))
+    if result.memory_rule is not None:
+        if not result.memory:
+            out.append("\nNo function allocates %s its base." % md(result.memory_rule))
+        else:
+            out.append("\n**%d function%s allocate%s %s %s base**\n" % (
+                len(result.memory), "" if len(result.memory) == 1 else "s",
+                "s" if len(result.memory) == 1 else "", md(result.memory_rule),
+                "its" if len(result.memory) == 1 else "their"))
+            out.append("| before | after | change | function |\n|---:|---:|---:|---|")
+            for m in result.memory[:limit or None]:
+                out.append("| %s | %s | %s | %s |" % (_memory_cells(m) + (counts.md_code(m.name),)))
     for line in kept_note(result.cprofile, base_name, new_name, collections=result.noise is not None):
         out.append("\n" + md(line))
     return "\n".join(out) + "\n"
@@ -158,6 +233,9 @@ def as_json(result: CheckResult, base_name: str, new_name: str) -> str:
     if result.noise is not None:
         obj["noise"] = result.noise
         obj["times"] = [{"function": t.name, "old": t.old, "new": t.new} for t in result.times]
+    if result.memory_rule is not None:
+        obj["memory_rule"] = result.memory_rule
+        obj["memory"] = [{"function": m.name, "old": m.old, "new": m.new} for m in result.memory]
     if result.cprofile is not None and result.cprofile.kept:
         # keys compared with the one code object of several the cProfile file holds
         obj["cprofile_kept"] = [{"function": stdname(k.key), "code_objects": k.code_objects,
