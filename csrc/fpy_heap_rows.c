@@ -112,6 +112,92 @@ fail:
     return NULL;
 }
 
+/* The counts of one call-path node of the merged tree: what its owners
+ * allocated (summed over the threads' nodes that merge into it). */
+typedef struct node_bytes {
+    uint64_t allocs, alloc_bytes, frees, freed_bytes, live, live_at_peak;
+} node_bytes_t;
+
+/* Adds the owner stats of every node of `t` into `sums`, indexed by the
+ * node of the merged tree `m` each merges into (found as fp_thread_merge
+ * made it: parents first). -1 when out of memory. */
+static int add_thread_nodes(fpy_profiler_t *p, fp_thread_t *m, size_t n_made, const fp_thread_t *t,
+                            node_bytes_t *sums)
+{
+    if (!t->n_nodes)
+        return 0;
+    fp_node_t **map = PyMem_Calloc(t->n_nodes, sizeof *map);
+    if (!map)
+        return -1;
+    int rc = 0;
+    for (const fp_node_t *sn = t->nodes; sn; sn = sn->hh.next) {
+        fp_entry_t *e = fp_entry_find(m, sn->key.entry->key);
+        fp_node_t *n = e ? fp_node_get(m, sn->key.parent ? map[sn->key.parent->index] : NULL, e) : NULL;
+        if (!n || n->index >= n_made) { /* (found, never made: the snapshot merged it) */
+            rc = -1;
+            break;
+        }
+        map[sn->index] = n;
+        fp_heap_owner_stats_t s;
+        if (!sn->mem_owner || fp_heap_owner_read(p->heap, sn->mem_owner, &s) < 0)
+            continue;
+        node_bytes_t *b = &sums[n->index];
+        b->allocs += s.allocs;
+        b->alloc_bytes += s.alloc_bytes;
+        b->frees += s.frees;
+        b->freed_bytes += s.freed_bytes;
+        b->live += s.live;
+        b->live_at_peak += s.live_at_peak;
+    }
+    PyMem_Free(map);
+    return rc;
+}
+
+PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
+{
+    if (need_memory(p) < 0)
+        return NULL;
+    fp_thread_t *m = fpy_stats_snapshot(p, NULL);
+    if (!m)
+        return NULL;
+    PyObject *result = NULL;
+    size_t n_nodes = m->n_nodes;
+    node_bytes_t *sums = PyMem_Calloc(n_nodes ? n_nodes : 1, sizeof *sums);
+    if (!sums) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Nothing below runs Python code: the records stay as the snapshot saw them. */
+    for (const fp_thread_t *t = p->core.threads; t; t = t->hh.next) {
+        if (add_thread_nodes(p, m, n_nodes, t, sums) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    const double factor = 1.0 / p->clock.ticks_per_second;
+    result = PyList_New(0);
+    for (const fp_node_t *n = m->nodes; result && n; n = n->hh.next) {
+        const node_bytes_t *b = &sums[n->index];
+        PyObject *item = Py_BuildValue(
+            "(nOKddKKKKKKKK)", n->key.parent ? (Py_ssize_t)n->key.parent->index : (Py_ssize_t)-1,
+            (PyObject *)n->key.entry->user, (unsigned long long)n->callcount, n->owntime * factor,
+            n->cumtime * factor, (unsigned long long)b->allocs, (unsigned long long)b->alloc_bytes,
+            (unsigned long long)b->frees, (unsigned long long)b->freed_bytes,
+            (unsigned long long)b->live, (unsigned long long)b->live_at_peak,
+            (unsigned long long)n->mem_incl, (unsigned long long)n->mem_peak);
+        if (!item || PyList_Append(result, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(result);
+        } else {
+            Py_DECREF(item);
+        }
+    }
+done:
+    PyMem_Free(sums);
+    fpy_stats_snapshot_free(m);
+    return result;
+}
+
 PyObject *fpy_memory_vs_tracemalloc(fpy_profiler_t *p, PyObject *clear)
 {
     if (need_memory(p) < 0)

@@ -616,6 +616,10 @@ static PyMethodDef profiler_methods[] = {
      "_memory_calls($self, /)\n--\n\nmemory=True: each function's and edge's bytes including "
      "callees and peak per thread record, a list of (code, caller, thread, allocated_incl, "
      "peak)."},
+    {"_memory_callpaths", (PyCFunction)fpy_memory_callpaths, METH_NOARGS,
+     "_memory_callpaths($self, /)\n--\n\nmemory=True, callpaths=True: callpaths() of every thread, each "
+     "node "
+     "followed by (allocations, allocated, frees, freed, net, live_at_peak, allocated_incl, peak)."},
     {"_memory_vs_tracemalloc", (PyCFunction)fpy_memory_vs_tracemalloc, METH_O,
      "_memory_vs_tracemalloc($self, clear, /)\n--\n\nTesting only: clear both, or read both "
      "at one moment."},

@@ -400,12 +400,13 @@ int fpy_lines_module_init(PyObject *module);
 
 /* ---- fpy_heap_rows.c: memory profiling's reads ---- */
 
-/* _memory_totals(), _memory_rows(), _memory_calls(),
+/* _memory_totals(), _memory_rows(), _memory_calls(), _memory_callpaths(),
  * _memory_vs_tracemalloc(clear); see
  * docs/binding-api.md. */
 PyObject *fpy_memory_totals(fpy_profiler_t *p, PyObject *unused);
 PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *unused);
 PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *unused);
+PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *unused);
 PyObject *fpy_memory_vs_tracemalloc(fpy_profiler_t *p, PyObject *clear);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */

@@ -16,6 +16,7 @@ Trailer (a plain dict; only marshal-able values)::
       "callpaths": {                                      # optional
           "functions": [(file, line, name), ...],
           "nodes": [(parent, function, calls, tottime, cumtime), ...],
+          "memory": [counts, ...],                        # optional, one per node
       },
       "threads": [                                        # optional
           {"id": int, "ident": int, "name": str, "stats": <pstats dict>}, ...
@@ -106,7 +107,9 @@ version bump): what each function allocated, and per caller, each
 frees, freed bytes, net, live at the peak, allocated including callees,
 peak of one call); and the process's traced bytes (``memory.TOTALS``:
 alive at the end, at the peak, blocks alive, blocks allocated, blocks not
-tracked). ``ProfileData.memory`` is ``{key: MemoryRow}``, the dict
+tracked). With call paths, ``callpaths["memory"]`` holds each node's
+counts (what the calls along that path allocated themselves, and with
+their callees). ``ProfileData.memory`` is ``{key: MemoryRow}``, the dict
 ``Profile.memory_stats()`` returns, and ``memory_totals`` the totals.
 
 ``qualnames`` (added in version 1 without a bump: readers ignore keys they
@@ -131,6 +134,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import line_sources, memory
 from .atomic_file import write_atomically
 from .cost_note import check as check_compensation
+from .memory import FIELDS
 from .model import FuncKey
 
 FORMAT_NAME = "fastprof"
@@ -148,9 +152,14 @@ class ProfileFileError(Exception):
 class CallPaths:
     functions: List[FuncKey] = field(default_factory=list)
     nodes: List[Node] = field(default_factory=list)
+    # memory profiling: per node, its counts in memory.FIELDS' order (None: not recorded)
+    memory: Optional[List[tuple]] = None
 
     def to_marshal(self) -> Dict[str, Any]:
-        return {"functions": list(self.functions), "nodes": list(self.nodes)}
+        out = {"functions": list(self.functions), "nodes": list(self.nodes)}
+        if self.memory is not None:
+            out["memory"] = [tuple(int(n) for n in counts) for counts in self.memory]
+        return out
 
     @classmethod
     def from_marshal(cls, obj: Dict[str, Any]) -> "CallPaths":
@@ -159,7 +168,12 @@ class CallPaths:
         for i, (parent, func, *_rest) in enumerate(nodes):
             if not (-1 <= parent < i) or not (0 <= func < len(functions)):
                 raise ValueError("malformed call-path node %d" % i)
-        return cls(functions, nodes)
+        memory = None
+        if "memory" in obj:
+            memory = [tuple(counts) for counts in obj["memory"]]
+            if len(memory) != len(nodes) or any(len(c) != len(FIELDS) for c in memory):
+                raise ValueError("call-path memory does not match the nodes")
+        return cls(functions, nodes, memory)
 
 
 @dataclass

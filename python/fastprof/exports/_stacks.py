@@ -14,10 +14,11 @@ branches, so a function without a node of its own gets a sample of zero time
 below its busiest caller (or alone, as a root).
 """
 
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 # The one import of the call-tree module by the sample formats.
 from ..data.calltree import CallTree, build_tree, tree_from_callers
+from ..data.memory import FIELDS
 from ..data.profile_file import FuncKey, ProfileData
 
 
@@ -31,11 +32,22 @@ class Stacks(NamedTuple):
     functions: List[FuncKey]
     samples: List[Sample]
     exact: bool  # False: the stacks were estimated from the caller graph
+    # memory profiling with call paths: per sample, its path's own counts
+    # (memory.FIELDS' order; zeros for a sample of no node), else None
+    memory: Optional[List[tuple]] = None
 
 
 def profile_stacks(data: ProfileData) -> Stacks:
-    """The stacks of the whole profile: the recorded call paths if any, else estimated."""
-    return tree_stacks(build_tree(data), data.stats)
+    """The stacks of the whole profile: the recorded call paths if any, else
+    estimated; with the recorded paths' memory if they hold it (the exact
+    tree's nodes are the call paths' nodes, in order, one sample each)."""
+    stacks = tree_stacks(build_tree(data), data.stats)
+    cp = data.callpaths
+    if stacks.exact and cp is not None and cp.memory is not None:
+        none = (0,) * len(FIELDS)
+        memory = list(cp.memory) + [none] * (len(stacks.samples) - len(cp.memory))
+        stacks = stacks._replace(memory=memory)
+    return stacks
 
 
 def thread_stacks(data: ProfileData) -> List[Tuple[dict, Stacks]]:

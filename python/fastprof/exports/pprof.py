@@ -16,6 +16,11 @@ What fastprof writes:
   wants; values: calls (summed per function they are cProfile's counts) and
   the path's own time in nanoseconds (summed: the profile's total, rounding
   carried from sample to sample);
+- a profile with memory and call paths (``--memory --callpaths``) has four
+  more sample types, Go's heap profile's: ``alloc_objects``/``count``,
+  ``alloc_space``/``bytes`` (blocks and bytes each path allocated itself),
+  ``inuse_objects``/``count`` and ``inuse_space``/``bytes`` (of those,
+  still alive when the profile stopped);
 - without recorded call paths the stacks are estimated from the caller graph:
   the ``comment`` says so and every sample carries the label
   ``call_stacks=estimated`` (``go tool pprof -tagfocus`` sees it).
@@ -42,6 +47,17 @@ _M_ID, _M_FILENAME, _M_HAS_FUNCTIONS, _M_HAS_FILENAMES, _M_HAS_LINE_NUMBERS = 1,
 _LOC_ID, _LOC_MAPPING_ID, _LOC_LINE = 1, 2, 4
 _LINE_FUNCTION_ID, _LINE_LINE = 1, 2
 _F_ID, _F_NAME, _F_SYSTEM_NAME, _F_FILENAME, _F_START_LINE = 1, 2, 3, 4, 5
+
+
+# Go's heap profile's sample types, after calls and time (with memory)
+MEMORY_SAMPLE_TYPES = (("alloc_objects", "count"), ("alloc_space", "bytes"),
+                       ("inuse_objects", "count"), ("inuse_space", "bytes"))
+
+
+def _memory_values(counts) -> List[int]:
+    """A path's alloc_objects, alloc_space, inuse_objects, inuse_space."""
+    allocations, allocated, frees, _freed, net = counts[:5]
+    return [allocations, allocated, max(0, allocations - frees), max(0, net)]
 
 
 def time_type(clock) -> str:
@@ -88,21 +104,27 @@ def profile_message(data: ProfileData, title: str = "") -> Message:
     prof = Message()
     prof.message(_P_SAMPLE_TYPE, _value_type(s, "calls", "count"))
     prof.message(_P_SAMPLE_TYPE, _value_type(s, ttype, "nanoseconds"))
+    if stacks.memory is not None:
+        for name, unit in MEMORY_SAMPLE_TYPES:
+            prof.message(_P_SAMPLE_TYPE, _value_type(s, name, unit))
 
     label = None
     if not stacks.exact:
         label = Message().int(_L_KEY, s(ESTIMATED_LABEL[0])).int(_L_STR, s(ESTIMATED_LABEL[1]))
     acc = 0.0
     emitted = 0
-    for sample in stacks.samples:
+    for i, sample in enumerate(stacks.samples):
         # rounding carried, so the nanoseconds add up to the total
         acc += sample.seconds * 1e9
         ns = max(0, int(round(acc)) - emitted)
         emitted += ns
-        if ns == 0 and sample.calls == 0:
+        values = [sample.calls, ns]
+        if stacks.memory is not None:
+            values += _memory_values(stacks.memory[i])
+        if not any(values):
             continue
         msg = Message().packed(_S_LOCATION_ID, [f + 1 for f in reversed(sample.stack)])
-        msg.packed(_S_VALUE, [sample.calls, ns])
+        msg.packed(_S_VALUE, values)
         if label is not None:
             msg.message(_S_LABEL, label)
         prof.message(_P_SAMPLE, msg)

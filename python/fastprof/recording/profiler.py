@@ -99,6 +99,9 @@ def callpaths_to_file(nodes):
     functions, named by ``label()``, listed once each. Sibling nodes whose
     functions share a label are merged into one (counts and times summed),
     and so are their children, recursively, as in ``entries_to_stats``.
+    Nodes of ``_memory_callpaths()`` carry their memory after the times
+    (memory.FIELDS): kept in ``CallPaths.memory``, merged alike (the peak
+    of one call is the larger).
     """
     from ..data.names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
     from ..data.profile_file import CallPaths  # (deferred: import fastprof adds nothing to cProfile's imports)
@@ -109,7 +112,8 @@ def callpaths_to_file(nodes):
     where = []   # C node index -> its node in out
     # C's times: inlinetime is own time (pstats' tottime), totaltime is
     # cumulative (pstats' cumtime), as in _lsprof
-    for parent, code, calls, inlinetime, totaltime in nodes:
+    memory = []
+    for parent, code, calls, inlinetime, totaltime, *counts in nodes:
         key = label(code)
         i = index.get(key)
         if i is None:
@@ -120,11 +124,15 @@ def callpaths_to_file(nodes):
         if n is None:
             n = merged[(parent, i)] = len(out)
             out.append((parent, i, calls, inlinetime, totaltime))
+            memory.append(tuple(counts))
         else:
             _p, _i, c, own, cum = out[n]
             out[n] = (parent, i, c + calls, own + inlinetime, cum + totaltime)
+            if counts:
+                *summed, peak = (a + b for a, b in zip(memory[n], counts))
+                memory[n] = tuple(summed) + (max(memory[n][-1], counts[-1]),)
         where.append(n)
-    return CallPaths(functions, out)
+    return CallPaths(functions, out, memory if nodes and len(nodes[0]) > 5 else None)
 
 
 class Profile(_fastprof.Profiler):
@@ -700,7 +708,8 @@ class Profile(_fastprof.Profiler):
             if self._options["threads"]:
                 data.threads = [thread_record(*r) for r in self._thread_records(self.stats)]
             if self._options["callpaths"]:
-                data.callpaths = callpaths_to_file(self.callpaths())
+                data.callpaths = callpaths_to_file(
+                    self._memory_callpaths() if self._options["memory"] else self.callpaths())
             if self._keys_shared:
                 data.shared_keys = shared_key_rows(self.getstats())
             self.add_recording_details(data)

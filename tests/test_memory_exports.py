@@ -1,0 +1,122 @@
+"""Memory along call paths (``--memory --callpaths``) and the exports that
+weigh by bytes.
+
+- ``Profile(memory=True, callpaths=True)``: each call path's own bytes,
+  the same path's from every thread summed; a function's bytes over its
+  paths are its ``memory_stats()`` row; the ``.prof`` trailer keeps them;
+- pprof: Go's heap sample types (``alloc_objects``, ``alloc_space``,
+  ``inuse_objects``, ``inuse_space``) after calls and time, each path's
+  values its own counts.
+"""
+import os
+import sys
+import threading
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_pprof_gecko import decode_pprof, stack_keys  # noqa: E402
+
+import helpers  # noqa: E402
+
+pytestmark = pytest.mark.skipif(helpers.USING_CPROFILE, reason="memory is fastprof's")
+
+
+def leaf(n):
+    return bytearray(n)
+
+
+def small():
+    return leaf(1000)
+
+
+def big():
+    return leaf(50000)
+
+
+def main(keep):
+    keep.append(small())
+    keep.append(big())
+
+
+def _profile():
+    import fastprof
+    keep = []
+    prof = fastprof.Profile(memory=True, callpaths=True, threads=True, builtins=False)
+    prof.enable()
+    main(keep)
+    t = threading.Thread(target=main, args=(keep,))
+    t.start()
+    t.join()
+    del keep[2:]  # the thread's blocks freed: not in use at the end
+    prof.disable()
+    return prof
+
+
+def _paths(data):
+    """{path of names: memory counts} of a ProfileData's call paths."""
+    cp = data.callpaths
+    names, out = [], {}
+    for (parent, func, *_), counts in zip(cp.nodes, cp.memory):
+        names.append((names[parent] if parent >= 0 else ()) + (cp.functions[func][2],))
+        out[names[-1]] = counts
+    return out
+
+
+def test_bytes_per_call_path(tmp_path):
+    from fastprof.data.memory import FIELDS
+    from fastprof.profile_file import load_profile
+    prof = _profile()
+    path = str(tmp_path / "m.prof")
+    prof.dump_stats(path)
+    data = load_profile(path)
+    paths = _paths(data)
+    allocated = FIELDS.index("allocated")
+    net = FIELDS.index("net")
+    # each leaf path: its bytearray from both threads (the same path merged)
+    small_leaf = [c for p, c in paths.items() if p[-2:] == ("small", "leaf")]
+    big_leaf = [c for p, c in paths.items() if p[-2:] == ("big", "leaf")]
+    assert len(small_leaf) == 2 and len(big_leaf) == 2  # main thread, thread's run()
+    for counts in small_leaf:
+        assert 1000 <= counts[allocated] < 1100, counts
+    assert sum(c[allocated] for c in big_leaf) >= 2 * 50000
+    # one path's bytes alive at the end, the other's freed
+    assert sorted(c[net] > 0 for c in big_leaf) == [False, True]
+    # a function's bytes over its paths are its row
+    rows = prof.memory_stats()
+    (leaf_key,) = [k for k in rows if k[2] == "leaf"]
+    assert sum(c[allocated] for p, c in paths.items() if p[-1] == "leaf") == rows[leaf_key].allocated
+
+
+def test_pprof_heap_sample_types(tmp_path):
+    from fastprof.exports import render_bytes
+    from fastprof.profile_file import load_profile
+    prof = _profile()
+    prof.dump_stats(str(tmp_path / "m.prof"))
+    data = load_profile(str(tmp_path / "m.prof"))
+    decoded = decode_pprof(render_bytes(data, "pprof"))
+    assert decoded["sample_types"][2:] == [("alloc_objects", "count"), ("alloc_space", "bytes"),
+                                           ("inuse_objects", "count"), ("inuse_space", "bytes")]
+    assert decoded["default_sample_type"] == "wall"
+    space = {}
+    for sample in decoded["samples"]:
+        names = tuple(k[2].split(".")[-1] for k in stack_keys(decoded, sample))
+        space[names] = sample["values"][2:]
+    paths = _paths(data)
+    for names, counts in paths.items():
+        if counts[1]:
+            allocations, allocated, frees, _freed, net = counts[:5]
+            assert space[names] == [allocations, allocated, allocations - frees, net], names
+    big = [v for p, v in space.items() if p[-2:] == ("big", "leaf")]
+    assert sorted(v[3] >= 50000 for v in big) == [False, True]
+
+
+def test_pprof_without_memory_has_two_sample_types(tmp_path):
+    import fastprof
+    from fastprof.exports import render_bytes
+    prof = fastprof.Profile(callpaths=True)
+    prof.enable()
+    main([])
+    prof.disable()
+    decoded = decode_pprof(render_bytes(prof.profile_data(), "pprof"))
+    assert [t for t, _ in decoded["sample_types"]] == ["calls", "wall"]
