@@ -120,3 +120,57 @@ def test_pprof_without_memory_has_two_sample_types(tmp_path):
     prof.disable()
     decoded = decode_pprof(render_bytes(prof.profile_data(), "pprof"))
     assert [t for t, _ in decoded["sample_types"]] == ["calls", "wall"]
+
+
+def _convert(*args, cwd):
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "fastprof.cli", "convert"] + list(args), cwd=cwd,
+                          env=helpers.cli_env(), capture_output=True, text=True, timeout=300)
+
+
+def test_collapsed_and_speedscope_by_bytes(tmp_path):
+    import json
+
+    from fastprof.data.memory import FIELDS
+    from fastprof.profile_file import load_profile
+    prof = _profile()
+    prof.dump_stats(str(tmp_path / "m.prof"))
+    data = load_profile(str(tmp_path / "m.prof"))
+    paths = _paths(data)
+    for weight, column in (("allocated", "allocated"), ("held", "live_at_peak"), ("net", "net")):
+        out = _convert("m.prof", "-o", "m.collapsed", "--weight", weight, "--min-percent", "0",
+                       cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        lines = (tmp_path / "m.collapsed").read_text().splitlines()
+        got = {}
+        for line in lines:
+            stack, n = line.rsplit(" ", 1)
+            got[tuple(f.split(" (")[0].split(".")[-1] for f in stack.split(";"))] = int(n)
+        want = {p: c[FIELDS.index(column)] for p, c in paths.items() if c[FIELDS.index(column)] > 0}
+        assert got == want, weight
+    out = _convert("m.prof", "-o", "m.speedscope.json", "--weight", "allocated", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "of the total bytes" in out.stderr
+    doc = json.loads((tmp_path / "m.speedscope.json").read_text())
+    (profile,) = doc["profiles"]
+    assert profile["unit"] == "bytes" and "(bytes: allocated)" in profile["name"]
+    total = sum(c[FIELDS.index("allocated")] for c in paths.values())
+    # (paths below 0.01% of the bytes folded into their callers: the total is whole)
+    assert profile["endValue"] == total
+
+
+@pytest.mark.parametrize("args, message", [
+    (["plain.prof", "-o", "x.collapsed", "--weight", "held"], "has no memory along call paths"),
+    (["m.prof", "-o", "x.html", "--weight", "held"], "only collapsed and speedscope output"),
+])
+def test_weight_errors(tmp_path, args, message):
+    import fastprof
+    prof = _profile()
+    prof.dump_stats(str(tmp_path / "m.prof"))
+    plain = fastprof.Profile(callpaths=True)
+    plain.enable()
+    main([])
+    plain.disable()
+    plain.dump_stats(str(tmp_path / "plain.prof"))
+    out = _convert(*args, cwd=tmp_path)
+    assert out.returncode == 2 and message in out.stderr, out.stderr

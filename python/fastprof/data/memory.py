@@ -149,3 +149,34 @@ def table_from_marshal(obj) -> Tuple[Dict[FuncKey, MemoryRow], dict]:
     if not isinstance(totals, dict):
         raise ValueError("memory totals are not a dict")
     return table, {name: int(totals[name]) for name in TOTALS if name in totals}
+
+
+# -- call paths weighed by bytes (the flame graphs of memory) ------------------------
+
+# what a flame graph by bytes can weigh each path by: the memory.FIELDS column
+WEIGHTS = {"allocated": "allocated", "held": "live_at_peak", "net": "net"}
+
+
+def weighed_by_bytes(data, weight: str):
+    """A copy of *data* (a ProfileData with memory along its call paths)
+    whose call-path nodes hold bytes where they held seconds: own, the
+    node's *weight* column (WEIGHTS: allocated, held, net), and cumulative,
+    its own plus its descendants'. ``weight`` on the copy names it, for the
+    writers' units. ValueError if *data* has no memory along call paths."""
+    import dataclasses
+    if weight not in WEIGHTS:
+        raise ValueError("unknown weight %r (%s)" % (weight, ", ".join(["time"] + list(WEIGHTS))))
+    cp = data.callpaths
+    if cp is None or cp.memory is None:
+        raise ValueError("no memory along call paths: profile with --memory --callpaths "
+                         "(or Profile(memory=True, callpaths=True))")
+    column = FIELDS.index(WEIGHTS[weight])
+    own = [max(0, int(counts[column])) for counts in cp.memory]
+    cum = list(own)
+    for i in range(len(cp.nodes) - 1, -1, -1):  # (parents come before their children)
+        parent = cp.nodes[i][0]
+        if parent >= 0:
+            cum[parent] += cum[i]
+    nodes = [(parent, func, calls, float(own[i]), float(cum[i]))
+             for i, (parent, func, calls, *_times) in enumerate(cp.nodes)]
+    return dataclasses.replace(data, callpaths=type(cp)(cp.functions, nodes, None), weight=weight)

@@ -213,6 +213,8 @@ class ProfileData:
     pstats_only: bool = False
     # read from a damaged file: what was lost ("fastprof data cut short ..."); not written
     damaged: Optional[str] = None
+    # the call paths' times are bytes of this memory.WEIGHTS column (memory.weighed_by_bytes); not written
+    weight: Optional[str] = None
 
     def trailer(self) -> Optional[Dict[str, Any]]:
         """The trailer's dict, or None when there is nothing beside the stats."""

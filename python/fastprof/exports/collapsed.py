@@ -6,6 +6,9 @@ microseconds.  Frames are ``name (file:line)`` for Python functions (file
 relative to its sys.path entry when it sits under one) and the cProfile name
 for C functions.
 
+A profile weighed by bytes (``fastprof convert --weight allocated``) has
+bytes as its weights.
+
 Rounding is carried from line to line, so the weights add up to the total
 profiled time even when most paths take less than a microsecond; paths whose
 weight rounds to 0 are left out (flamegraph.pl would drop them anyway).
@@ -59,7 +62,9 @@ def write_collapsed(data: ProfileData, out: TextIO, title: Optional[str] = None,
                     min_fraction: float = 0.0) -> None:
     """Write *data* as folded stacks (which have no title)."""
     chunk = []
-    for stack, weight in collapsed_lines(data, min_fraction=min_fraction):
+    # a profile weighed by bytes (memory.weighed_by_bytes) is written in bytes
+    unit = 1.0 if data.weight else 1e-6
+    for stack, weight in collapsed_lines(data, unit=unit, min_fraction=min_fraction):
         chunk.append("%s %d\n" % (stack, weight))
         if len(chunk) >= 4096:
             out.write("".join(chunk))

@@ -8,7 +8,9 @@ of the calls (a deterministic profile keeps totals, not a timeline): read
 the "Left Heavy" and "Sandwich" views, not "Time Order", as time.
 
 A cProfile file without call paths gets the tree estimated from its callers
-(see ``fastprof.data.calltree``); the profile name then says "(estimated call paths)".  Paths
+(see ``fastprof.data.calltree``); the profile name then says "(estimated call paths)".  A
+profile weighed by bytes (``fastprof convert --weight allocated``) is in
+the unit ``bytes``.  Paths
 below *min_fraction* of the total are folded into their callers' self time,
 and the name says that too.
 """
@@ -24,10 +26,6 @@ from ..data.profile_file import ProfileData
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
 
-def _ns(seconds: float) -> int:
-    return max(0, int(round(seconds * 1e9)))
-
-
 def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
     tree = build_tree(data, min_fraction)
     frames = []
@@ -38,8 +36,11 @@ def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
             if isinstance(key[1], int) and key[1] > 0:
                 frame["line"] = key[1]
         frames.append(frame)
-    events = _events(tree)
+    # a profile weighed by bytes (memory.weighed_by_bytes): its "times" are bytes
+    events = _events(tree, 1.0 if data.weight else 1e9)
     end = events[-1][2] if events else 0
+    if data.weight:
+        name += " (bytes: %s)" % data.weight
     if not tree.exact:
         name += " (estimated call paths)"
     if min_fraction > 0:
@@ -50,7 +51,7 @@ def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
         "profiles": [{
             "type": "evented",
             "name": name,
-            "unit": "nanoseconds",
+            "unit": "bytes" if data.weight else "nanoseconds",
             "startValue": 0,
             "endValue": end,
             "events": None,
@@ -62,10 +63,11 @@ def _document(data: ProfileData, name: str, min_fraction: float = 0.0):
     return doc, events
 
 
-def _events(tree: CallTree) -> List[Tuple[str, int, int]]:
-    """(type "O"/"C", frame, at) in order; zero-width subtrees left out."""
+def _events(tree: CallTree, scale: float = 1e9) -> List[Tuple[str, int, int]]:
+    """(type "O"/"C", frame, at) in order; zero-width subtrees left out;
+    times in seconds times *scale* (nanoseconds), bytes as they are."""
     # Integer totals bottom-up, so a parent is exactly self + children.
-    self_ns = [_ns(t + f) for t, f in zip(tree.self_time, tree.folded)]
+    self_ns = [max(0, int(round((t + f) * scale))) for t, f in zip(tree.self_time, tree.folded)]
     total = list(self_ns)
     parent = tree.parent
     for i in range(len(total) - 1, -1, -1):
