@@ -583,6 +583,84 @@ def test_flame_graph_widths_follow_call_paths(browser, tmp_path):
     assert "70.0%" in browser.eval("document.getElementById('flame-match').textContent")
 
 
+def _memory_data():
+    """A fastprof profile with memory along call paths: keep() holds 2 MB
+    at the end, churn() makes and drops 5 MB, chatter() allocates nothing."""
+    from fastprof import Profile
+
+    kept = []
+
+    def keep():
+        kept.append(bytearray(2 * 10**6))
+
+    def churn():
+        for _ in range(5):
+            b = bytearray(10**6)
+            del b
+
+    def chatter():
+        return sum(range(10))
+
+    def main():
+        keep()
+        churn()
+        chatter()
+
+    p = Profile(memory=True, callpaths=True, builtins=False)
+    p.enable()
+    main()
+    p.disable()
+    return p.profile_data()
+
+
+def test_memory_table_and_flame_by_bytes(browser, tmp_path):
+    if helpers.USING_CPROFILE:
+        pytest.skip("memory is fastprof's")
+    data = _memory_data()
+    out = tmp_path / "mem.html"
+    export(data, str(out), min_percent=0)
+    _open(browser, out)
+    assert browser.problems() == []
+    assert "memory peak" in browser.eval("document.getElementById('summary').textContent")
+    assert not browser.eval("document.getElementById('memory-section').hidden")
+    rows = browser.eval("""Array.prototype.map.call(document.querySelectorAll('#memory tbody tr'),
+        function(tr){ return [tr.querySelector('a').textContent,
+                              parseFloat(tr.children[1].getAttribute('data-value'))]; })""")
+    # most allocated first: churn's 5 MB, then keep's 2 MB
+    assert [r[0].split(".")[-1] for r in rows[:2]] == ["churn", "keep"], rows
+    assert rows[0][1] >= 5 * 10**6 and 2 * 10**6 <= rows[1][1] < 3 * 10**6
+    # the flame graph by bytes allocated: churn 5/7 of the width, chatter none
+    assert browser.eval("window.fastprofReport.flameBy()") == "time"
+    chatter_by_time = [f for f in _frames(browser) if f["name"].endswith("chatter")]
+    assert chatter_by_time
+    browser.eval("window.fastprofReport.setFlameBy('allocated')")
+    frames = _frames(browser)
+    width = browser.eval("document.getElementById('flame').clientWidth")
+    (churn,) = [f for f in frames if f["name"].endswith("churn")]
+    (keep,) = [f for f in frames if f["name"].endswith("keep")]
+    assert abs(churn["width"] / width - 5 / 7) < 0.02, (churn, width)
+    assert abs(keep["width"] / width - 2 / 7) < 0.02
+    assert not [f for f in frames if f["name"].endswith("chatter")]
+    assert "bytes allocated" in browser.eval("document.getElementById('flame-note').textContent")
+    assert "MiB" in browser.eval("document.querySelector('#flame .frame.root').textContent")
+    # held at the peak: only what was alive at the process's peak (keep's 2 MB and one of churn's)
+    browser.eval("window.fastprofReport.setFlameBy('held')")
+    frames = _frames(browser)
+    (churn,) = [f for f in frames if f["name"].endswith("churn")]
+    (keep,) = [f for f in frames if f["name"].endswith("keep")]
+    assert abs(churn["width"] / width - 1 / 3) < 0.02 and abs(keep["width"] / width - 2 / 3) < 0.02
+    browser.eval("window.fastprofReport.setFlameBy('time')")
+    assert [f for f in _frames(browser) if f["name"].endswith("chatter")]
+
+
+def test_report_without_memory_has_no_memory_parts(browser, tmp_path):
+    out = tmp_path / "syn.html"
+    export(synthetic_data(), str(out))
+    _open(browser, out)
+    assert browser.eval("document.getElementById('memory-section').hidden")
+    assert browser.eval("document.getElementById('flame-by-box').hidden")
+
+
 # ---------------------------------------------------------------- README screenshots
 
 DOCS_WORKLOAD = textwrap.dedent('''\

@@ -21,7 +21,12 @@ with the profile as one JSON blob:
   first;
 - for functions with line stats (``--lines``), that source line by line:
   hits, time, percent of the function and a bar of it, the hottest lines
-  marked (line numbers and stats only when the file is not readable).
+  marked (line numbers and stats only when the file is not readable);
+- for a profile made with memory (``--memory``): the process's traced
+  bytes in the header and a memory table (bytes each function allocated,
+  with callees, still alive, the peak of one call, held at the process's
+  peak); with call paths too, the flame graph by bytes allocated or held
+  at the peak (a selector beside it).
 """
 
 import datetime
@@ -35,6 +40,7 @@ from typing import Dict, List, Optional, TextIO, Tuple
 
 from ..data import cost_note, line_sources
 from ..data.calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
+from ..data.memory import weighed_by_bytes
 from ..data.model import is_builtin
 from ..data.names import readable_name, short_path
 from ..data.profile_file import FuncKey, ProfileData
@@ -178,6 +184,10 @@ def _sum_stats(stats_list: List[dict]) -> Dict[FuncKey, tuple]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+# the flame graphs by bytes a report with memory along call paths has (memory.WEIGHTS)
+BYTE_FLAMES = ("allocated", "held")
+
+
 def _tree_json(tree: CallTree, func_index: Dict[FuncKey, int]) -> dict:
     funcs = [func_index[k] for k in tree.functions]
     return {
@@ -225,6 +235,11 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     """
     stats = data.stats
     tree = fold_import_frames(build_tree(data, min_fraction))
+    # memory along call paths: the same flame graph by bytes
+    flames = {}
+    if data.callpaths is not None and data.callpaths.memory is not None:
+        for weight in BYTE_FLAMES:
+            flames[weight] = fold_import_frames(build_tree(weighed_by_bytes(data, weight), min_fraction))
     groups = thread_groups(data.threads) if len(data.threads) > 1 else []
     group_stats = [_sum_stats([t.get("stats", {}) for t in ts]) for _label, ts in groups]
 
@@ -234,6 +249,8 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         for k, v in st.items():
             cum[k] = max(cum.get(k, 0.0), v[3])
     for k in tree.functions:
+        cum.setdefault(k, 0.0)
+    for k in list(data.memory or ()) + [k for t in flames.values() for k in t.functions]:
         cum.setdefault(k, 0.0)
     keys = sorted(cum, key=lambda k: -cum[k])
     index = {k: i for i, k in enumerate(keys)}
@@ -280,7 +297,21 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         "functions": functions,
         "views": views,
         "sources": sources,
+        "memory": _memory_json(data, index),
+        "flames": {weight: _tree_json(t, index) for weight, t in flames.items()},
     }
+
+
+def _memory_json(data: ProfileData, index: Dict[FuncKey, int]) -> Optional[dict]:
+    """The memory table (a profile made with memory): the process's totals
+    and each function's [index, allocated, allocated_incl, net, peak,
+    live_at_peak, allocations], most allocated first."""
+    if data.memory is None:
+        return None
+    rows = sorted(data.memory.items(), key=lambda kv: -kv[1].allocated)
+    return {"totals": dict(data.memory_totals or {}),
+            "rows": [[index[k], r.allocated, r.allocated_incl, r.net, r.peak, r.live_at_peak,
+                      r.allocations] for k, r in rows if k in index]}
 
 
 def _json_for_script(obj) -> str:

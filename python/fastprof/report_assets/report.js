@@ -35,6 +35,21 @@
     var p = 100 * s / TOTAL;
     return (p >= 10 ? p.toFixed(1) : p.toFixed(2)) + '%';
   }
+  function fmtBytes(n) {
+    var units = [' B', ' KiB', ' MiB', ' GiB', ' TiB'], v = Math.abs(n), u = 0;
+    while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+    var sign = n < 0 ? '-' : '';
+    return sign + (u === 0 ? String(Math.round(v)) : v.toFixed(v < 100 ? 1 : 0)) + units[u];
+  }
+  // the flame graph's values: seconds, or bytes when drawn by memory (FLAME_BY)
+  var FLAME_BY = 'time';
+  function fmtFlame(v) { return FLAME_BY === 'time' ? fmtTime(v) : fmtBytes(v); }
+  function fmtFlamePct(v) {
+    if (FLAME_BY === 'time') return fmtPct(v);
+    if (!(ROOT_TOTAL > 0)) return '';
+    var p = 100 * v / ROOT_TOTAL;
+    return (p >= 10 ? p.toFixed(1) : p.toFixed(2)) + '%';
+  }
   function fmtInt(n) {
     n = Math.round(n);
     return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
@@ -103,6 +118,8 @@
           'CPU time while on it' + (R.suspended != null ? ', and how long its asyncio task ' +
           'was suspended (awaiting I/O, timers, worker threads or other tasks)' : '') : '');
     }
+    if (D.memory) add('memory peak', fmtBytes((D.memory.totals || {}).peak || 0),
+        "the most bytes Python's allocators held at once while profiled");
     if (D.clock) add('clock', D.clock);
     if (D.only) add('only', D.only.join(', '), "calls into other Python code are not recorded; their time is in the calling function's own time");
     if (D.fast) add('mode', 'fast', "Python functions only; the time of C functions is in their callers' own time");
@@ -148,11 +165,11 @@
         '(record them with fastprof --callpaths for exact ones)');
     } else {
       note.className = 'note';
-      parts.push('width = time (self + callees); click a frame to zoom, the root to reset');
+      parts.push('width = ' + FLAME_WIDTH[FLAME_BY] + ' (self + callees); click a frame to zoom, the root to reset');
     }
     if (T.min_percent > 0) parts.push('paths below ' + T.min_percent + '% of the total are folded into their callers');
     // the call paths and the function table should add up to the same time
-    if (TOTAL > 0 && Math.abs(ROOT_TOTAL - TOTAL) > 0.001 * TOTAL) {
+    if (FLAME_BY === 'time' && TOTAL > 0 && Math.abs(ROOT_TOTAL - TOTAL) > 0.001 * TOTAL) {
       parts.push('the call paths add up to ' + fmtTime(ROOT_TOTAL) + ', the functions\' own times to ' + fmtTime(TOTAL));
     }
     note.textContent = parts.join('; ');
@@ -190,7 +207,7 @@
         if (searchRe.test(f.name) || searchRe.test(f.file)) d.className += ' match';
         else d.className += ' dim';
       }
-      if (w > 28) d.textContent = n === 0 ? 'all (' + fmtTime(ROOT_TOTAL) + ')' : f.name;
+      if (w > 28) d.textContent = n === 0 ? 'all (' + fmtFlame(ROOT_TOTAL) + ')' : f.name;
       frag.appendChild(d);
       if (row + 1 > rows) rows = row + 1;
     }
@@ -217,7 +234,7 @@
     flame.setAttribute('data-zoom', String(zoom));
     drawCrumbs(ancestors);
     if (searchRe) {
-      $('flame-match').textContent = 'matched: ' + fmtPct(matchedTime) + ' (' + fmtTime(matchedTime) + ')';
+      $('flame-match').textContent = 'matched: ' + fmtFlamePct(matchedTime) + ' (' + fmtFlame(matchedTime) + ')';
     } else {
       $('flame-match').textContent = '';
     }
@@ -242,8 +259,8 @@
       c.appendChild(a);
     });
     if (zoom !== 0) {
-      c.appendChild(document.createTextNode('  \u2014 ' + fmtTime(nTotal[zoom]) + ', ' +
-        fmtPct(nTotal[zoom]) + ' of the total'));
+      c.appendChild(document.createTextNode('  \u2014 ' + fmtFlame(nTotal[zoom]) + ', ' +
+        fmtFlamePct(nTotal[zoom]) + ' of the total'));
     }
   }
   function setZoom(n) {
@@ -264,15 +281,15 @@
     tip.textContent = '';
     if (n === 0) {
       tip.appendChild(el('div', { 'class': 't-name' }, 'all call paths'));
-      tip.appendChild(el('div', null, fmtTime(ROOT_TOTAL)));
+      tip.appendChild(el('div', null, fmtFlame(ROOT_TOTAL)));
     } else {
       var f = ALL[nFunc[n]];
       tip.appendChild(el('div', { 'class': 't-name' }, f.name));
       tip.appendChild(el('div', { 'class': 't-file' }, f.file ? f.file + ':' + f.line : 'built-in'));
-      tip.appendChild(el('div', null, 'total ' + fmtTime(nTotal[n]) + ' (' + fmtPct(nTotal[n]) + ') \u00b7 self ' +
-        fmtTime(nSelf[n]) + ' \u00b7 calls ' + fmtInt(nCalls[n])));
+      tip.appendChild(el('div', null, 'total ' + fmtFlame(nTotal[n]) + ' (' + fmtFlamePct(nTotal[n]) + ') \u00b7 self ' +
+        fmtFlame(nSelf[n]) + ' \u00b7 calls ' + fmtInt(nCalls[n])));
       if (nFolded[n] > 0) {
-        tip.appendChild(el('div', null, '+ ' + fmtTime(nFolded[n]) + ' in callees below ' + T.min_percent +
+        tip.appendChild(el('div', null, '+ ' + fmtFlame(nFolded[n]) + ' in callees below ' + T.min_percent +
           '% of the total (not drawn)'));
       }
     }
@@ -527,7 +544,11 @@
         ALL[e[0]].callees.push({ f: r[0], nc: edge.nc, cc: edge.cc, tt: edge.tt, ct: edge.ct });
       });
     });
-    loadTree(VIEW.tree);
+    // (the flame by bytes is of all threads together: another view draws time)
+    if (v !== 0) FLAME_BY = 'time';
+    $('flame-by').value = FLAME_BY;
+    $('flame-by').disabled = v !== 0;
+    loadTree(FLAME_BY === 'time' ? VIEW.tree : D.flames[FLAME_BY]);
     zoom = 0;
     $('thread').value = String(v);
     drawSummary();
@@ -546,6 +567,53 @@
     sel.addEventListener('change', function () { loadView(+sel.value); });
   })();
 
+  // ------------------------------------------------------------ memory
+  // (a profile made with --memory: the table; with call paths, the flame by bytes)
+  var FLAME_WIDTH = { time: 'time', allocated: 'bytes allocated', held: 'bytes held at the peak' };
+  function setFlameBy(by) {
+    FLAME_BY = by;
+    $('flame-by').value = by;
+    loadTree(by === 'time' ? VIEW.tree : D.flames[by]);
+    zoom = 0;
+    drawFlameNote();
+    drawFlame();
+  }
+  (function flameBySelector() {
+    var sel = $('flame-by'), weights = Object.keys(D.flames || {});
+    if (!weights.length) return;
+    ['time'].concat(weights).forEach(function (w) {
+      sel.appendChild(el('option', { value: w }, FLAME_WIDTH[w] || w));
+    });
+    $('flame-by-box').hidden = false;
+    sel.addEventListener('change', function () { setFlameBy(sel.value); });
+  })();
+  (function memoryTable() {
+    var M = D.memory;
+    if (!M) return;
+    $('memory-section').hidden = false;
+    var t = M.totals || {};
+    $('memory-note').textContent = 'the process\'s traced bytes: ' + fmtBytes(t.peak || 0) +
+      ' at the peak, ' + fmtBytes(t.current || 0) + ' alive at the end; allocated: bytes a function ' +
+      'allocated itself, incl: with its callees, net: still alive at the end, peak: the most one ' +
+      'call rose, held: alive at the process\'s peak';
+    var body = $('memory').tBodies[0], frag = document.createDocumentFragment();
+    M.rows.slice(0, TABLE_LIMIT).forEach(function (r) {
+      var f = ALL[r[0]], tr = el('tr', { 'data-func': String(r[0]) });
+      var name = el('td', { 'class': 'fn' });
+      name.appendChild(el('a', { 'class': 'fnlink', 'data-func': String(r[0]) }, f.name));
+      name.appendChild(breakable('div', { 'class': 'file' }, f.where));
+      tr.appendChild(name);
+      r.slice(1, 6).forEach(function (v) { tr.appendChild(el('td', { 'data-value': String(v) }, fmtBytes(v))); });
+      tr.appendChild(el('td', { 'data-value': String(r[6]) }, fmtInt(r[6])));
+      frag.appendChild(tr);
+    });
+    body.appendChild(frag);
+    $('memory').addEventListener('click', function (ev) {
+      var a = ev.target.closest('a.fnlink');
+      if (a) select(+a.getAttribute('data-func'), false);
+    });
+  })();
+
   // ------------------------------------------------------------ start
   loadView(0);
   // A small hook for tests and the curious: state, not behaviour.
@@ -556,7 +624,9 @@
     zoom: function () { return zoom; },
     selected: function () { return selectedFunc; },
     nodeTotal: function (n) { return nTotal[n]; },
-    loadView: loadView
+    loadView: loadView,
+    flameBy: function () { return FLAME_BY; },
+    setFlameBy: setFlameBy
   };
   document.body.setAttribute('data-ready', '1');
 })();
