@@ -342,3 +342,17 @@ def test_memory_stats_needs_memory():
         fastprof.Profile().memory_stats()
     with pytest.raises(TypeError, match="memory"):
         fastprof.Profile(memory="yes")
+
+
+def test_calibrated_as_the_general_path():
+    """With memory every event takes the general path, which reads its own
+    time: its delivery costs are those measured for that path (the call
+    paths' kind), not the fast path's whole-event costs."""
+    import fastprof
+    from fastprof.recording import calibration
+    calibration._measured.clear()
+    fastprof.Profile(memory=True, clock="wall")
+    kinds = set(calibration._measured)
+    if not kinds:
+        pytest.skip("calibration could not run here (another tool's hook)")
+    assert kinds == {(False, "wall", True, False, True)}, kinds
