@@ -307,6 +307,55 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now)
     }
 }
 
+/* The heap owner of a frame's most precise row (as fp_top_owner), 0 when
+ * it has none yet. */
+static fp_owner_t frame_owner(const fp_frame_t *f)
+{
+    return f->node ? f->node->mem_owner : f->edge ? f->edge->mem_owner : f->entry->mem_owner;
+}
+
+int fp_try_enter_memory(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
+                        fp_time_t now, fp_owner_t *owner)
+{
+    size_t depth = t->depth;
+    if (t->lost || depth == 0 || depth >= t->capacity || depth >= t->mem_capacity || !t->mem ||
+        (p->flags & FP_CALLPATHS))
+        return 0;
+    fp_edge_t *edge = NULL;
+    if (p->flags & FP_SUBCALLS) {
+        edge = fp_edge_cached(t, t->stack[depth - 1].entry, e);
+        if (!edge)
+            return 0;
+    }
+    fp_owner_t o = edge ? edge->mem_owner : e->mem_owner;
+    if (!o)
+        return 0; /* its first call: the general path gives the row an owner */
+    t->last_now = now;
+    fp_frame_t f = {.entry = e, .edge = edge, .ident = ident, .t0 = now, .seg = now};
+    mem_start(p, t, NULL); /* (its slot exists: depth < mem_capacity) */
+    fp_activate(t, &f);
+    *owner = o;
+    return 1;
+}
+
+int fp_try_leave_memory(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident,
+                        fp_time_t now, fp_owner_t *owner)
+{
+    size_t depth = t->depth;
+    if (t->lost || depth == 0)
+        return 0;
+    const fp_frame_t *top = &t->stack[depth - 1];
+    if (ident ? top->ident != ident : top->entry->key != key)
+        return 0;
+    fp_owner_t o = depth > 1 ? frame_owner(&t->stack[depth - 2]) : FP_OWNER_NONE;
+    if (depth > 1 && !o)
+        return 0;
+    t->last_now = now;
+    book_top(p, t, now);
+    *owner = o;
+    return 1;
+}
+
 fp_owner_t fp_top_owner(fp_profiler_t *p, fp_thread_t *t)
 {
     if (!p->heap || !t->depth)

@@ -404,6 +404,16 @@ void fp_thread_flush(fp_profiler_t *p, fp_thread_t *t, fp_time_t now);
 
 /* ---- memory (fp_account.c) ---- */
 
+/* fp_try_enter / fp_try_leave with memory on (p->heap): the same common
+ * cases, and only when the row the thread's allocations then belong to
+ * already has an owner, which goes to *owner (fp_top_owner gives a row its
+ * owner on the general path); the frame's memory readings start or are
+ * booked as fp_enter / fp_leave do. 1 if done, 0 changing nothing. */
+int fp_try_enter_memory(fp_profiler_t *p, fp_thread_t *t, fp_entry_t *e, const void *ident,
+                        fp_time_t now, fp_owner_t *owner);
+int fp_try_leave_memory(fp_profiler_t *p, fp_thread_t *t, const void *key, const void *ident,
+                        fp_time_t now, fp_owner_t *owner);
+
 /* The heap owner of what `t` allocates now: its top frame's most precise
  * row (the call-path node, else the edge it was called on, else its
  * entry), given an owner on first use; 0 when memory is off, the stack is

@@ -448,6 +448,17 @@ void fpy_heap_pause(fp_thread_t *t)
         t->mem = thread_clock();
 }
 
+int fpy_heap_fast_ready(const fp_profiler_t *core, const fp_thread_t *t)
+{
+    return tl.owner_heap == core->heap && tl.clock && t->mem == tl.clock &&
+           tl.owner_epoch == __atomic_load_n(&core->heap->epoch, __ATOMIC_ACQUIRE);
+}
+
+void fpy_heap_fast_owner(fp_owner_t owner)
+{
+    tl.owner = owner;
+}
+
 void fpy_heap_follow(fp_profiler_t *core, fp_thread_t *t)
 {
     tl.owner = fp_top_owner(core, t);

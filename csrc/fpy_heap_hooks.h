@@ -30,6 +30,13 @@ int fpy_heap_stop(void);
  * from now on (after each event of the general path, memory on). */
 void fpy_heap_follow(fp_profiler_t *core, fp_thread_t *t);
 
+/* The memory-aware fast paths (fpy_record.c): whether the calling
+ * thread's hook state was set by an earlier fpy_heap_follow for this heap
+ * (same epoch) and record `t` reads this OS thread's counts, so that an
+ * event only has to say which row allocates next (fpy_heap_fast_owner). */
+int fpy_heap_fast_ready(const fp_profiler_t *core, const fp_thread_t *t);
+void fpy_heap_fast_owner(fp_owner_t owner);
+
 /* The calling thread's allocations belong to no row until the next
  * fpy_heap_follow (the profiler's own, while it handles an event); and
  * record `t` (NULL: none) reads this OS thread's allocation counts. */

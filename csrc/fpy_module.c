@@ -201,6 +201,7 @@ static void set_enabled(fpy_profiler_t *p, int on)
 {
     p->enabled = on;
     p->fast_events = on && p->clock.kind == FP_CLOCK_TSC && !p->memory;
+    p->fast_memory = on && p->clock.kind == FP_CLOCK_TSC && p->memory;
 }
 
 /* Memory: the hooks stop counting for p. If another tool wrapped them

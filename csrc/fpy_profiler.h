@@ -88,6 +88,9 @@ typedef struct fpy_profiler {
      * memory off (the general path says which row allocates). One field,
      * so the test costs the event path nothing more than `enabled` did. */
     int fast_events;
+    /* With memory on, the general path first tries the memory-aware fast
+     * paths (fpy_record.c): enabled, the TSC, memory on. */
+    int fast_memory;
     /* memory=True: the allocator hooks count into `heap` (fpy_heap_hooks.c)
      * while enabled; core.heap points at it, so the rows get owners */
     int memory;

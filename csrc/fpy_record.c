@@ -129,9 +129,49 @@ static fp_entry_t *code_entry(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *c
     return e;
 }
 
+/* (The general path below follows the new top row last, after its
+ * charge: a custom timer's allocations are the profiler's.) */
+
+/* ---- memory on: the common cases without the general path's work ---- */
+
+/* The TSC read, the entry of `key` from the thread's cache, and
+ * fp_try_enter_memory; then the thread's allocations belong to the new
+ * frame's row. Nothing here allocates or runs Python code, so the hooks
+ * need no pause. Its cost is charged whole, as the plain fast path's
+ * (fpy_try_enter), measured for these paths (calibration.py, memory on):
+ * a second TSC read would be most of their time. 1 if done. */
+static inline int memory_enter(fpy_profiler_t *p, fp_thread_t *t, const void *key, const void *ident,
+                               fpy_cost_t cost)
+{
+    fp_time_t now = fp_program_time(t, fp_tsc_read() - cost.pre);
+    fp_entry_t *e = fp_entry_cached(t, key);
+    fp_owner_t owner;
+    if (!e || !fpy_heap_fast_ready(&p->core, t) ||
+        !fp_try_enter_memory(&p->core, t, e, ident, now, &owner))
+        return 0;
+    fpy_heap_fast_owner(owner);
+    t->offset += cost.whole;
+    return 1;
+}
+
+static inline int memory_leave(fpy_profiler_t *p, fp_thread_t *t, const void *key, const void *ident,
+                               fpy_cost_t cost)
+{
+    fp_time_t now = fp_program_time(t, fp_tsc_read() - cost.pre);
+    fp_owner_t owner;
+    if (!fpy_heap_fast_ready(&p->core, t) || !fp_try_leave_memory(&p->core, t, key, ident, now, &owner))
+        return 0;
+    fpy_heap_fast_owner(owner);
+    t->offset += cost.whole;
+    return 1;
+}
+
 FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int first)
 {
+    if (p->fast_memory && !fpy_frame_parks(p, code) &&
+        memory_enter(p, t, code, NULL, fpy_delivery_enter(p, first)))
+        return;
     fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
@@ -144,13 +184,16 @@ FPY_GENERAL void fpy_record_py_enter_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
         (first ? fp_start : fp_resume)(&p->core, t, e, frame, now);
     else
         fp_enter(&p->core, t, e, NULL, now);
-    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, cost);
+    fpy_memory_follow(p, t);
 }
 
 FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyCodeObject *code,
                                           const void *frame, int suspending)
 {
+    if (p->fast_memory && !(suspending && fpy_frame_parks(p, code)) &&
+        memory_leave(p, t, code, NULL, fpy_delivery_leave(p, suspending)))
+        return;
     fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
@@ -162,13 +205,15 @@ FPY_GENERAL void fpy_record_py_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyC
         fp_suspend(&p->core, t, code, frame, now);
     else
         fp_leave(&p->core, t, code, now);
-    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, cost);
+    fpy_memory_follow(p, t);
 }
 
 FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, const void *key,
                                          PyObject *callable, PyObject *self_arg)
 {
+    if (p->fast_memory && memory_enter(p, t, key, callable, p->cost[FPY_COST_C_CALL]))
+        return;
     fpy_memory_pause(p, t);
     uint64_t gen = p->generation;
     fp_time_t raw = fpy_now(p);
@@ -210,13 +255,15 @@ FPY_GENERAL void fpy_record_c_enter_slow(fpy_profiler_t *p, fp_thread_t *t, cons
         }
     }
     fp_enter(&p->core, t, e, callable, now); /* e NULL: recorded as a dropped call */
-    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, p->cost[FPY_COST_C_CALL]);
+    fpy_memory_follow(p, t);
 }
 
 FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyObject *callable,
                                          PyObject *self_arg, PyObject *missing)
 {
+    if (p->fast_memory && memory_leave(p, t, NULL, callable, p->cost[FPY_COST_C_RETURN]))
+        return;
     const void *key = fpy_cfunc_key(callable, self_arg, missing);
     if (!key)
         return;
@@ -226,8 +273,8 @@ FPY_GENERAL void fpy_record_c_leave_slow(fpy_profiler_t *p, fp_thread_t *t, PyOb
     if (!fpy_live(p, gen))
         return;
     fp_leave(&p->core, t, key, fpy_program_time(p, t, raw, p->cost[FPY_COST_C_RETURN]));
-    fpy_memory_follow(p, t);
     fpy_charge(p, t, raw, p->cost[FPY_COST_C_RETURN]);
+    fpy_memory_follow(p, t);
 }
 
 void fpy_release_user(void *user, void *ctx)

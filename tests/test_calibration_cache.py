@@ -105,7 +105,7 @@ def test_default_place(monkeypatch, tmp_path):
 def test_the_profilers_costs_come_through_the_cache(cache, monkeypatch):
     # a cost cached lower than any measurement is what a new profiler gets
     monkeypatch.setattr(calibration, "_measured", {})
-    key = (False, "wall", True, False, False)
+    key = (False, "wall", True, False, False, False)  # (fast, clock, builtins, lines, callpaths, memory)
     build = calibration_cache.build_key(_fastprof.__file__)
     cache.parent.mkdir()
     cache.write_text("".join("%s\t%r\t%s\t0.0\t1e-12\n" % (build, key, kind) for kind in calibration.KINDS))

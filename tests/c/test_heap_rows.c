@@ -204,6 +204,67 @@ static void test_bytes_with_callees_and_peak(void **state)
 
 /* A generator in wall mode: its bytes while it runs, not while it is
  * parked (what its caller does meanwhile). */
+/* fp_try_enter_memory / fp_try_leave_memory: refused until the row that
+ * would allocate has an owner (given on the general path), then the same
+ * bytes as fp_enter / fp_leave, and the owner of the new top row. */
+static void test_memory_fast_paths(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_profiler_t p;
+    fp_profiler_init(&p, FP_SUBCALLS, 16, NULL, NULL);
+    p.heap = &h;
+    fp_mem_clock_t m = {0, 0, 0};
+    fp_thread_t *t = fp_thread_get(&p, 1);
+    t->mem = &m;
+    fp_owner_t got = 99;
+    tl_call(&p, t, KA, 1);
+    fp_owner_t a = fp_top_owner(&p, t);
+    fp_entry_t *eb = tl_entry(t, KB);
+    /* A->B's first call: no edge yet, no owner: refused, nothing changed */
+    assert_int_equal(fp_try_enter_memory(&p, t, eb, NULL, 2, &got), 0);
+    assert_int_equal(t->depth, 1);
+    assert_int_equal(got, 99);
+    tl_call(&p, t, KB, 2); /* the general path; the follow gives A->B its owner */
+    fp_owner_t ab = fp_top_owner(&p, t);
+    alloc(&m, 30);
+    tl_ret(&p, t, KB, 3);
+    /* the second call: taken; B allocates 50, frees 10, returns */
+    assert_int_equal(fp_try_enter_memory(&p, t, eb, NULL, 4, &got), 1);
+    assert_int_equal(got, ab);
+    alloc(&m, 50);
+    release(&m, 10);
+    assert_int_equal(fp_try_leave_memory(&p, t, KB, NULL, 5, &got), 1);
+    assert_int_equal(got, a);
+    assert_int_equal(t->depth, 1);
+    assert_int_equal(eb->callcount, 2);
+    assert_int_equal(eb->mem_incl, 80);
+    assert_int_equal(eb->mem_peak, 50);
+    assert_int_equal(tl_edge(t, KA, KB)->mem_incl, 80);
+    /* a return to a frame whose row has no owner yet is refused */
+    tl_call(&p, t, KB, 6);
+    tl_call(&p, t, KC, 7); /* (B->C: no follow, so no owner for B->C) */
+    tl_entry(t, KC)->mem_owner = 0;
+    tl_edge(t, KB, KC)->mem_owner = 0;
+    assert_int_equal(fp_try_enter_memory(&p, t, tl_entry(t, KB), NULL, 8, &got), 0);
+    fp_owner_t bc = fp_top_owner(&p, t);
+    assert_true(bc != FP_OWNER_NONE);
+    tl_ret(&p, t, KC, 9);
+    assert_int_equal(fp_try_leave_memory(&p, t, KB, NULL, 10, &got), 1);
+    assert_int_equal(got, a);
+    /* the root's return: no row allocates after it */
+    assert_int_equal(fp_try_leave_memory(&p, t, KA, NULL, 11, &got), 1);
+    assert_int_equal(got, FP_OWNER_NONE);
+    assert_int_equal(t->depth, 0);
+    /* memory off, a thread without a clock, call paths: refused */
+    t->mem = NULL;
+    tl_call(&p, t, KA, 12);
+    assert_int_equal(fp_try_enter_memory(&p, t, eb, NULL, 13, &got), 0);
+    fp_profiler_destroy(&p);
+    fp_heap_fini(&h);
+}
+
 static void test_generator_runs_only(void **state)
 {
     (void)state;
@@ -279,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_top_owner),
         cmocka_unit_test(test_fold_keeps_what_rows_allocated),
         cmocka_unit_test(test_bytes_with_callees_and_peak),
+        cmocka_unit_test(test_memory_fast_paths),
         cmocka_unit_test(test_generator_runs_only),
         cmocka_unit_test(test_fold_adds_bytes_keeps_the_larger_peak),
     };

@@ -44,10 +44,12 @@ generator's resume and yield (its own time in its loop) and a C function.
 A line event's cost is split half and half between the line before and
 the line after.
 
-It takes a few milliseconds, when the first compensating profiler of a
-kind is made (docs/performance.md, "Profiler cost removed"). A busy
-machine can measure twice the real cost in those milliseconds: each kind's
-cost is the lowest this build has measured (calibration_cache).
+It takes about 20 ms, when the first compensating profiler of a kind is
+made (docs/performance.md, "Profiler cost removed"): it measures twice and
+keeps each kind's lower cost, since a busy machine (or a virtual CPU whose
+host is busy) can measure several times the real cost in a few
+milliseconds; and each kind's cost is the lowest this build has measured
+(calibration_cache).
 """
 import sys
 import time
@@ -58,7 +60,7 @@ from .calibration_cache import build_key, fastest
 N_CALLS = 400
 RUNS = 11
 
-# (fast, clock, builtins, lines, callpaths) -> {kind: (pre, whole)} in seconds
+# (fast, clock, builtins, lines, callpaths, memory) -> {kind: (pre, whole)} in seconds
 _measured = {}
 
 # _set_compensation's kinds (fpy_cost_kind in csrc/fpy_profiler.h)
@@ -181,9 +183,10 @@ def _can_measure():
     return monitoring is None or all(monitoring.get_tool(i) is None for i in range(6))
 
 
-def _maker(builtins, fast, clock, callpaths=False):
+def _maker(builtins, fast, clock, callpaths=False, memory=False):
     def make():
-        prof = _fastprof.Profiler(builtins=builtins, fast=fast, clock=clock, callpaths=callpaths)
+        prof = _fastprof.Profiler(builtins=builtins, fast=fast, clock=clock, callpaths=callpaths,
+                                  memory=memory)
         prof._set_compensation(True)
         return prof, prof.enable, prof.disable
     return make
@@ -221,7 +224,7 @@ def _call_site_apart(costs):
     return out
 
 
-def _line_costs(fast, clock, read, recorder, callpaths=False):
+def _line_costs(fast, clock, read, recorder, callpaths=False, memory=False):
     """(pre, whole) of a line event in seconds: the line loop profiled with
     lines= less without, per line hit, half before its read and half after;
     zeros where lines cannot be recorded (fast mode, no free tool id).
@@ -231,7 +234,7 @@ def _line_costs(fast, clock, read, recorder, callpaths=False):
         return (0.0, 0.0)
     loop = _lines_loop()
     loop(N_CALLS)
-    plain = _maker(True, fast, clock, callpaths)
+    plain = _maker(True, fast, clock, callpaths, memory)
     hits = []
 
     def with_lines():
@@ -264,7 +267,7 @@ def _call_events(builtins, fast):
     return builtins and not fast and sys.version_info >= (3, 12)
 
 
-def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
+def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False, memory=False):
     """{kind: (pre, whole)}: the delivery cost per event in seconds,
     measured now; *builtins* as the profiler's (on 3.12+ it makes every
     call report a CALL event, which a Python function's call then costs
@@ -272,13 +275,16 @@ def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False
     making a line recorder of a list of patterns (0 else). With
     *callpaths* every event takes the general path, whose second clock
     read leaves more outside the reads (3.12: ~6 ns a call): measured so.
+    With *memory* the events take the memory-aware fast paths (their
+    memory readings, the allocator hooks' owner): measured with memory
+    on (not while another memory profile runs: then zeros).
     3.12+ with builtins also: ``unrecorded_call``, a class's call (its
     CALL and C_RETURN, nothing recorded), and ``call_site``, the CALL
     part of ``call`` (still in it here: see _call_site_apart)."""
     read = time.thread_time_ns if clock == "cpu" else time.perf_counter_ns
     for loop in (_loop_none, _loop_calls, _loop_resumes, _loop_c, _loop_types):
         loop(N_CALLS)  # warm: every call site specialised before timing
-    make = _maker(builtins, fast, clock, callpaths)
+    make = _maker(builtins, fast, clock, callpaths, memory)
     none = _Run(_loop_none, make, read)  # the loop itself, slower profiled (<= 3.11)
     costs = {}
     calls = _Run(_loop_calls, make, read, lambda code: code is _noop.__code__)
@@ -290,36 +296,41 @@ def measure(fast=False, clock="wall", builtins=True, lines=None, callpaths=False
             _Run(_loop_resumes, make, read, lambda code: code is _numbers.__code__), none, N_CALLS)
     if builtins:  # else no C function is recorded
         costs["c_call"], costs["c_return"] = _pair(
-            _Run(_loop_c, _maker(True, fast, clock, callpaths), read, _is_loop_c_callee), none, 2 * N_CALLS)
+            _Run(_loop_c, _maker(True, fast, clock, callpaths, memory), read, _is_loop_c_callee), none,
+            2 * N_CALLS)
     else:
         costs["c_call"] = costs["c_return"] = (0.0, 0.0)
-    costs["line"] = _line_costs(fast, clock, read, lines, callpaths) if lines else (0.0, 0.0)
+    costs["line"] = _line_costs(fast, clock, read, lines, callpaths, memory) if lines else (0.0, 0.0)
     costs["unrecorded_call"] = costs["call_site"] = (0.0, 0.0)
     if _call_events(builtins, fast):
-        types = _Run(_loop_types, _maker(True, fast, clock, callpaths), read)
+        types = _Run(_loop_types, _maker(True, fast, clock, callpaths, memory), read)
         costs["unrecorded_call"] = (0.0, max(types.excess - none.excess, 0.0) / N_CALLS)
         # a call site's CALL, a part of "call" (_call_site_apart): the call
         # loop with builtins less without
-        unsited = _Run(_loop_calls, _maker(False, fast, clock, callpaths), read,
+        unsited = _Run(_loop_calls, _maker(False, fast, clock, callpaths, memory), read,
                        lambda code: code is _noop.__code__)
         costs["call_site"] = (0.0, max(calls.excess - unsited.excess, 0.0) / N_CALLS)
     return costs
 
 
-def delivery_costs(fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
+def delivery_costs(fast=False, clock="wall", builtins=True, lines=None, callpaths=False, memory=False):
     """{kind: (pre, whole)} in seconds for this kind of profiler: measured
     once per process, each kind the lowest of that and what this build
     measured before (calibration_cache); zeros if it cannot be measured now
     (another profiler or tracer is active; measured again at the next
     profiler): then only what the general path reads of its own time is
     removed."""
-    key = (bool(fast), clock, bool(builtins), lines is not None, bool(callpaths))
+    key = (bool(fast), clock, bool(builtins), lines is not None, bool(callpaths), bool(memory))
     costs = _measured.get(key)
     if costs is None:
         if not _can_measure():
             return dict(ZERO)
         try:
-            costs = measure(fast, clock, builtins, lines, callpaths)
+            # twice, each kind the lower: a moment when the machine (or a
+            # virtual CPU's host) slowed the profiled loops measures several
+            # times the cost, and would take most of every time away
+            costs = _lower(measure(fast, clock, builtins, lines, callpaths, memory),
+                           measure(fast, clock, builtins, lines, callpaths, memory))
         except (RuntimeError, ValueError, OSError):
             return dict(ZERO)  # e.g. another frame evaluator: fast mode fails anyway
         # a busy machine measures too much: the fastest of this build's runs
@@ -328,11 +339,16 @@ def delivery_costs(fast=False, clock="wall", builtins=True, lines=None, callpath
     return costs
 
 
-def calibrate(prof, fast=False, clock="wall", builtins=True, lines=None, callpaths=False):
+def _lower(a, b):
+    """Per kind, the (pre, whole) of *a* or *b* with the lower whole."""
+    return {kind: min(a[kind], b[kind], key=lambda cost: cost[1]) for kind in a}
+
+
+def calibrate(prof, fast=False, clock="wall", builtins=True, lines=None, callpaths=False, memory=False):
     """Give the C profiler *prof* (disabled, compensating) its delivery
     costs, in its clock's ticks (a line's with *lines*, a line recorder
     maker: lines= is on)."""
     tps = prof.clock_info()["ticks_per_second"]
-    costs = delivery_costs(fast, clock, builtins, lines, callpaths)
+    costs = delivery_costs(fast, clock, builtins, lines, callpaths, memory)
     ticks = {kind: (round(pre * tps), round(whole * tps)) for kind, (pre, whole) in costs.items()}
     prof._set_compensation(True, 0, 0, 0, -1, ticks)

@@ -243,7 +243,7 @@ class Profile(_fastprof.Profiler):
             # process (a few ms), here rather than in enable() so that it is
             # never inside a timed region (calibration.py)
             from .calibration import calibrate  # (deferred: import fastprof adds nothing to cProfile's imports)
-            calibrate(self, fast, clock, builtins, callpaths=callpaths or memory,
+            calibrate(self, fast, clock, builtins, callpaths=callpaths, memory=memory,
                       lines=None if lines is None else lambda patterns: _line_recorder(patterns, False))
         # line-level profiling (line_profiling.py): started before the C
         # enable() and stopped after its disable(), so none of it is recorded
