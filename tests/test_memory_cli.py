@@ -140,8 +140,89 @@ def test_view_memory(program, tmp_path):
     assert plain.returncode == 0 and "memory: " in plain.stdout  # the totals in the header
 
 
+def _bytes(text):
+    """``1.1 MiB`` -> bytes (to the table's three digits)."""
+    number, unit = text.split()
+    return float(number) * 1024 ** ("B", "KiB", "MiB", "GiB").index(unit)
+
+
+def _edge_rows(out, label):
+    """The rows of each table under a ``--callers``/``--callees`` header: [(allocated, incl, share, name)]."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[-2:] == ["incl", label])
+    rows = []
+    for line in lines[header + 1:]:
+        if not line.strip():
+            break
+        cells = line.split()
+        rows.append((_bytes(" ".join(cells[0:2])), _bytes(" ".join(cells[2:4])), cells[11], cells[12]))
+    return rows
+
+
+def test_view_memory_callers_and_callees(program, tmp_path):
+    assert _run("--memory", "-o", "m.prof", str(program), cwd=tmp_path).returncode == 0
+    data = __import__("fastprof.profile_file", fromlist=["x"]).load_profile(str(tmp_path / "m.prof"))
+    churn = _row(data.memory, "churn")
+    out = _view("m.prof", "--memory", "--callees", "^main$", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = _edge_rows(out.stdout, "callee")
+    # churn's three megabytes first, then make's thousand kilobytes; shares of main's bytes with callees
+    assert [r[3] for r in rows] == ["churn", "make"], out.stdout
+    assert rows[0][1] == pytest.approx(churn.allocated_incl, rel=0.02)  # (the table rounds to 0.1 MiB)
+    assert 3 * MB <= rows[0][1] and 0.9 * MB <= rows[1][1] < 1.3 * MB, rows
+    main = _row(data.memory, "main")
+    assert rows[0][2] == "%.0f%%" % (100.0 * churn.allocated_incl / main.allocated_incl)
+    out = _view("m.prof", "--memory", "--callers", "^churn$", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert [(r[2], r[3]) for r in _edge_rows(out.stdout, "caller")] == [("100%", "main")], out.stdout
+    assert "allocated 2.9 MiB itself, 2.9 MiB with callees; net 0 B" in out.stdout
+
+
+def test_view_memory_tree(program, tmp_path):
+    assert _run("--memory", "--callpaths", "-o", "m.prof", str(program), cwd=tmp_path).returncode == 0
+    out = _view("m.prof", "--memory", "--tree", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "(bytes allocated, along each call path)" in out.stdout
+    paths = [line for line in out.stdout.splitlines() if line.rstrip().endswith(("prog.py:1)", "prog.py:4)", "prog.py:9)"))]
+    names = [line.split("(")[0].split()[-1] for line in paths]
+    # by bytes allocated: churn (3 MB) above make (1 MB), both under main, every total in bytes
+    assert names[-3:] == ["main", "churn", "make"], out.stdout
+    churn = paths[-2].split()
+    assert 2.8 <= float(churn[0]) <= 2.9 and churn[1] == "MiB", paths
+    held = _view("m.prof", "--memory", "--tree", "-s", "held", cwd=tmp_path)
+    assert "(bytes alive at the process's peak, along each call path)" in held.stdout
+    held_paths = [line for line in held.stdout.splitlines() if "prog.py:1)" in line or "prog.py:4)" in line]
+    assert "make" in held_paths[-2], held.stdout  # at the peak make's kilobytes and one of churn's megabytes
+
+
+def test_diff_lists_bytes_that_moved(program, tmp_path):
+    assert _run("--memory", "-o", "base.prof", str(program), cwd=tmp_path).returncode == 0
+    program.write_text(PROGRAM.replace("range(3)", "range(5)"))
+    assert _run("--memory", "-o", "new.prof", str(program), cwd=tmp_path).returncode == 0
+    assert _run("-o", "plain.prof", str(program), cwd=tmp_path).returncode == 0
+    out = subprocess.run([sys.executable, "-m", "fastprof.cli", "diff", "base.prof", "new.prof"],
+                         cwd=tmp_path, env=helpers.cli_env(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    section = out.stdout[out.stdout.index("\nMemory: "):].splitlines()
+    assert section[1].startswith("Memory: the process's peak "), section
+    header = next(i for i, line in enumerate(section) if line.split()[:2] == ["base", "allocated"])
+    # churn alone moved beyond 10% and 1 KiB: three megabytes to five
+    assert [line.split() for line in section[header + 1:header + 2]] == [
+        ["2.9", "MiB", "4.8", "MiB", "+1.9", "MiB", "+67%", "prog.py:churn"]], section
+    assert section[header + 2].startswith("1 of 1 functions whose own bytes moved"), section
+    same = subprocess.run([sys.executable, "-m", "fastprof.cli", "diff", "base.prof", "base.prof"],
+                          cwd=tmp_path, env=helpers.cli_env(), capture_output=True, text=True, timeout=300)
+    assert "no function's own bytes moved by more than 10% and 1.0 KiB" in same.stdout, same.stdout
+    half = subprocess.run([sys.executable, "-m", "fastprof.cli", "diff", "plain.prof", "new.prof"],
+                          cwd=tmp_path, env=helpers.cli_env(), capture_output=True, text=True, timeout=300)
+    assert "Memory: only new.prof has memory stats" in half.stdout, half.stdout
+
+
 @pytest.mark.parametrize("args, status, message", [
     (["--memory", "x.prof"], 1, "has no memory stats"),
+    (["--memory", "--tree", "m.prof"], 1, "no memory along call paths: profile with --memory --callpaths"),
+    (["--memory", "--tree", "-s", "peak", "m.prof"], 2, "--memory --tree draws bytes allocated, held or net"),
+    (["--memory", "--lines", "main", "m.prof"], 2, "bytes are kept per function, not per line"),
     (["-s", "peak", "x.prof"], 2, "-s peak sorts by a memory column: add --memory"),
     (["--memory", "-s", "tottime", "m.prof"], 2, "--memory sorts by a memory column"),
     (["--memory", "--thread", "1", "m.prof"], 2, "leave out --thread"),
@@ -182,5 +263,5 @@ def test_after_this_thread_stops_nothing_is_a_row():
                                      (10**6, "977 KiB"), (80 * 10**6, "76.3 MiB"),
                                      (-2048, "-2.0 KiB"), (3 * 2**40, "3.0 TiB")])
 def test_format_bytes(n, text):
-    from fastprof.tools.memory_view import format_bytes
+    from fastprof.tools.view import format_bytes
     assert format_bytes(n) == text

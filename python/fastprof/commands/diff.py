@@ -12,7 +12,9 @@ DESCRIPTION = ("Compare two profiles of the same program: the functions whose to
                "cumtime or call count changed most, with absolute and relative change. "
                "Functions with line stats (--lines) in both profiles also get their changed "
                "lines: hits changed, or time beyond the same noise, biggest time change "
-               "first, with the source line.")
+               "first, with the source line. Profiles made with --memory also get the "
+               "process's peak and the functions whose own bytes allocated moved by more "
+               "than 10%% and 1 KiB.")
 
 
 def _metric(text: str) -> str:
@@ -43,7 +45,9 @@ def run(args) -> int:
     from ..tools import diff, view  # (deferred: fastprof run imports nothing before the program)
     base = load(args.base)
     new = load(args.new)
+    from ..tools.memory_view import memory_diff_lines  # (deferred: fastprof run imports nothing before the program)
     say(diff.diff_lines(base, new, args.base, args.new, metric=args.sort, limit=args.limit,
                         micro=view.micro_sign(sys.stdout), threshold=args.threshold,
-                        min_time=args.min_time, full_paths=args.full_paths))
+                        min_time=args.min_time, full_paths=args.full_paths)
+        + memory_diff_lines(base, new, args.base, args.new, limit=args.limit))
     return 0

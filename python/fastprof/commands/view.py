@@ -55,10 +55,13 @@ def add_arguments(p):
                    help="what the functions matching NAME (a regex) called, with the time of each")
     g.add_argument("--tree", action="store_true",
                    help="the call paths as an indented tree (estimated for cProfile files)")
-    g.add_argument("--memory", action="store_true",
+    p.add_argument("--memory", action="store_true",
                    help="what each function allocated (a profile made with --memory or "
                         "Profile(memory=True)): bytes itself, with callees, still alive, "
-                        "the peak of one call and its share of the process's peak")
+                        "the peak of one call and its share of the process's peak; with "
+                        "--callers/--callees the bytes of each call site, with --tree (a "
+                        "profile made with --callpaths) bytes along each call path "
+                        "(-s allocated, held or net)")
     g.add_argument("--lines", nargs="?", const="", type=arguments.regex, metavar="NAME",
                    help="line by line: the source of the functions profiled with "
                         "--lines (all of them, or those matching NAME, a regex) with "
@@ -163,6 +166,7 @@ def _view(args):
 def _memory_table(data, args, name):
     from ..tools.memory_view import (  # (deferred: fastprof run imports nothing before the program)
         DEFAULT_MEMORY_SORT,
+        memory_edge_tables,
         memory_table,
     )
     if data.memory is None:
@@ -176,9 +180,34 @@ def _memory_table(data, args, name):
         raise UsageError("--memory sorts by a memory column, not %s (allocated, incl, net, "
                          "peak, held, blocks, freed)" % sort)
     sort = sort[len(MEMORY_SORT_PREFIX):]
+    if args.lines is not None:
+        raise UsageError("--memory and --lines: bytes are kept per function, not per line")
+    if args.tree:
+        return _memory_tree(data, sort, args)
     if not data.memory:
         return ["no function allocated anything while profiled"]
+    if args.callers or args.callees:
+        direction = "callers" if args.callers else "callees"
+        return memory_edge_tables(data.memory, args.callers or args.callees, direction, args.limit,
+                                  qualnames=data.qualnames)
     return memory_table(data.memory, sort, args.limit, args.filter, qualnames=data.qualnames)
+
+
+# the memory sorts a tree by bytes can draw -> memory.WEIGHTS' name
+_TREE_WEIGHTS = {"allocated": "allocated", "allocated_incl": "allocated", "live_at_peak": "held", "net": "net"}
+
+
+def _memory_tree(data, sort, args):
+    from ..data.memory import weighed_by_bytes  # (deferred: fastprof run imports nothing before the program)
+    from ..tools import view  # (deferred: fastprof run imports nothing before the program)
+    if sort not in _TREE_WEIGHTS:
+        raise UsageError("--memory --tree draws bytes allocated, held or net (-s allocated, held "
+                         "or net), not %s" % sort)
+    try:
+        weighed = weighed_by_bytes(data, _TREE_WEIGHTS[sort])
+    except ValueError as exc:
+        raise NothingMatched("%s: %s" % (args.file, exc)) from None
+    return view.tree_lines(weighed, min_percent=args.min_percent, limit=args.limit)
 
 
 def _line_listings(data, shown, args, name, micro):

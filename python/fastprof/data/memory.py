@@ -155,6 +155,9 @@ def table_from_marshal(obj) -> Tuple[Dict[FuncKey, MemoryRow], dict]:
 
 # what a flame graph by bytes can weigh each path by: the memory.FIELDS column
 WEIGHTS = {"allocated": "allocated", "held": "live_at_peak", "net": "net"}
+# what each weight's bytes are, as the views say it
+WEIGHT_TEXT = {"allocated": "bytes allocated", "held": "bytes alive at the process's peak",
+               "net": "bytes still alive at the end"}
 
 
 def weighed_by_bytes(data, weight: str):

@@ -30,8 +30,8 @@ from ..data.names import stdname
 from ..data.portable_names import portable_names
 from . import counts
 from .diff import CprofileTerms, as_cprofile_keeps, kept_note, make_noise
-from .memory_view import format_bytes
-from .view import format_time
+from .memory_view import MemoryChange, memory_growth
+from .view import format_bytes, format_time
 
 FORMATS = ("text", "markdown", "json")
 
@@ -41,13 +41,6 @@ class TimeChange:
     name: str
     old: float
     new: float
-
-
-@dataclass
-class MemoryChange:
-    name: str
-    old: int   # bytes the function allocated itself, before
-    new: int   # and after
 
 
 @dataclass
@@ -75,32 +68,6 @@ def own_times(data, qualnames: bool = True) -> Dict[str, float]:
     for key in keys:
         out[names[key]] = out.get(names[key], 0.0) + float(data.stats[key][2])
     return out
-
-
-def allocated_bytes(data, qualnames: bool = True) -> Dict[str, int]:
-    """{portable name: bytes it allocated itself} of a profile made with
-    memory (C functions summed without addresses)."""
-    keys = list(data.memory or {})
-    names = portable_names(keys, data.qualnames if qualnames else {}, data.paths)
-    out: Dict[str, int] = {}
-    for key in keys:
-        out[names[key]] = out.get(names[key], 0) + int(data.memory[key].allocated)
-    return out
-
-
-def memory_growth(base, new, tolerance: float, minimum: int, qualnames: bool = True) -> List[MemoryChange]:
-    """The functions of both profiles that allocated more than *tolerance*
-    percent and *minimum* bytes above their base value, most grown first.
-    ValueError when a profile holds no memory stats."""
-    for data, which in ((base, "BASE"), (new, "NEW")):
-        if data.memory is None:
-            raise ValueError("--memory: %s has no memory stats (profile it with python -m "
-                             "fastprof --memory or Profile(memory=True))" % which)
-    a, b = allocated_bytes(base, qualnames), allocated_bytes(new, qualnames)
-    grown = [MemoryChange(name, a[name], b[name]) for name in set(a) & set(b)
-             if b[name] - a[name] > max(minimum, a[name] * tolerance / 100.0)]
-    grown.sort(key=lambda m: (-(m.new - m.old), m.name))
-    return grown
 
 
 def check(base, new, tolerance: float = 0.0, c_tolerance: Optional[float] = None,

@@ -13,6 +13,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, T
 from ..data import cost_note
 from ..data.arguments import check_percent
 from ..data.calltree import build_tree
+from ..data.memory import WEIGHT_TEXT
 from ..data.model import is_builtin
 from ..data.names import func_label, readable_name, short_path, stdname
 from ..data.profile_file import FuncKey, ProfileData
@@ -63,6 +64,23 @@ def _digits(v: float) -> int:
     if v >= 9.995:
         return 1
     return 2
+
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(n: int) -> str:
+    """``512 B``, ``1.5 KiB``, ``80.0 MiB``: three significant digits
+    from KiB up; negative for memory a row freed more of than it made."""
+    size = float(abs(n))
+    unit = 0
+    while size >= 1024 and unit < len(_UNITS) - 1:
+        size /= 1024
+        unit += 1
+    sign = "-" if n < 0 else ""
+    if unit == 0:
+        return "%s%d B" % (sign, int(size))
+    return "%s%.*f %s" % (sign, 1 if size < 100 else 0, size, _UNITS[unit])
 
 
 def format_percent(part: float, total: float) -> str:
@@ -321,18 +339,27 @@ def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5
     Percentages are of the profile's total time (the sum of all tottimes, as
     in the table).  Paths below *min_percent* of it are folded into one
     "... N more" line per parent (left out when even together they stay
-    below it).
+    below it).  A profile weighed by bytes (``data.weight``,
+    memory.weighed_by_bytes) shows bytes, as percentages of all its paths'.
     """
     min_percent = check_percent("min_percent", min_percent)
     tree = build_tree(data)
     totals_ = tree.totals()
-    grand = totals(data.stats)[0] if data.stats else tree.total_time()
-    lines = []
+    if data.weight:
+        def amount(n):
+            return format_bytes(int(n))
+        grand = tree.total_time()
+        lines = ["(%s, along each call path)" % WEIGHT_TEXT[data.weight]]
+    else:
+        def amount(t):
+            return format_time(t, micro)
+        grand = totals(data.stats)[0] if data.stats else tree.total_time()
+        lines = []
     if not tree.exact:
         lines.append("(no call paths in this profile: tree estimated from the caller graph;")
         lines.append(" record exact paths with fastprof's callpaths=True / --callpaths)")
     tree_total = tree.total_time()
-    if grand > 0 and abs(tree_total - grand) > 1e-3 * grand:
+    if not data.weight and grand > 0 and abs(tree_total - grand) > 1e-3 * grand:
         lines.append("(the call paths add up to %s, the functions' own times to %s; percentages are of the latter)"
                      % (format_time(tree_total, micro), format_time(grand, micro)))
     cells = []
@@ -358,13 +385,13 @@ def tree_lines(data: ProfileData, min_percent: float = 1.0, micro: str = "\u00b5
         n, depth = stack.pop()
         if isinstance(n, tuple):  # folded small children: ("...", count, time)
             _tag, count, t = n
-            cells.append([format_time(t, micro), format_percent(t, grand), "", "",
+            cells.append([amount(t), format_percent(t, grand), "", "",
                           "  " * depth + "... %d more below %.3g%%" % (
                               count, max(min_percent, 100 * tree.min_fraction))])
             continue
         key = tree.functions[tree.func[n]]
-        cells.append([format_time(totals_[n], micro), format_percent(totals_[n], grand),
-                      format_time(tree.self_time[n], micro), format_count(round(tree.calls[n])),
+        cells.append([amount(totals_[n]), format_percent(totals_[n], grand),
+                      amount(tree.self_time[n]), format_count(round(tree.calls[n])),
                       "  " * depth + func_label(key)])
         if max_depth and depth + 1 >= max_depth:
             continue
