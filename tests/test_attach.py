@@ -682,3 +682,28 @@ def test_summary_line_counts_in_words():
         "profiled process 7 for 1.00s: 1 thread, 1 function, 1 call"
     assert _summary_line(7, two, {"duration": 2.0, "threads": 2, "reason": "exit"}, "p.prof") == \
         "profiled process 7 for 2.00s (the process exited): 2 threads, 2 functions, 3 calls; wrote p.prof"
+
+
+@needs_remote_exec
+def test_memory_of_a_running_process(tmp_path):
+    t = Target(tmp_path)
+    try:
+        out = tmp_path / "mem.prof"
+        status, _, stderr = attach(t.pid, "--duration", "1", "--memory", "-o", str(out))
+        assert status == 0, stderr
+        data = check_profile(out)
+        # worker_step's sums: allocated and freed again; nothing of the agent's own thread
+        (row,) = [r for k, r in data.memory.items() if k[2] == "worker_step"]
+        assert row.allocations > 100 and row.allocated > 100 * 28, row
+        assert row.freed <= row.allocated and row.net < row.allocated, row
+        assert data.memory_totals["allocations"] >= row.allocations, data.memory_totals
+        assert not [k for k in data.memory if "attach_agent" in k[0]], sorted(data.memory)
+        status, stdout, stderr = attach(t.pid, "--duration", "0.5", "--memory")
+        assert status == 0, stderr
+        printed = stdout.splitlines()
+        (totals,) = [line for line in printed if line.startswith("memory: ")]
+        header = printed.index(next(line for line in printed if line.split()[:2] == ["allocated", "incl"]))
+        assert any("worker_step" in line for line in printed[header + 1:]), stdout
+    finally:
+        result = t.finish(0)
+    assert result[0] == 0, result  # the allocators handed back: the target goes on and exits as asked

@@ -124,6 +124,25 @@ def test_output_file(tmp_path):
     assert "<html" in (tmp_path / "line.html").read_text().lower()
 
 
+def test_memory_after_the_table_and_in_the_file(tmp_path):
+    out, _err = run_shell(tmp_path, """\
+        shell.run_cell("def grow(n):\\n    return [bytearray(1000) for _ in range(n)]\\n")
+        cell("%fastprof --memory kept = grow(500)")
+        cell("%fastprof --memory -o mem.prof kept = grow(200)")
+    """)
+    lines = out.splitlines()
+    (totals,) = [line for line in lines if line.startswith("memory: ")]
+    header = lines.index(next(line for line in lines if line.split()[:2] == ["allocated", "incl"]))
+    assert lines.index(totals) > next(i for i, line in enumerate(lines) if line.rstrip().endswith(":1(grow)"))
+    # grow's 500 blocks of 1000 bytes (before 3.12 its list comprehension's), with callees
+    (row,) = [line.split() for line in lines[header + 1:] if "grow" in line and line.split()[-1] != "<listcomp>"]
+    assert row[3] == "KiB" and 500 * 1000 <= float(row[2]) * 1024 < 500 * 1200, row
+    from fastprof.profile_file import load_profile
+    data = load_profile(str(tmp_path / "mem.prof"))
+    (grow,) = [r for k, r in data.memory.items() if k[2] == "grow"]
+    assert 200 * 1000 <= grow.allocated_incl < 200 * 1200, grow
+
+
 def test_exception_shows_traceback_and_profile(tmp_path):
     out, _err = run_shell(tmp_path, """\
         cell("%%fastprof\\nfib(9)\\n1/0\\n")

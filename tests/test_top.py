@@ -531,6 +531,8 @@ def test_clear_errors():
         sleeper.wait()
     one_line([os.getpid(), "--batch", "--interval", "0"], "--interval must be more than 0, not 0")
     one_line([os.getpid(), "-n", "3"], "-n/--iterations needs --batch")
+    one_line([os.getpid(), "--batch", "--memory"],
+             "--memory is not supported by top yet: use fastprof attach PID --memory")
 
 
 # -- a thread per task: what the agent does stays bounded ------------------------

@@ -418,6 +418,8 @@ def _run(args, say, ctrl_c):
             print(probe.scope_note())
         pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(sort)).print_stats()
         run_options.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
+        if data.memory is not None:
+            run_options.print_memory(data.memory, data.memory_totals, data.qualnames)
         sys.stdout.flush()
     say(_summary_line(pid, data, summary, args.output))
     if ctrl_c.news():

@@ -329,7 +329,9 @@ class Session:
             if self.options.get("callpaths"):
                 data.callpaths = merge_callpaths([callpaths_to_file(prof.callpaths(t["id"]))
                                                   for t in kept])
-        prof.add_recording_details(data)
+            prof.add_recording_details(data)
+            if data.memory is not None:
+                data.memory = prof.memory_stats(threads={t["id"] for t in kept})
         return data
 
 

@@ -127,12 +127,6 @@ def build_parser():
                       "named alike (Thread-1, Thread-2...) share one "
                       "(the threads are in the -o .prof file anyway)")
     run_options.add_run_options(p.add_option, argparse_style=False)
-    p.add_option("--memory", action="store_true", default=False,
-                 help="also count what each function allocates through Python's allocators "
-                      "(bytes itself and with its callees, still alive at the end, the "
-                      "peak of one call, its share of the process's peak): printed after "
-                      "the table; with -o FILE.prof, kept in the file (fastprof view FILE "
-                      "--memory). Not with --subprocesses yet.")
     p.add_option("--signal", metavar="SIG",
                  help="each signal SIG (a name, SIGUSR1 or USR1, or a number) toggles "
                       "profiling; each stop writes the profile collected so far "
@@ -505,16 +499,8 @@ def _print_output(prof, options, prog=PROG):
 
 
 def _print_memory(prof, options):
-    """--memory: the process's traced bytes and the functions that
-    allocated most, after the time table."""
-    if not getattr(options, "memory", False):
-        return
-    from ..tools.memory_view import memory_table, totals_line  # (deferred: nothing before the program)
-    rows = prof.memory_stats()
-    print(totals_line(prof.memory_totals()))
-    print()
-    for line in memory_table(rows, qualnames=prof.qualnames) if rows else ["no function allocated anything"]:
-        print(line)
+    if getattr(options, "memory", False):
+        run_options.print_memory(prof.memory_stats(), prof.memory_totals(), prof.qualnames)
 
 
 def main(argv=None):
@@ -594,7 +580,6 @@ def main(argv=None):
     # formats that draw the call tree get exact call paths without asking
     callpaths = options.callpaths or (fmt is not None and fmt.tree)
     kwargs = run_options.profile_options(options, callpaths)
-    kwargs["memory"] = options.memory
     # the script answers to its file's stem too
     stem = (os.path.splitext(os.path.basename(args[0]))[0]
             if not options.module and kind == "script" else None)

@@ -74,6 +74,11 @@ RUN_OPTIONS = (
      "started (default)"),
     (("--no-gc",), "gc", "store_false", None, True, None,
      "leave collection pauses in the allocating function's time, as cProfile does"),
+    (("--memory",), "memory", "store_true", None, False, None,
+     "also count what each function allocates through Python's allocators (bytes itself "
+     "and with its callees, still alive at the end, the peak of one call, its share of "
+     "the process's peak): printed after the table; with -o FILE.prof, kept in the file "
+     "(fastprof view FILE --memory). Not with --subprocesses or fastprof top yet"),
     (("--no-compensate",), "compensate", "store_false", None, True, None,
      "raw times, as cProfile's: leave the profiler's own cost in them (by default it is "
      "measured and taken out of every time, and the header says how much)"),
@@ -167,6 +172,7 @@ def profile_options(options, callpaths):
             "lines": options.lines if options.lines or options.line_keys else None,
             "only": options.only or None, "fast": options.fast,
             "compensate": getattr(options, "compensate", True),
+            "memory": getattr(options, "memory", False),
             "line_keys": list(options.line_keys)}
 
 
@@ -216,6 +222,15 @@ def print_line_listings(lines, stats, qualnames, own=None):
     print("\nLine by line (time of a line: from its start to the next line or the "
           "function's exit, callees included; own: less them)\n")
     print("\n".join(out))
+
+
+def print_memory(rows, totals, qualnames):
+    """Print the memory table after the time table (--memory): the
+    process's traced bytes, then the functions that allocated most."""
+    from ..tools.memory_view import memory_table, totals_line  # (deferred: nothing before the program)
+    print(totals_line(totals))
+    print()
+    print("\n".join(memory_table(rows, qualnames=qualnames) if rows else ["no function allocated anything"]))
 
 
 # -- output formats ------------------------------------------------------------

@@ -570,6 +570,8 @@ def _for_top(text):
 
 def check_args(args):
     """The checks before attaching: UsageError / AttachError."""
+    if args.memory:
+        raise UsageError("--memory is not supported by top yet: use fastprof attach PID --memory")
     attach.check_interpreter()
     pid = attach.parse_pid(args.pid)
     if not args.interval > 0:

@@ -322,19 +322,20 @@ class Profile(_fastprof.Profiler):
         without ``lines=``)."""
         return self._lines.line_stats() if self._lines is not None else {}
 
-    def memory_stats(self):
+    def memory_stats(self, threads=None):
         """With ``memory=True``: what each function allocated,
         ``{(file, firstlineno, name): MemoryRow}`` keyed like ``self.stats``:
         itself (``allocations``, ``allocated``, ``frees``, ``freed``,
         ``net``, ``live_at_peak``), with its callees (``allocated_incl``,
         ``peak``: the largest rise over one call); ``callers``: the same per
-        caller.  Functions that allocated nothing have no row."""
+        caller.  Functions that allocated nothing have no row.  *threads*:
+        only the rows of these thread records (ids of ``thread_records()``)."""
         from ..data.memory import memory_table  # (deferred: import fastprof adds nothing to cProfile's imports)
         from ..data.names import label
 
         def keyed(rows):
-            return ((label(code), None if caller is None else label(caller), *rest)
-                    for code, caller, *rest in rows)
+            return ((label(code), None if caller is None else label(caller), thread, *rest)
+                    for code, caller, thread, *rest in rows if threads is None or thread in threads)
         return memory_table(keyed(self._memory_rows()), keyed(self._memory_calls()))
 
     def memory_totals(self):
