@@ -260,6 +260,34 @@ def test_without_idle_starts_profiled_and_first_signal_stops(tmp_path, children)
     assert_no_fastprof_rows(final)
 
 
+MEMORY_PHASE = """\
+def phase_m():
+    phases.kept = [bytearray(1000) for _ in range(200)]
+phases.phase_m = phase_m
+"""
+
+
+def test_memory_counts_the_on_periods_only(tmp_path, children):
+    out = tmp_path / "app.prof"
+    child = Child(tmp_path, ["-m", "fastprof", "--signal", "USR1", "--idle", "--memory", "-o", str(out)],
+                  setup=MEMORY_PHASE)
+    children.append(child)
+
+    def phase_m_bytes():
+        data = load_profile(str(out))
+        (row,) = [r for k, r in data.memory.items() if k[2] == "phase_m"]
+        return row.allocated_incl
+    child.do("m")                       # off: not counted
+    child.signal()                      # on
+    child.do("m")
+    child.signal()                      # off: written, with memory
+    assert 200 * 1000 <= phase_m_bytes() < 200 * 1300
+    child.do("m")                       # off again: not counted
+    status, err = child.quit()
+    assert status == 0, err
+    assert 200 * 1000 <= phase_m_bytes() < 200 * 1300
+
+
 @pytest.mark.parametrize("threads", [True, False])
 def test_all_threads_are_toggled(tmp_path, children, threads):
     out = tmp_path / "app.prof"
