@@ -122,6 +122,65 @@ def test_pprof_without_memory_has_two_sample_types(tmp_path):
     assert [t for t, _ in decoded["sample_types"]] == ["calls", "wall"]
 
 
+def _callgrind_costs(text):
+    """({function name: self costs}, {(caller, callee): call costs}) of a
+    callgrind file, names resolved from its ``fn=(id) name`` compression."""
+    names, own, calls = {}, {}, {}
+    current = callee = None
+    for line in text.splitlines():
+        if line.startswith(("fn=", "cfn=")):
+            ref = line.split("=", 1)[1]
+            ident, _, name = ref.partition(" ")
+            if name:
+                names[ident] = name
+            if line.startswith("fn="):
+                current, callee = names[ident], None
+            else:
+                callee = names[ident]
+        elif line[:1].isdigit() and current is not None:
+            costs = [int(n) for n in line.split()[1:]]
+            if callee is None:
+                own[current] = costs
+            else:
+                calls[(current, callee)] = costs
+                callee = None
+    return own, calls
+
+
+def test_callgrind_has_a_bytes_event(tmp_path):
+    from fastprof.exports import render
+    prof = _profile()
+    data = prof.profile_data()
+    text = render(data, "callgrind")
+    assert "events: ns bytes\n" in text
+    own, calls = _callgrind_costs(text)
+    rows = prof.memory_stats()
+
+    def row(name):
+        (key,) = [k for k in rows if k[2] == name]
+        return key, rows[key]
+    leaf_key, leaf = row("leaf")
+    big_key, _big = row("big")
+    assert own["leaf"][1] == leaf.allocated >= 2 * 51000
+    # a call's bytes are its callee's with callees, from that caller
+    assert calls[("big", "leaf")][1] == leaf.callers[big_key].allocated_incl >= 2 * 50000
+    summary = [line for line in text.splitlines() if line.startswith("summary: ")]
+    assert int(summary[0].split()[2]) == sum(c[1] for c in own.values())
+    plain = fastprof_plain_callgrind()
+    assert "events: ns\n" in plain and all(len(line.split()) == 2 for line in plain.splitlines()
+                                            if line[:1].isdigit())
+
+
+def fastprof_plain_callgrind():
+    import fastprof
+    from fastprof.exports import render
+    prof = fastprof.Profile()
+    prof.enable()
+    main([])
+    prof.disable()
+    return render(prof.profile_data(), "callgrind")
+
+
 def _convert(*args, cwd):
     import subprocess
     return subprocess.run([sys.executable, "-m", "fastprof.cli", "convert"] + list(args), cwd=cwd,

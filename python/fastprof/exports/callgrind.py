@@ -2,7 +2,9 @@
 
 Format reference: https://valgrind.org/docs/manual/cl-format.html
 
-One cost event, ``ns`` (nanoseconds, integers as the format requires).
+One cost event, ``ns`` (nanoseconds, integers as the format requires),
+and with memory (``--memory``) a second, ``bytes``: what each function
+allocated itself, and each call with its callees.
 Each function is a ``fl=``/``fn=`` block with its self cost on its first
 line; each function it called follows as ``cfl=``/``cfn=``/``calls=`` with
 the *inclusive* cost of those calls.  File and function names are
@@ -16,9 +18,9 @@ calls a) stays; KCachegrind shows it as a cycle.
 """
 
 from collections import defaultdict
-from typing import Dict, Optional, TextIO
+from typing import Dict, Optional, TextIO, Tuple
 
-from ..data.model import by_match_key, is_builtin
+from ..data.model import by_match_key, is_builtin, match_key
 from ..data.names import readable_name
 from ..data.profile_file import FuncKey, ProfileData
 
@@ -44,10 +46,31 @@ def _names(stats, qualnames=None) -> Dict[FuncKey, str]:
     return names
 
 
+def _bytes_by_match_key(memory) -> Tuple[Dict[FuncKey, int], Dict[Tuple[FuncKey, FuncKey], int]]:
+    """(bytes each function allocated itself, bytes each caller -> callee
+    edge allocated with its callees), keyed by match_key as the stats are."""
+    own: Dict[FuncKey, int] = defaultdict(int)
+    edges: Dict[Tuple[FuncKey, FuncKey], int] = defaultdict(int)
+    for key, row in memory.items():
+        own[match_key(key)] += int(row.allocated)
+        for caller, edge in (row.callers or {}).items():
+            edges[(match_key(caller), match_key(key))] += int(edge.allocated_incl)
+    return own, edges
+
+
 def write_callgrind(data: ProfileData, out: TextIO, title: Optional[str] = None) -> None:
     """Write *data*; *title* (the command line profiled) is the ``cmd:`` line."""
     cmd = title or ""
     stats = by_match_key(data.stats)  # C functions named with an address: one function
+    if data.memory is not None:
+        own_bytes, edge_bytes = _bytes_by_match_key(data.memory)
+
+        def costs(ns: int, key: FuncKey, caller: Optional[FuncKey] = None) -> str:
+            n = own_bytes.get(key, 0) if caller is None else edge_bytes.get((caller, key), 0)
+            return "%d %d" % (ns, n)
+    else:
+        def costs(ns: int, key: FuncKey, caller: Optional[FuncKey] = None) -> str:
+            return "%d" % ns
     names = _names(stats, data.qualnames)
     # callees[f] = {g: edge (nc, cc, tt, ct)} for each call f -> g
     callees: Dict[FuncKey, Dict[FuncKey, tuple]] = defaultdict(dict)
@@ -83,15 +106,21 @@ def write_callgrind(data: ProfileData, out: TextIO, title: Optional[str] = None)
         w("cmd: %s\n" % cmd.replace("\n", " "))
     w("positions: line\n")
     w("event: ns : Time (ns)\n")
-    w("events: ns\n")
-    w("summary: %d\n" % total)
+    if data.memory is not None:
+        w("event: bytes : Bytes allocated\n")
+        w("events: ns bytes\n")
+        summary = "%d %d" % (total, sum(own_bytes.get(k, 0) for k in stats))
+    else:
+        w("events: ns\n")
+        summary = "%d" % total
+    w("summary: %s\n" % summary)
     for key in sorted(stats, key=lambda k: (str(k[0]), line_of(k), str(k[2]))):
         cc, nc, tt, ct, _callers = stats[key]
         w("\n")
         w("fl=%s\n" % file_ref(key))
         w("fn=%s\n" % fn_ref(key))
         line = line_of(key)
-        w("%d %d\n" % (line, _ns(tt)))
+        w("%d %s\n" % (line, costs(_ns(tt), key)))
         for callee in sorted(callees.get(key, ()), key=lambda k: (str(k[0]), line_of(k), str(k[2]))):
             if callee not in stats or callee == key:
                 continue  # a direct recursive call is inside the outer call's cost already
@@ -99,5 +128,5 @@ def write_callgrind(data: ProfileData, out: TextIO, title: Optional[str] = None)
             w("cfl=%s\n" % file_ref(callee))
             w("cfn=%s\n" % fn_ref(callee))
             w("calls=%d %d\n" % (int(e_nc), line_of(callee)))
-            w("%d %d\n" % (line, _ns(e_ct)))
-    w("\ntotals: %d\n" % total)
+            w("%d %s\n" % (line, costs(_ns(e_ct), callee, key)))
+    w("\ntotals: %s\n" % summary)
