@@ -235,11 +235,36 @@ def test_view_memory_errors(program, tmp_path, args, status, message):
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
-def test_memory_with_subprocesses_is_a_usage_error(program, tmp_path):
-    out = _run("--memory", "--subprocesses", str(program), cwd=tmp_path)
-    assert out.returncode == 2
-    assert "--memory cannot be combined with --subprocesses" in out.stderr
+CHILD = """\
+def child_work():
+    return [bytearray(1000) for _ in range(300)]
 
+kept = child_work()
+"""
+
+
+def test_subprocesses_sum_every_process_memory(program, tmp_path):
+    (tmp_path / "child.py").write_text(CHILD)
+    program.write_text(PROGRAM + "import subprocess, sys\n"
+                       "subprocess.run([sys.executable, 'child.py'], check=True)\n")
+    out = _run("--memory", "--subprocesses", "-o", "all.prof", str(program), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "merged 1 child process" in out.stderr
+    from fastprof.profile_file import load_profile
+    data = load_profile(str(tmp_path / "all.prof"))
+    child = _row(data.memory, "child_work")
+    assert 300 * 1000 <= child.allocated_incl < 300 * 1300, child
+    assert 3 * MB <= _row(data.memory, "churn").allocated < 3 * MB + 1000  # the parent's
+    # each process's own file keeps its own memory; the totals are their sum
+    files = sorted((tmp_path / "all.prof.processes").iterdir())
+    parts = [load_profile(str(f)) for f in files]
+    assert sorted(any(k[2] == "child_work" for k in p.memory) for p in parts) == [False, True]
+    assert data.memory_totals["allocations"] == sum(p.memory_totals["allocations"] for p in parts)
+    printed = _run("--memory", "--subprocesses", str(program), cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    lines = printed.stdout.splitlines()
+    header = lines.index(next(line for line in lines if line.split()[:2] == ["allocated", "incl"]))
+    assert any("child_work" in line for line in lines[header + 1:]), printed.stdout
 
 def test_after_this_thread_stops_nothing_is_a_row():
     import fastprof

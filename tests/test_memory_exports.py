@@ -233,3 +233,50 @@ def test_weight_errors(tmp_path, args, message):
     plain.dump_stats(str(tmp_path / "plain.prof"))
     out = _convert(*args, cwd=tmp_path)
     assert out.returncode == 2 and message in out.stderr, out.stderr
+
+
+def test_merge_sums_memory(tmp_path):
+    from fastprof.data.memory import FIELDS
+    from fastprof.profile_file import load_profile
+    from fastprof.tools.merge import merge_profiles
+    one, two = _profile(), _profile()
+    for name, prof in (("one", one), ("two", two)):
+        prof.dump_stats(str(tmp_path / (name + ".prof")))
+    a, b = (load_profile(str(tmp_path / name)) for name in ("one.prof", "two.prof"))
+    merged = merge_profiles([a, b], pair_installs=False)
+    for key, row in merged.memory.items():
+        x, y = a.memory.get(key), b.memory.get(key)
+        for name in FIELDS:
+            values = [getattr(r, name) for r in (x, y) if r is not None]
+            assert getattr(row, name) == (max(values) if name == "peak" else sum(values)), (key, name)
+        for caller, edge in row.callers.items():
+            parts = [r.callers[caller] for r in (x, y) if r is not None and caller in r.callers]
+            assert edge.allocated_incl == sum(p.allocated_incl for p in parts), (key, caller)
+    assert set(merged.memory) == set(a.memory) | set(b.memory)
+    assert merged.memory_totals["allocations"] == (a.memory_totals["allocations"]
+                                                   + b.memory_totals["allocations"])
+    assert merged.memory_totals["peak"] == a.memory_totals["peak"] + b.memory_totals["peak"]
+    # along call paths: each path's counts summed
+    paths, pa, pb = _paths(merged), _paths(a), _paths(b)
+    allocated = FIELDS.index("allocated")
+    for path, counts in paths.items():
+        assert counts[allocated] == pa.get(path, [0] * 8)[allocated] + pb.get(path, [0] * 8)[allocated]
+    # an input without memory: the sum has none (a part would pass for the whole)
+    import fastprof
+    plain = fastprof.Profile(callpaths=True)
+    plain.enable()
+    main([])
+    plain.disable()
+    partial = merge_profiles([a, plain.profile_data()], pair_installs=False)
+    assert partial.memory is None and partial.callpaths.memory is None
+    # the command line keeps it in the file
+    out = _merge("one.prof", "two.prof", "-o", "sum.prof", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    back = load_profile(str(tmp_path / "sum.prof"))
+    assert back.memory == merged.memory and back.memory_totals == merged.memory_totals
+
+
+def _merge(*args, cwd):
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "fastprof.cli", "merge"] + list(args), cwd=cwd,
+                          env=helpers.cli_env(), capture_output=True, text=True, timeout=300)

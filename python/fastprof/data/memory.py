@@ -107,6 +107,36 @@ def memory_table(rows: Iterable[tuple], calls: Iterable[tuple] = ()) -> Dict[Fun
     return table
 
 
+# -- profiles added together (fastprof merge, --subprocesses) ------------------------
+
+def add_row(into: MemoryRow, row: MemoryRow) -> None:
+    """Adds *row*'s counts to *into*; the peak of one call is the larger."""
+    into.add(tuple(getattr(row, name) for name in FIELDS[:6]))
+    into.add_call(row.allocated_incl, row.peak)
+
+
+def add_table(into: Dict[FuncKey, MemoryRow], table: Dict[FuncKey, MemoryRow], keys=lambda k: k) -> None:
+    """Adds a memory table (``{key: MemoryRow}`` with callers) to *into*,
+    each key (and caller key) as *keys* names it."""
+    for key, row in table.items():
+        mine = into.get(keys(key))
+        if mine is None:
+            mine = into[keys(key)] = MemoryRow()
+            mine.callers = {}
+        add_row(mine, row)
+        for caller, edge in (row.callers or {}).items():
+            theirs = mine.callers.setdefault(keys(caller), MemoryRow())
+            add_row(theirs, edge)
+
+
+def add_totals(into: Dict[str, int], totals: Optional[dict]) -> None:
+    """Adds a profile's process totals: each count summed, the peaks too
+    (the processes' peaks need not have come at once: the sum is the most
+    they can have held together)."""
+    for name in TOTALS:
+        into[name] = into.get(name, 0) + int((totals or {}).get(name, 0))
+
+
 # -- in the .prof trailer ------------------------------------------------------
 
 # a row's counts in the trailer, in this order

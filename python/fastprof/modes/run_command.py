@@ -426,6 +426,8 @@ def _write_merged(data, options, fmt):
     _usable_stdout()
     from ..data.model import pstats_of, sort_args  # (deferred: nothing before the program)
     pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(options.sort)).print_stats()
+    if data.memory is not None:
+        run_options.print_memory(data.memory, data.memory_totals, data.qualnames)
     sys.stdout.flush()
     _table_hint()
 
@@ -546,8 +548,6 @@ def main(argv=None):
             raise UsageError("--idle needs --signal SIG")
         if options.subprocesses and options.signal is not None:
             raise UsageError("--subprocesses and --signal cannot be used together")
-        if options.subprocesses and options.memory:
-            raise UsageError("--memory cannot be combined with --subprocesses (not supported yet)")
 
         kind = "module"
         if options.module:

@@ -37,15 +37,22 @@
 - line-level stats (``lines``): hits and times summed per function and line;
   own times (``lines_own``) too, for the functions every input with their
   lines has them for.
+- memory (``--memory``): kept only when every input has it, as call paths
+  are; each row's and caller edge's counts summed, the peak of one call the
+  largest; the processes' totals summed (their peaks too: the most they can
+  have held at once); along call paths, each node's counts summed.
 """
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ..data import cost_note, line_sources
+from ..data import cost_note, line_sources, memory
 from ..data.model import FuncKey, KeyChooser, add_qualnames, add_stats, qualnames_result, stats_result
 from ..data.portable_names import FunctionIndex
 from ..data.profile_file import CallPaths, ProfileData
 from ..data.thread_groups import thread_count, thread_group
+
+
+_PEAK = memory.FIELDS.index("peak")  # of one call: the larger, where the other counts add up
 
 
 class _TreeSum:
@@ -58,12 +65,16 @@ class _TreeSum:
         self.nodes: List[list] = []
         # (merged parent, merged function) -> merged node
         self.node_index: Dict[Tuple[int, int], int] = {}
+        # each merged node's memory counts (memory.FIELDS), None once a tree has none
+        self.memory: Optional[Dict[int, list]] = {}
 
     def add(self, cp: CallPaths) -> None:
         functions, func_index = self.functions, self.func_index
         nodes, node_index = self.nodes, self.node_index
         local = []  # this tree's node index -> merged node index
-        for parent, func, calls, tottime, cumtime in cp.nodes:
+        if cp.memory is None:
+            self.memory = None
+        for i, (parent, func, calls, tottime, cumtime) in enumerate(cp.nodes):
             key = self.keys(cp.functions[func])
             f = func_index.get(key)
             if f is None:
@@ -79,9 +90,16 @@ class _TreeSum:
             node[3] += tottime
             node[4] += cumtime
             local.append(n)
+            if self.memory is not None:
+                counts = self.memory.setdefault(n, [0] * len(memory.FIELDS))
+                for j, value in enumerate(cp.memory[i]):
+                    counts[j] = max(counts[j], value) if j == _PEAK else counts[j] + value
 
     def result(self) -> CallPaths:
-        return CallPaths(self.functions, [tuple(n) for n in self.nodes])
+        held = self.memory
+        return CallPaths(self.functions, [tuple(n) for n in self.nodes],
+                         None if held is None else [tuple(held.get(i, (0,) * len(memory.FIELDS)))
+                                                    for i in range(len(self.nodes))])
 
 
 def merge_callpaths(trees: Iterable[CallPaths], keys: Optional[KeyChooser] = None) -> CallPaths:
@@ -126,6 +144,9 @@ class ProfileSum:
         self._fast: Set[bool] = set()
         self._coroutines: Optional[str] = None  # "wall" if an input timed coroutines so
         self._compensation = None  # cost_note.combine of the inputs so far
+        # memory.add_table / add_totals of the inputs so far; None once an input has none
+        self._memory: Optional[Dict[FuncKey, memory.MemoryRow]] = {}
+        self._memory_totals: Dict[str, int] = {}
         # past MAX_INPUTS_THREADS_APART inputs: name pattern -> [stats, threads, inputs]
         self._thread_groups: Optional[Dict[str, list]] = None
 
@@ -145,6 +166,11 @@ class ProfileSum:
         elif self._tree is not None:
             self._tree.add(p.callpaths)
         add_qualnames(self._qualnames, p.qualnames)
+        if p.memory is None:
+            self._memory = None
+        elif self._memory is not None:
+            memory.add_table(self._memory, p.memory, self.keys)
+            memory.add_totals(self._memory_totals, p.memory_totals)
         for key, table in p.lines.items():
             out = self._lines.setdefault(self.keys(key), {})
             if key[0] in p.sources:  # under the file name of the key kept
@@ -204,6 +230,8 @@ class ProfileSum:
         data.fast = self._fast == {True}
         data.coroutines = self._coroutines
         data.compensation = self._compensation
+        if self._memory is not None:
+            data.memory, data.memory_totals = self._memory, self._memory_totals
         for next_id, (i, t) in enumerate(self._threads):
             t = dict(t)
             t["id"] = next_id
@@ -239,7 +267,11 @@ def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
         if name not in ("stats", "clock", "qualnames"):
             setattr(out, name, value)
     if p.callpaths is not None:
-        out.callpaths = CallPaths([key(f) for f in p.callpaths.functions], p.callpaths.nodes)
+        out.callpaths = CallPaths([key(f) for f in p.callpaths.functions], p.callpaths.nodes,
+                                  p.callpaths.memory)
+    if p.memory is not None:
+        out.memory = {}
+        memory.add_table(out.memory, p.memory, key)
     out.threads = [dict(t, stats=table(t.get("stats") or {})) for t in p.threads]
     def shifted(k, lines):
         # the function moved down or up in the other install: its lines
