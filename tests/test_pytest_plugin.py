@@ -770,3 +770,48 @@ def assert_same_stats(got, want):
         for caller, edge in row[4].items():
             assert got[key][4][caller][:2] == edge[:2], (key, caller)
             assert got[key][4][caller][2:] == pytest.approx(edge[2:], rel=1e-9, abs=1e-15)
+
+
+MEMORY_TESTS = textwrap.dedent("""\
+    import pytest
+
+    def grow(n):
+        return [bytearray(1000) for _ in range(n)]
+
+    @pytest.mark.parametrize("n", [100, 300, 600])
+    def test_grow(n):
+        assert len(grow(n)) == n
+""")
+
+
+def _grow_bytes(path):
+    """grow's bytes with callees, and the file's totals."""
+    from fastprof.data.profile_file import load_profile
+    data = load_profile(str(path))
+    (row,) = [r for k, r in data.memory.items() if k[2] == "grow"]
+    return row.allocated_incl, data.memory_totals
+
+
+@fastprof_only
+@pytest.mark.parametrize("workers", [0, 2])
+def test_memory_in_the_session_and_each_tests_file(tmp_path, workers):
+    if workers:
+        pytest.importorskip("xdist", reason="pytest-xdist (requirements-test.txt)")
+    make_tests(tmp_path, MEMORY_TESTS)
+    out, per_test = tmp_path / "out.prof", tmp_path / "each"
+    r = run_pytest(tmp_path, *PLUGIN, "--fastprof=%s" % out, "--fastprof-per-test", str(per_test),
+                   "--fastprof-memory", *(["-n", str(workers)] if workers else []))
+    assert r.returncode == 0, r.stdout + r.stderr
+    each = {}
+    for f in sorted(per_test.iterdir()):
+        n = int(f.name[:-len(".prof")].rsplit("_", 1)[1])  # test_work.py_test_grow_100.prof
+        each[n], totals = _grow_bytes(f)
+        # each test's own: its blocks of about a kilobyte, its own peak
+        assert n * 1000 <= each[n] < n * 1300, (n, each[n])
+        assert n * 1000 <= totals["peak"] < n * 1300 + 200_000, (n, totals)
+    assert sorted(each) == [100, 300, 600]
+    whole, totals = _grow_bytes(out)
+    assert whole == sum(each.values())
+    # the session is the sum of the tests: the peaks summed too, when the
+    # tests were added file by file (the workers', or the per-test sum)
+    assert totals["allocations"] == sum(_grow_bytes(f)[1]["allocations"] for f in per_test.iterdir())

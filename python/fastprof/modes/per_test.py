@@ -47,14 +47,16 @@ class TestProfiles:
         # the files' relative paths, taken once per session (the profilers' too)
         self.paths_memo = PathsMemo()
         self.lines = options.get("lines") is not None
-        self.direct = not self.lines and not options.get("callpaths")
+        # line stats and memory are summed from the files' data (merge), the rest in C
+        self.by_files = self.lines or bool(options.get("memory"))
+        self.direct = not self.by_files and not options.get("callpaths")
         self.constants = None     # (the profiler, its clock's name, its options)
         self.thread_records = {}  # thread id -> (the profiler, its record in a file)
-        self.sum = None       # the profiler the tests are folded into (not with line stats)
+        self.sum = None       # the profiler the tests are folded into (not with line stats or memory)
         self.sum_ids = {}     # thread name -> its id in self.sum
-        self.merged = None    # with line stats: the files' sum (RunningSum)
+        self.merged = None    # with line stats or memory: the files' sum (RunningSum)
         self.summed = False   # whether a test was added
-        if not self.lines:
+        if not self.by_files:
             self.sum = run_options.new_profile(options)
             self.sum.paths_memo = self.paths_memo
         else:
@@ -113,7 +115,7 @@ class TestProfiles:
         """Add *prof*'s profile (disabled, not yet cleared; *data*: its
         ProfileData if it was made) into the sum."""
         self.summed = True
-        if self.lines:
+        if self.by_files:
             self.merged.add(data if data is not None else self.general(prof))
             return
         pairs = []
@@ -137,7 +139,7 @@ class TestProfiles:
         """The sum of the tests' profiles (ProfileData), None if none."""
         if not self.summed:
             return None
-        return self.merged.result() if self.lines else self.general(self.sum)
+        return self.merged.result() if self.by_files else self.general(self.sum)
 
 
 class RunningSum:

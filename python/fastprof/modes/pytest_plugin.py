@@ -36,7 +36,7 @@ DEFAULT_FILE = "fastprof.prof"
 SLOWEST_TESTS = 5
 TOP_FUNCTIONS = 10
 # python -m fastprof's run options the plugin takes, as --fastprof-lines etc.
-RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast", "--no-compensate")
+RUN_OPTIONS = ("--lines", "--lines-from", "--only", "--fast", "--no-compensate", "--memory")
 # their dest and default in python -m fastprof's parser
 _RUN_ROWS = {flags[-1]: (dest, default)
              for flags, dest, _a, _k, default, _m, _h in run_options.RUN_OPTIONS}
@@ -69,8 +69,8 @@ def pytest_addoption(parser):
         "--fastprof-per-test", metavar="DIR", default=None,
         help="also write one .prof file per test into DIR (created if needed), "
              "named after the test's node id")
-    # python -m fastprof's --lines, --lines-from, --only, --fast and
-    # --no-compensate, as it declares them
+    # python -m fastprof's --lines, --lines-from, --only, --fast,
+    # --no-compensate and --memory, as it declares them
     for flags, _d, action, kind, default, metavar, text in run_options.RUN_OPTIONS:
         if flags[-1] not in RUN_OPTIONS:
             continue
@@ -175,6 +175,7 @@ def _configure_counts(config, directory):
         options = _run_options(config)
         run_options.check_scope_options(options, name=_spelled)
         profile_options = run_options.profile_options(options, True)
+        profile_options["memory"] = False  # (the gate compares calls: bytes would only cost)
     except run_options.UsageError as exc:
         raise pytest.UsageError("fastprof: %s" % exc) from None
     config.pluginmanager.register(CountGate(config, directory, profile_options),

@@ -51,7 +51,6 @@ from ..data.portable_names import FunctionIndex
 from ..data.profile_file import CallPaths, ProfileData
 from ..data.thread_groups import thread_count, thread_group
 
-
 _PEAK = memory.FIELDS.index("peak")  # of one call: the larger, where the other counts add up
 
 
