@@ -218,9 +218,37 @@ def test_collapsed_and_speedscope_by_bytes(tmp_path):
     assert profile["endValue"] == total
 
 
+def test_gecko_by_bytes(tmp_path):
+    import json
+
+    from fastprof.data.memory import FIELDS
+    from fastprof.profile_file import load_profile
+    prof = _profile()
+    prof.dump_stats(str(tmp_path / "m.prof"))
+    paths = _paths(load_profile(str(tmp_path / "m.prof")))
+    out = _convert("m.prof", "-o", "m.json", "--to", "gecko", "--weight", "held", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "m.json").read_text())
+    (thread,) = doc["threads"]  # the recorded paths' track only: threads' tracks would be times
+    assert thread["name"] == "all threads (bytes alive at the process's peak)"
+    samples = thread["samples"]
+    assert samples["weightType"] == "bytes"
+    names = doc["shared"]["stringArray"]
+    got = {}
+    for stack, weight in zip(samples["stack"], samples["weight"]):
+        path = []
+        while stack is not None:
+            func = thread["frameTable"]["func"][thread["stackTable"]["frame"][stack]]
+            path.append(names[thread["funcTable"]["name"][func]].split(".")[-1])
+            stack = thread["stackTable"]["prefix"][stack]
+        got[tuple(reversed(path))] = weight
+    held = FIELDS.index("live_at_peak")
+    assert got == {p: c[held] for p, c in paths.items() if c[held] > 0}
+
+
 @pytest.mark.parametrize("args, message", [
     (["plain.prof", "-o", "x.collapsed", "--weight", "held"], "has no memory along call paths"),
-    (["m.prof", "-o", "x.html", "--weight", "held"], "only collapsed and speedscope output"),
+    (["m.prof", "-o", "x.html", "--weight", "held"], "only collapsed, speedscope and gecko output"),
 ])
 def test_weight_errors(tmp_path, args, message):
     import fastprof

@@ -12,7 +12,8 @@ the gap between its two measurements is wide (GAP requests), so that a cost
 that grows with the requests served (before the fix: about +0.3 us per
 request served, 307 -> 1,796 us in 6,000) is several times the first
 measure, where other work on a busy machine moves the measure by up to
-1.7x (a CI run beside the sanitizer lane: 8.3 -> 14.1)."""
+3x (a loaded CI run: 10.4 -> 31.2, as much from a first measure low as
+from the later ones high; the first is the higher of two)."""
 
 import gc
 import statistics
@@ -26,8 +27,8 @@ from fastprof.modes.middleware import WSGIMiddleware
 
 PAIRS = 12          # per measure: chunks of the app alone and of the middleware, in turn
 PER_CHUNK = 25      # requests
-GAP = 4000          # requests served between the two measures
-BOUND = 2.0         # a cost that grows with the requests served: ~3x and more over GAP
+GAP = 5000          # requests served between the two measures
+BOUND = 2.5         # a cost that grows with the requests served: ~5x over GAP
 
 
 def app(environ, start_response):
@@ -86,6 +87,10 @@ def test_thread_per_request_stays_flat(outcome, tmp_path):
         assert mw.profiler.flush(30)
         measure(mw)  # what comes once more after the first requests
         cpu1, mem1, heap1 = measure(mw)
+        # a measure can come out low (a loaded machine's CI: 7.7 and 10.4
+        # where the same run then measured 17 to 52, as a quiet one does
+        # throughout): the first measure is the higher of two
+        cpu1 = max(cpu1, measure(mw)[0])
         serve(mw, GAP)
         assert mw.profiler.flush(30)
         cpu2, mem2, heap2 = measure(mw)

@@ -16,7 +16,7 @@ EPILOG = formats.formats_help()
 # the --weight choices in bytes (data/memory.WEIGHTS)
 WEIGHTED = ("allocated", "held", "net")
 # the formats that can be weighed by bytes
-BYTE_FORMATS = ("collapsed", "speedscope")
+BYTE_FORMATS = ("collapsed", "speedscope", "gecko")
 
 
 def add_arguments(p):
@@ -27,7 +27,7 @@ def add_arguments(p):
                    help="the file to write (pstats for a name no format claims; "
                         "'-' for stdout, with --to)")
     p.add_argument("--weight", choices=("time",) + WEIGHTED, default="time",
-                   help="collapsed and speedscope output: weigh each call path by its time "
+                   help="collapsed, speedscope and gecko output: weigh each call path by its time "
                         "(default) or by bytes (a profile made with --memory --callpaths): "
                         "allocated, held (alive at the process's peak), net (alive at the end)")
     p.add_argument("--min-percent", type=float, default=None, metavar="P",
@@ -43,8 +43,8 @@ def run(args) -> int:
     data = load(args.file)
     if args.weight != "time":
         if row.name not in BYTE_FORMATS:
-            raise UsageError("--weight %s: only %s output can be weighed by bytes, not %s"
-                             % (args.weight, " and ".join(BYTE_FORMATS), row.name))
+            raise UsageError("--weight %s: only %s and %s output can be weighed by bytes, not %s"
+                             % (args.weight, ", ".join(BYTE_FORMATS[:-1]), BYTE_FORMATS[-1], row.name))
         from ..data.memory import weighed_by_bytes  # (deferred: fastprof run imports nothing before the program)
         try:
             data = weighed_by_bytes(data, args.weight)

@@ -42,6 +42,10 @@ stacks are estimated from its own caller graph, as they are for a profile
 without call paths, and such a thread's name ends in ``(estimated call
 stacks)``; the recorded paths then come first, as a thread (track) named
 ``all threads`` of their own.  Each track's weights add up to its own total.
+
+A profile weighed by bytes (``fastprof convert --weight allocated|held|net``,
+memory.weighed_by_bytes) has one track, the recorded call paths', whose
+samples weigh bytes (``weightType: "bytes"``).
 """
 
 import json
@@ -49,6 +53,7 @@ import os
 import platform
 from typing import Dict, List, Optional, TextIO
 
+from ..data.memory import WEIGHT_TEXT
 from ..data.model import is_builtin
 from ..data.names import readable_name
 from ..data.profile_file import ProfileData
@@ -84,6 +89,10 @@ class _Strings:
 
 def gecko_document(data: ProfileData, title: str = "") -> dict:
     strings = _Strings()
+    if data.weight:  # weighed by bytes (memory.weighed_by_bytes): the call paths' track only
+        threads = [_thread(data, profile_stacks(data), strings,
+                           "%s (%s)" % (ALL_THREADS, WEIGHT_TEXT[data.weight]), 0, True)]
+        return _document(data, threads, strings, title)
     threads = []
     per_thread = thread_stacks(data)
     if not per_thread or (data.callpaths is not None and data.callpaths.nodes and len(per_thread) > 1):
@@ -93,6 +102,10 @@ def gecko_document(data: ProfileData, title: str = "") -> dict:
         name = str(record.get("name") or "thread %s" % record.get("id", len(threads)))
         tid = record.get("ident", record.get("id", len(threads)))
         threads.append(_thread(data, stacks, strings, name, tid, not threads and name == "MainThread"))
+    return _document(data, threads, strings, title)
+
+
+def _document(data: ProfileData, threads: List[dict], strings: "_Strings", title: str) -> dict:
     end = max((t["processShutdownTime"] for t in threads), default=0.0)
     cpus = os.cpu_count() or 0
     return {
@@ -174,10 +187,12 @@ def _thread(data: ProfileData, stacks: Stacks, strings: _Strings, name: str, tid
     stack_of: Dict[tuple, int] = {}
     samples = {"stack": [], "time": [], "weight": []}
     t = 0.0
+    # a profile weighed by bytes: the samples' "seconds" are bytes, weighed as such
+    scale, weight_type = (1.0, "bytes") if data.weight else (1e3, "tracing-ms")
     for sample in stacks.samples:
-        ms = sample.seconds * 1e3
+        ms = sample.seconds * scale
         if ms <= 0.0:
-            continue  # a sample weighs its time: nothing to show
+            continue  # a sample weighs its time (or bytes): nothing to show
         prefix = None
         for f in sample.stack:
             k = (prefix, f)
@@ -195,7 +210,7 @@ def _thread(data: ProfileData, stacks: Stacks, strings: _Strings, name: str, tid
         t += ms
     for table in (funcs, frames, resources, stack_table, samples):
         table["length"] = len(next(iter(table.values())))
-    samples["weightType"] = "tracing-ms"
+    samples["weightType"] = weight_type
     return {
         "name": name + ("" if stacks.exact else ESTIMATED_SUFFIX),
         "isMainThread": main,
