@@ -299,9 +299,10 @@ async def busy(slices, n_per_slice, stop, clock=time.perf_counter):
     the time spent inside the slices, by `clock`, and how many ran."""
     spent = 0.0
     ran = 0
-    for ran in range(slices):
+    for _ in range(slices):
         if stop:
             break
+        ran += 1
         t0 = clock()
         x = 0
         for _ in range(n_per_slice):
