@@ -115,6 +115,13 @@ def add_row(into: MemoryRow, row: MemoryRow) -> None:
     into.add_call(row.allocated_incl, row.peak)
 
 
+def add_counts(into: list, counts) -> None:
+    """Adds counts in FIELDS order (a call path's) to the list *into*;
+    the peak of one call is the larger, as add_row's."""
+    for j, value in enumerate(counts):
+        into[j] = max(into[j], value) if FIELDS[j] == "peak" else into[j] + value
+
+
 def add_table(into: Dict[FuncKey, MemoryRow], table: Dict[FuncKey, MemoryRow], keys=lambda k: k) -> None:
     """Adds a memory table (``{key: MemoryRow}`` with callers) to *into*,
     each key (and caller key) as *keys* names it."""

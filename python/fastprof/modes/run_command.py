@@ -143,8 +143,9 @@ def build_parser():
                       "running this Python), each from its start to its exit, and merge "
                       "their profiles into the output; with -o FILE, each process's own "
                       "profile is kept in FILE.processes/PID.prof (fastprof view FILE "
-                      "--process PID). A child ended by SIGTERM (Pool.terminate()) or os._exit "
-                      "writes its profile first; one killed outright (SIGKILL) loses only its "
+                      "--process PID); with --memory, every process's bytes summed. A "
+                      "child ended by SIGTERM (Pool.terminate()) or os._exit writes its "
+                      "profile first; one killed outright (SIGKILL) loses only its "
                       "own, and is named on stderr.")
 
     return p

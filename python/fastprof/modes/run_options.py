@@ -78,8 +78,7 @@ RUN_OPTIONS = (
      "also count what each function allocates through Python's allocators (bytes itself "
      "and with its callees, still alive at the end, the peak of one call, its share of "
      "the process's peak): printed after the table; with -o FILE.prof, kept in the file "
-     "(fastprof view FILE --memory); with --subprocesses, every process's summed. "
-     "Not with fastprof top yet"),
+     "(fastprof view FILE --memory)"),
     (("--no-compensate",), "compensate", "store_false", None, True, None,
      "raw times, as cProfile's: leave the profiler's own cost in them (by default it is "
      "measured and taken out of every time, and the header says how much)"),

@@ -45,6 +45,13 @@ def parse_memory_sort(text: str) -> str:
     return MEMORY_SORTS[key]
 
 
+def _byte_cells(row: MemoryRow) -> List[str]:
+    """A row's (or an edge's) six memory cells: allocated, incl, net,
+    peak, held, blocks."""
+    return [format_bytes(row.allocated), format_bytes(row.allocated_incl), format_bytes(row.net),
+            format_bytes(row.peak), format_bytes(row.live_at_peak), "{:,}".format(row.allocations)]
+
+
 def memory_table(rows: Dict[FuncKey, MemoryRow], sort: str = DEFAULT_MEMORY_SORT, limit: int = 30,
                  pattern: Optional[str] = None,
                  qualnames: Optional[Dict[FuncKey, str]] = None) -> List[str]:
@@ -58,9 +65,7 @@ def memory_table(rows: Dict[FuncKey, MemoryRow], sort: str = DEFAULT_MEMORY_SORT
     cells = []
     for key in shown:
         row = rows[key]
-        cells.append([format_bytes(row.allocated), format_bytes(row.allocated_incl),
-                      format_bytes(row.net), format_bytes(row.peak), format_bytes(row.live_at_peak),
-                      "{:,}".format(row.allocations), function_text(key, qualnames)])
+        cells.append(_byte_cells(row) + [function_text(key, qualnames)])
     lines = render_table(["allocated", "incl", "net", "peak", "held", "blocks", "function"],
                          cells, "rrrrrrl")
     what = "sorted by %s" % column
@@ -100,9 +105,8 @@ def memory_edge_tables(rows: Dict[FuncKey, MemoryRow], pattern: str, direction: 
         if lines:
             lines.append("")
         lines.append(function_text(key, qualnames))
-        lines.append("  allocated %s itself, %s with callees; net %s, peak %s, held %s, %s blocks" % (
-            format_bytes(row.allocated), format_bytes(row.allocated_incl), format_bytes(row.net),
-            format_bytes(row.peak), format_bytes(row.live_at_peak), "{:,}".format(row.allocations)))
+        lines.append("  allocated %s itself, %s with callees; net %s, peak %s, held %s, %s blocks"
+                     % tuple(_byte_cells(row)))
         edges = (row.callers or {}) if direction == "callers" else callees.get(key, {})
         if not edges:
             lines.append("  no callers (a root of the profile)" if direction == "callers"
@@ -111,11 +115,9 @@ def memory_edge_tables(rows: Dict[FuncKey, MemoryRow], pattern: str, direction: 
         cells = []
         for other, edge in sorted(edges.items(),
                                   key=lambda kv: (-kv[1].allocated_incl, -kv[1].allocated, str(kv[0]))):
-            cells.append(["", format_bytes(edge.allocated), format_bytes(edge.allocated_incl),
-                          format_bytes(edge.net), format_bytes(edge.peak),
-                          format_bytes(edge.live_at_peak), "{:,}".format(edge.allocations),
-                          "%.0f%%" % (100.0 * edge.allocated_incl / row.allocated_incl) if row.allocated_incl > 0 else "-",
-                          function_text(other, qualnames)])
+            share = ("%.0f%%" % (100.0 * edge.allocated_incl / row.allocated_incl)
+                     if row.allocated_incl > 0 else "-")
+            cells.append([""] + _byte_cells(edge) + [share, function_text(other, qualnames)])
         label = "caller" if direction == "callers" else "callee"
         lines.extend(render_table([" ", "allocated", "incl", "net", "peak", "held", "blocks", "% of incl",
                                    label], cells, "rrrrrrrrl"))

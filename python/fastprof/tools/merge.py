@@ -51,8 +51,6 @@ from ..data.portable_names import FunctionIndex
 from ..data.profile_file import CallPaths, ProfileData
 from ..data.thread_groups import thread_count, thread_group
 
-_PEAK = memory.FIELDS.index("peak")  # of one call: the larger, where the other counts add up
-
 
 class _TreeSum:
     """Call-path trees added one by one into one tree (as lists, summed in place)."""
@@ -90,9 +88,7 @@ class _TreeSum:
             node[4] += cumtime
             local.append(n)
             if self.memory is not None:
-                counts = self.memory.setdefault(n, [0] * len(memory.FIELDS))
-                for j, value in enumerate(cp.memory[i]):
-                    counts[j] = max(counts[j], value) if j == _PEAK else counts[j] + value
+                memory.add_counts(self.memory.setdefault(n, [0] * len(memory.FIELDS)), cp.memory[i])
 
     def result(self) -> CallPaths:
         held = self.memory
