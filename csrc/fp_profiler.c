@@ -59,6 +59,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     t->mem_stack = NULL;
     t->mem_capacity = 0;
     t->offset = 0; /* no frame is open: program time may jump ahead */
+    t->extra_events = 0;
     t->root_subt = 0;
     t->n_entries = t->n_edges = t->n_nodes = 0;
     t->folded = 0; /* the threads folded in: their stats are gone */
@@ -375,6 +376,7 @@ fp_status fp_thread_fold(fp_profiler_t *p, fp_thread_t *dst, fp_thread_t *src)
         fold_owners(p->heap, dst, src, &m);
     fp_free(m.entries);
     dst->offset += src->offset;
+    dst->extra_events += src->extra_events;
     dst->folded += src->folded ? src->folded : 1;
     fp_thread_drop(p, src);
     return FP_OK;

@@ -179,6 +179,11 @@ typedef struct fp_thread {
      * the only time the accounting sees (fp_program_time, fp_charge in
      * fp_profiler.h). Stays 0 for raw times; clear() resets it. */
     fp_time_t offset;
+    /* Events charged to `offset` that are no call's start or end (3.12+'s
+     * call-site CALL events, calls nothing records, line events): with the
+     * calls' two each, what the removed time is spread over (the trailer's
+     * "events", data/cost_note.py). clear() resets it. */
+    uint64_t extra_events;
     /* The time of the calls that returned to an empty stack: the callee
      * time of a frame begun before profiling, which is on no stack (its
      * lines' own times, fpy_lines.c). clear() resets it. */

@@ -167,8 +167,10 @@ static void lc_done(line_counter_t *lc)
         return;
     lc->ev_thread = NULL;
     fpy_profiler_t *p = lc->prof;
-    if (p && p->enabled)
+    if (p && p->enabled) {
         fpy_charge(p, t, lc->ev_raw, p->cost[FPY_COST_LINE]);
+        t->extra_events++;
+    }
 }
 
 static request_lines_t *find_request(line_counter_t *lc, uint64_t request);

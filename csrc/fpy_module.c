@@ -493,14 +493,18 @@ static PyObject *profiler_set_compensation(fpy_profiler_t *p, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* _compensation(): {'compensate': bool, 'removed': seconds, 'delivery':
- * (py, c, line) in clock ticks (wholes of a return, a C call, a line),
- * 'resume': ticks, 'costs': {kind: (pre, whole)}}. */
+/* _compensation(): {'compensate': bool, 'removed': seconds, 'extra_events':
+ * the events charged that are no call's start or end, 'delivery': (py, c,
+ * line) in clock ticks (wholes of a return, a C call, a line), 'resume':
+ * ticks, 'costs': {kind: (pre, whole)}}. */
 static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_time_t removed = 0;
-    for (fp_thread_t *t = p->core.threads; t; t = t->hh.next)
+    unsigned long long extra = 0;
+    for (fp_thread_t *t = p->core.threads; t; t = t->hh.next) {
         removed += t->offset;
+        extra += t->extra_events;
+    }
     double tps = p->clock.ticks_per_second > 0.0 ? p->clock.ticks_per_second : 1e9;
     PyObject *costs = PyDict_New();
     for (int i = 0; costs && i < FPY_COST_KINDS; i++) {
@@ -511,8 +515,9 @@ static PyObject *profiler_compensation(fpy_profiler_t *p, PyObject *Py_UNUSED(ig
     }
     if (!costs)
         return NULL;
-    return Py_BuildValue("{sOsds(LLL)sLsN}", "compensate", p->compensate ? Py_True : Py_False, "removed",
-                         (double)removed / tps, "delivery", (long long)p->cost[FPY_COST_RETURN].whole,
+    return Py_BuildValue("{sOsdsKs(LLL)sLsN}", "compensate", p->compensate ? Py_True : Py_False,
+                         "removed", (double)removed / tps, "extra_events", extra, "delivery",
+                         (long long)p->cost[FPY_COST_RETURN].whole,
                          (long long)p->cost[FPY_COST_C_CALL].whole,
                          (long long)p->cost[FPY_COST_LINE].whole, "resume",
                          (long long)p->cost[FPY_COST_RESUME].whole, "costs", costs);

@@ -212,10 +212,12 @@ static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyO
         }
         kind = FPY_COST_UNRECORDED_CALL;
     }
-    if (p->cost[kind].whole) {
+    if (p->compensate) { /* (counted even when calibrated at 0: an event the note spreads over) */
         fp_thread_t *t = fpy_mon_thread_for(p);
-        if (t)
+        if (t) {
             t->offset += p->cost[kind].whole;
+            t->extra_events++;
+        }
     }
     Py_RETURN_NONE;
 }

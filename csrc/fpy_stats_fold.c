@@ -35,6 +35,7 @@ static int fold_thread(fp_thread_t *dst, const fp_thread_t *src)
         return -1;
     }
     dst->offset += src->offset;
+    dst->extra_events += src->extra_events;
     if (!dst->ident && !dst->native_id) {
         dst->ident = src->ident;
         dst->native_id = src->native_id;

@@ -8,10 +8,14 @@ from typing import Any, Dict, Iterable, Optional
 RAW_NOTE = "raw times: the profiler's own cost is included (--no-compensate or a custom timer)"
 
 
-def record(on: bool, removed: float, calls: int) -> Dict[str, Any]:
+def record(on: bool, removed: float, calls: int, extra_events: int = 0) -> Dict[str, Any]:
     """The trailer entry of a profile: *removed* seconds taken out over its
-    events, counted as a call and a return per call (*calls* in all)."""
-    return {"on": bool(on), "removed": float(removed) if on else 0.0, "events": 2 * int(calls)}
+    events: a call and a return per call (*calls* in all) and the
+    *extra_events* charged that are neither (the profiler's
+    ``compensation_info()``: 3.12+'s call-site events, calls nothing
+    records, line events)."""
+    return {"on": bool(on), "removed": float(removed) if on else 0.0,
+            "events": 2 * int(calls) + int(extra_events)}
 
 
 def check(entry: Any) -> Optional[Dict[str, Any]]:

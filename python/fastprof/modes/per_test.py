@@ -85,7 +85,8 @@ class TestProfiles:
         info = prof.compensation_info()
         data = ProfileData({}, clock=clock, only=options.get("only"), fast=options["fast"],
                            paths=self.paths_memo.relative_paths(files),
-                           compensation=cost_record(info["compensate"], info["removed"], calls))
+                           compensation=cost_record(info["compensate"], info["removed"], calls,
+                                                    info["extra_events"]))
         if sys.version_info < (3, 11):  # no co_qualname: read from the modules
             data.qualnames = qualnames_of_codes(codes)
         if options["coroutines"] == "wall":

@@ -131,12 +131,14 @@ def cost_line(before, after):
     if after is None or "removed" not in after:
         return None
     removed, calls = after["removed"], sum(r[1] for r in after["all"])
+    extra = after.get("extra_events", 0)
     if before is not None:
         if "removed" not in before:
             return None
         removed -= before["removed"]
         calls -= sum(r[1] for r in before["all"])
-    return cost_note.note(cost_note.record(after["compensate"], removed, calls))
+        extra -= before.get("extra_events", 0)
+    return cost_note.note(cost_note.record(after["compensate"], removed, calls, extra))
 
 
 def sort_rows(rows, sort):

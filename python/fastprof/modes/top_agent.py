@@ -25,7 +25,9 @@ same private directory):
                      CPU seconds for this snapshot, the file written aside
                      (what it took from the target); "compensate", "removed":
                      whether the profiler takes its own cost out of the
-                     times, and the seconds taken out so far (all threads).
+                     times, and the seconds taken out so far (all threads);
+                     "extra_events": the events charged so far that are
+                     no call's start or end.
                      A row per function:
                      [function number, calls, recursive calls, tottime, cumtime],
                      cumulative since attach
@@ -131,6 +133,7 @@ class TopSession(attach_agent.Session):
                 {"seq": self.seq, "time": at, "elapsed": at - self.started_at,
                  "threads": threads, "all": every, "helper": own, "thread": one,
                  "compensate": compensation["compensate"], "removed": compensation["removed"],
+                 "extra_events": compensation["extra_events"],
                  "cost": time.thread_time() - cpu}))
 
     def rows(self, entries):

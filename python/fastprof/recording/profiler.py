@@ -639,7 +639,8 @@ class Profile(_fastprof.Profiler):
 
     def compensation_info(self):
         """What compensation removed so far: ``{"compensate": bool,
-        "removed": seconds, ...}`` (the C ``_compensation``)."""
+        "removed": seconds, "extra_events": the events charged that are no
+        call's start or end, ...}`` (the C ``_compensation``)."""
         return self._compensation()
 
     def _thread_id(self, thread):
@@ -756,7 +757,7 @@ class Profile(_fastprof.Profiler):
         else:
             calls = sum(int(v[1]) for v in stats.values())
         info = self.compensation_info()
-        return record(info["compensate"], info["removed"], calls)
+        return record(info["compensate"], info["removed"], calls, info["extra_events"])
 
     def dump_stats(self, file, thread=None):
         """Write a ``.prof`` file that pstats, snakeviz, gprof2dot... read;
