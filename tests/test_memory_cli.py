@@ -9,7 +9,9 @@
   the totals; the trailer round-trips exactly;
 - ``fastprof view --memory``: sorted by any memory column, in human
   units; one-line errors for a file without memory, a memory sort key
-  without ``--memory``, a time key with it, ``--thread``;
+  without ``--memory``, a time key with it, ``--tree`` with ``--thread``;
+- each thread's own memory (``thread_records()``, ``profile_data(thread=)``,
+  the file's thread records, ``view --memory --thread``, merge);
 - what a thread allocates after ``disable(this_thread=True)`` belongs to
   no row (the run's own ending would otherwise show as ``disable``'s).
 """
@@ -225,7 +227,8 @@ def test_diff_lists_bytes_that_moved(program, tmp_path):
     (["--memory", "--lines", "main", "m.prof"], 2, "bytes are kept per function, not per line"),
     (["-s", "peak", "x.prof"], 2, "-s peak sorts by a memory column: add --memory"),
     (["--memory", "-s", "tottime", "m.prof"], 2, "--memory sorts by a memory column"),
-    (["--memory", "--thread", "1", "m.prof"], 2, "leave out --thread"),
+    (["--memory", "--tree", "--thread", "1", "m.prof"], 2,
+     "--memory --tree draws every thread's call paths: leave out --thread"),
 ])
 def test_view_memory_errors(program, tmp_path, args, status, message):
     assert _run("--memory", "-o", "m.prof", str(program), cwd=tmp_path).returncode == 0
@@ -233,6 +236,80 @@ def test_view_memory_errors(program, tmp_path, args, status, message):
     out = _view(*args, cwd=tmp_path)
     assert out.returncode == status, (out.stdout, out.stderr)
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def _worker_alloc(keep):
+    keep.append(bytearray(MB))
+
+
+def _main_alloc(keep):
+    keep.append(bytearray(3 * MB))
+
+
+def _two_threads_with_memory():
+    import threading
+
+    from fastprof import Profile
+    keep = []
+    prof = Profile(memory=True, threads=True)
+    prof.enable()
+    worker = threading.Thread(target=_worker_alloc, args=(keep,), name="worker-b")
+    worker.start()
+    worker.join()
+    _main_alloc(keep)
+    prof.disable()
+    return prof, worker
+
+
+def _allocated(table, name):
+    return sum(row.allocated for key, row in table.items() if key[2] == name)
+
+
+def test_memory_per_thread(tmp_path):
+    from fastprof.data.profile_file import load_profile
+    from fastprof.tools.merge import MAX_INPUTS_THREADS_APART, merge_profiles
+    prof, worker = _two_threads_with_memory()
+    records = {r["name"]: r for r in prof.thread_records()}
+    # each thread's own bytes, in its record only; together, the profile's
+    assert MB <= _allocated(records["worker-b"]["memory"], "_worker_alloc") < MB + 200
+    assert _allocated(records["worker-b"]["memory"], "_main_alloc") == 0
+    assert 3 * MB <= _allocated(records["MainThread"]["memory"], "_main_alloc") < 3 * MB + 200
+    assert _allocated(records["MainThread"]["memory"], "_worker_alloc") == 0
+    whole = prof.memory_stats()
+    for key, row in whole.items():
+        assert row.allocated == sum(r["memory"][key].allocated for r in records.values()
+                                    if key in r["memory"]), key
+    one = prof.profile_data(thread=worker)
+    assert {k: r.allocated for k, r in one.memory.items()} == {
+        k: r.allocated for k, r in records["worker-b"]["memory"].items()}
+    # the file keeps them; view --memory --thread shows that thread's
+    prof.dump_stats(str(tmp_path / "t.prof"))
+    data = load_profile(str(tmp_path / "t.prof"))
+    kept = {t["name"]: t for t in data.threads}
+    for name, record in records.items():
+        assert {k: (r.allocated, r.net, r.live_at_peak) for k, r in kept[name]["memory"].items()} == {
+            k: (r.allocated, r.net, r.live_at_peak) for k, r in record["memory"].items()}
+    out = _view("--memory", "--thread", "worker-b", "t.prof", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "_worker_alloc" in out.stdout and "_main_alloc" not in out.stdout, out.stdout
+    out = _view("--memory", "--thread", "MainThread", "t.prof", cwd=tmp_path)
+    assert "_main_alloc" in out.stdout and "_worker_alloc" not in out.stdout, out.stdout
+    # merged: each input's records keep theirs; past MAX_INPUTS_THREADS_APART
+    # inputs, a group of threads sums them
+    two = merge_profiles([data, data])
+    assert sorted(_allocated(t["memory"], "_worker_alloc") for t in two.threads) == [
+        0, 0, _allocated(whole, "_worker_alloc"), _allocated(whole, "_worker_alloc")]
+    many = merge_profiles([data] * (MAX_INPUTS_THREADS_APART + 1))
+    (group,) = [t for t in many.threads if "worker" in t["name"]]
+    assert _allocated(group["memory"], "_worker_alloc") == (
+        (MAX_INPUTS_THREADS_APART + 1) * _allocated(whole, "_worker_alloc"))
+    # a file whose thread records keep no memory (an older fastprof's) says so
+    for t in data.threads:
+        del t["memory"]
+    from fastprof.data.profile_file import write_profile
+    write_profile(str(tmp_path / "old.prof"), data)
+    out = _view("--memory", "--thread", "worker-b", "old.prof", cwd=tmp_path)
+    assert out.returncode == 2 and "keeps no memory per thread" in out.stderr, out.stderr
 
 
 CHILD = """\

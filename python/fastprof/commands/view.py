@@ -172,9 +172,15 @@ def _memory_table(data, args, name):
     if data.memory is None:
         raise NothingMatched("%s has no memory stats: profile with python -m fastprof --memory "
                              "(or Profile(memory=True))" % (name,))
+    table = data.memory
     if args.thread is not None:
-        raise UsageError("--memory shows every thread's allocations (they are not kept per "
-                         "thread): leave out --thread")
+        if args.tree:
+            raise UsageError("--memory --tree draws every thread's call paths: leave out --thread")
+        from ..tools import view  # (deferred: fastprof run imports nothing before the program)
+        try:
+            table, _what = view.select_memory(data, args.thread)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     sort = args.sort or MEMORY_SORT_PREFIX + DEFAULT_MEMORY_SORT
     if not sort.startswith(MEMORY_SORT_PREFIX):
         raise UsageError("--memory sorts by a memory column, not %s (allocated, incl, net, "
@@ -184,13 +190,13 @@ def _memory_table(data, args, name):
         raise UsageError("--memory and --lines: bytes are kept per function, not per line")
     if args.tree:
         return _memory_tree(data, sort, args)
-    if not data.memory:
+    if not table:
         return ["no function allocated anything while profiled"]
     if args.callers or args.callees:
         direction = "callers" if args.callers else "callees"
-        return memory_edge_tables(data.memory, args.callers or args.callees, direction, args.limit,
+        return memory_edge_tables(table, args.callers or args.callees, direction, args.limit,
                                   qualnames=data.qualnames)
-    return memory_table(data.memory, sort, args.limit, args.filter, qualnames=data.qualnames)
+    return memory_table(table, sort, args.limit, args.filter, qualnames=data.qualnames)
 
 
 # the memory sorts a tree by bytes can draw -> memory.WEIGHTS' name

@@ -19,7 +19,9 @@ Trailer (a plain dict; only marshal-able values)::
           "memory": [counts, ...],                        # optional, one per node
       },
       "threads": [                                        # optional
-          {"id": int, "ident": int, "name": str, "stats": <pstats dict>}, ...
+          {"id": int, "ident": int, "name": str, "stats": <pstats dict>,
+           "memory": {(file, line, name): (counts, {caller: counts})}},  # (memory: optional)
+          ...
       ],
       "qualnames": [(file, line, name, qualname), ...],   # optional
       "lines": {(file, line, name): {lineno: (hits, seconds)}},  # optional
@@ -264,21 +266,28 @@ STATS_OF_FILE = "stats_of_file"
 
 def _threads_to_marshal(threads, stats):
     """The trailer's thread records: one thread whose stats are the file's
-    table says so instead of holding it again (the file's size halved)."""
-    if len(threads) == 1 and threads[0].get("stats") == stats:
-        record = {k: v for k, v in threads[0].items() if k != "stats"}
+    table says so instead of holding it again (the file's size halved); a
+    record's memory (``{key: MemoryRow}``) as the trailer's memory rows."""
+    out = [dict(t, memory=memory.table_to_marshal(t["memory"], None)["rows"]) if "memory" in t else t
+           for t in threads]
+    if len(out) == 1 and out[0].get("stats") == stats:
+        record = {k: v for k, v in out[0].items() if k != "stats"}
         record[STATS_OF_FILE] = True
         return [record]
-    return list(threads)
+    return out
 
 
 def _threads_from_marshal(threads, stats):
-    """The thread records as written before STATS_OF_FILE: each with its stats."""
+    """The thread records as written before STATS_OF_FILE: each with its
+    stats; a record's memory as ``{key: MemoryRow}`` (ValueError if it is
+    not memory rows)."""
     out = []
     for t in threads:
         if isinstance(t, dict) and t.get(STATS_OF_FILE) is True and "stats" not in t:
             t = {k: v for k, v in t.items() if k != STATS_OF_FILE}
             t["stats"] = dict(stats)
+        if isinstance(t, dict) and "memory" in t:
+            t = dict(t, memory=memory.table_from_marshal({"rows": t["memory"]})[0])
         out.append(t)
     return out
 

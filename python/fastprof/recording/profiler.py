@@ -331,12 +331,30 @@ class Profile(_fastprof.Profiler):
         caller.  Functions that allocated nothing have no row.  *threads*:
         only the rows of these thread records (ids of ``thread_records()``)."""
         from ..data.memory import memory_table  # (deferred: import fastprof adds nothing to cProfile's imports)
-        from ..data.names import label
+        return memory_table(*self._keyed_memory(threads))
+
+    def memory_stats_by_thread(self):
+        """With ``memory=True``: ``memory_stats()`` of each thread record,
+        ``{id: table}`` (ids of ``thread_records()``; a record whose
+        functions allocated nothing has no table)."""
+        from ..data.memory import memory_table  # (deferred: import fastprof adds nothing to cProfile's imports)
+        rows, calls = self._keyed_memory(None)
+        by_thread = {}
+        for row in rows:
+            by_thread.setdefault(row[2], ([], []))[0].append(row)
+        for call in calls:
+            by_thread.setdefault(call[2], ([], []))[1].append(call)
+        return {tid: memory_table(r, c) for tid, (r, c) in by_thread.items()}
+
+    def _keyed_memory(self, threads):
+        """The C memory rows and calls keyed as pstats rows are, of the
+        thread records *threads* (None: all)."""
+        from ..data.names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
 
         def keyed(rows):
-            return ((label(code), None if caller is None else label(caller), thread, *rest)
-                    for code, caller, thread, *rest in rows if threads is None or thread in threads)
-        return memory_table(keyed(self._memory_rows()), keyed(self._memory_calls()))
+            return [(label(code), None if caller is None else label(caller), thread, *rest)
+                    for code, caller, thread, *rest in rows if threads is None or thread in threads]
+        return keyed(self._memory_rows()), keyed(self._memory_calls())
 
     def memory_totals(self):
         """With ``memory=True``: the process's traced memory while this
@@ -569,7 +587,16 @@ class Profile(_fastprof.Profiler):
         ``id``, ``ident``, ``name``, ``stats``, and for the record of a
         group of ended threads ``group`` (its name pattern) and ``threads``
         (how many it sums).  Does not stop profiling."""
-        return [thread_record(*r) for r in self._thread_records(None)]
+        return self._with_memory([thread_record(*r) for r in self._thread_records(None)])
+
+    def _with_memory(self, records):
+        """*records* (thread_record's), each with its thread's ``memory``
+        (``memory_stats()`` of that record alone) when memory is on."""
+        if self._options["memory"]:
+            tables = self.memory_stats_by_thread()
+            for record in records:
+                record["memory"] = tables.get(record["id"], {})
+        return records
 
     def _thread_records(self, whole):
         """``(id, ident, name, stats, folded)`` per record, *folded*
@@ -708,7 +735,8 @@ class Profile(_fastprof.Profiler):
             data = ProfileData(self.stats, clock=info.get("clock"),
                                qualnames=self.qualnames)
             if self._options["threads"]:
-                data.threads = [thread_record(*r) for r in self._thread_records(self.stats)]
+                data.threads = self._with_memory(
+                    [thread_record(*r) for r in self._thread_records(self.stats)])
             if self._options["callpaths"]:
                 data.callpaths = callpaths_to_file(
                     self._memory_callpaths() if self._options["memory"] else self.callpaths())
@@ -727,6 +755,9 @@ class Profile(_fastprof.Profiler):
         data.shared_keys = shared_key_rows(entries)
         if self._options["callpaths"]:
             data.callpaths = callpaths_to_file(self.callpaths(tid))
+        if self._options["memory"]:
+            data.memory = self.memory_stats(threads={tid})
+            data.memory_totals = self.memory_totals()
         return data
 
     def add_recording_details(self, data):

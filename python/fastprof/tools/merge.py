@@ -40,7 +40,8 @@
 - memory (``--memory``): kept only when every input has it, as call paths
   are; each row's and caller edge's counts summed, the peak of one call the
   largest; the processes' totals summed (their peaks too: the most they can
-  have held at once); along call paths, each node's counts summed.
+  have held at once); along call paths, each node's counts summed; each
+  thread record's own memory with it (summed in a group of threads).
 """
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
@@ -197,11 +198,16 @@ class ProfileSum:
                 self._add_to_group(self.count, t)
 
     def _add_to_group(self, input_number: int, thread: dict) -> None:
+        # [stats, threads, inputs, memory (None once a member has none)]
         group = self._thread_groups.setdefault(
-            thread_group(dict(thread, name=thread.get("name", "thread"))), [{}, 0, set()])
+            thread_group(dict(thread, name=thread.get("name", "thread"))), [{}, 0, set(), {}])
         add_stats(group[0], thread.get("stats") or {}, self.keys)
         group[1] += thread_count(thread)
         group[2].add(input_number)
+        if "memory" not in thread:
+            group[3] = None
+        elif group[3] is not None:
+            memory.add_table(group[3], thread["memory"], self.keys)
 
     def result(self) -> ProfileData:
         if not self.count:
@@ -233,11 +239,13 @@ class ProfileSum:
             if self.count > 1:
                 t["name"] = "%s [input %d]" % (t.get("name", "thread"), i)
             data.threads.append(t)
-        for pattern, (stats, nthreads, inputs) in sorted((self._thread_groups or {}).items()):
+        for pattern, (stats, nthreads, inputs, held) in sorted((self._thread_groups or {}).items()):
             data.threads.append({
                 "id": len(data.threads), "ident": 0, "stats": stats_result(stats),
                 "name": "%s [%d thread%s of %d inputs, summed]" % (
                     pattern, nthreads, "" if nthreads == 1 else "s", len(inputs))})
+            if held is not None:
+                data.threads[-1]["memory"] = held
         return data
 
     def clocks_differ(self) -> bool:
@@ -268,6 +276,10 @@ def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
         out.memory = {}
         memory.add_table(out.memory, p.memory, key)
     out.threads = [dict(t, stats=table(t.get("stats") or {})) for t in p.threads]
+    for t in out.threads:
+        if "memory" in t:
+            t["memory"], held = {}, t["memory"]
+            memory.add_table(t["memory"], held, key)
     def shifted(k, lines):
         # the function moved down or up in the other install: its lines
         # pair by their offset from its first line (as diff pairs them)

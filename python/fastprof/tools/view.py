@@ -8,12 +8,12 @@ the total profiled time (the sum of all tottimes, what pstats calls
 
 import re
 import sys
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
 from ..data import cost_note
 from ..data.arguments import check_percent
 from ..data.calltree import build_tree
-from ..data.memory import WEIGHT_TEXT
+from ..data.memory import WEIGHT_TEXT, add_table
 from ..data.model import is_builtin
 from ..data.names import func_label, readable_name, short_path, stdname
 from ..data.profile_file import FuncKey, ProfileData
@@ -410,13 +410,33 @@ def select_stats(data: ProfileData, thread: Optional[str]) -> Tuple[Dict[FuncKey
     ``Thread-N (process_request_thread)``: their stats summed)."""
     if thread is None:
         return data.stats, ""
+    records, what = _thread_records(data, thread)
+    return (records[0]["stats"] if len(records) == 1 else merged_thread_stats(records)), what
+
+
+def select_memory(data: ProfileData, thread: str) -> Tuple[Dict[FuncKey, Any], str]:
+    """The memory table (``{key: MemoryRow}``) of one thread or group of
+    threads, as select_stats picks them; ValueError when the profile keeps
+    no memory per thread."""
+    records, what = _thread_records(data, thread)
+    if any("memory" not in t for t in records):
+        raise ValueError("this profile keeps no memory per thread (an older fastprof wrote it): "
+                         "leave out --thread")
+    if len(records) == 1:
+        return records[0]["memory"], what
+    table: Dict[FuncKey, Any] = {}
+    for t in records:
+        add_table(table, t["memory"])
+    return table, what
+
+
+def _thread_records(data: ProfileData, thread: str) -> Tuple[List[dict], str]:
     for t in data.threads:
         if str(t.get("id")) == thread or t.get("name") == thread:
-            return t["stats"], "thread %s (id %s)" % (t.get("name"), t.get("id"))
+            return [t], "thread %s (id %s)" % (t.get("name"), t.get("id"))
     group = [t for t in data.threads if thread_group(t) == thread]
     if group:
-        return merged_thread_stats(group), "%s threads %s" % (
-            format_count(sum(thread_count(t) for t in group)), thread)
+        return group, "%s threads %s" % (format_count(sum(thread_count(t) for t in group)), thread)
     known = ", ".join("%s (%s)" % (t.get("id"), t.get("name")) for t in data.threads[:10])
     if len(data.threads) > 10:
         known += ", ... (%d in all)" % len(data.threads)
