@@ -66,9 +66,9 @@ static inline fp_owner_t resolve(fp_heap_t *h, fp_owner_t id)
 {
     if (id >= h->n_owners)
         return FP_OWNER_NONE; /* an id of before a reset */
-    while (id && owner_at(h, id)->merged_into)
+    while (id && id != FP_OWNER_DROPPED && owner_at(h, id)->merged_into)
         id = owner_at(h, id)->merged_into;
-    return id;
+    return id == FP_OWNER_DROPPED ? FP_OWNER_NONE : id;
 }
 
 /* (ids resolved by the caller) */
@@ -219,6 +219,7 @@ void fp_heap_fini(fp_heap_t *h)
 {
     fp_free(h->slots);
     fp_free(h->huge);
+    fp_free(h->free_ids);
     for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
         fp_free(h->owners[c]);
     memset(h, 0, sizeof *h);
@@ -226,10 +227,17 @@ void fp_heap_fini(fp_heap_t *h)
 
 void fp_heap_track(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner)
 {
+    fp_heap_track_seen(h, ptr, size, owner, UINT64_MAX);
+}
+
+void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner, uint64_t seen)
+{
     uintptr_t p = (uintptr_t)ptr;
     if (!p)
         return;
     fp_heap_lock(h);
+    if (owner && seen < h->sweeps && owner < h->n_owners && owner_at(h, owner)->recycled_at > seen)
+        owner = FP_OWNER_NONE; /* handed out again since it was read */
     owner = resolve(h, owner); /* (stored resolved: a stale id counts nowhere, ever) */
     size_t i = probe(h, p);
     if (h->slots[i].ptr) {
@@ -324,10 +332,66 @@ lost:
     fp_heap_unlock(h);
 }
 
+/* An id out of the free list, stamped: whatever the peak so far, this
+ * owner held 0. */
+static fp_owner_t take_free_id(fp_heap_t *h)
+{
+    fp_owner_t id = h->free_ids[--h->n_free];
+    owner_at(h, id)->peak_ver = h->peak_ver;
+    return id;
+}
+
+/* Retired id `id` is free from now on (its counts zeroed); 0, or -1 when
+ * the free list has no room (the id stays retired). */
+static int free_id(fp_heap_t *h, fp_owner_t id)
+{
+    if (h->n_free == h->cap_free) {
+        size_t cap = h->cap_free ? h->cap_free * 2 : 1024;
+        fp_owner_t *ids = fp_realloc(h->free_ids, cap * sizeof *ids);
+        if (!ids)
+            return -1;
+        h->free_ids = ids;
+        h->cap_free = cap;
+    }
+    fp_heap_owner_t *o = owner_at(h, id);
+    *o = (fp_heap_owner_t){.recycled_at = (uint32_t)h->sweeps};
+    h->free_ids[h->n_free++] = id;
+    return 0;
+}
+
+/* The sweep (fp_heap_new_owner): every block of a retired owner goes to
+ * the owner that counts for it now, and the retired ids are free. */
+static void sweep(fp_heap_t *h)
+{
+    __atomic_store_n(&h->sweeps, h->sweeps + 1, __ATOMIC_RELEASE);
+    for (size_t i = 0; i <= h->mask; i++) {
+        fp_owner_t o = h->slots[i].owner;
+        if (h->slots[i].ptr && o && owner_at(h, o)->merged_into)
+            h->slots[i].owner = resolve(h, o);
+    }
+    for (fp_owner_t id = 1; id < h->n_owners; id++) {
+        if (owner_at(h, id)->merged_into && free_id(h, id) == 0)
+            h->retired--;
+    }
+}
+
+static int sweep_due(const fp_heap_t *h)
+{
+    size_t live = h->n_owners - 1 - h->retired - h->n_free;
+    return h->retired >= FP_HEAP_SWEEP_MIN && h->retired >= live && h->retired >= (h->mask + 1) / 16;
+}
+
 fp_owner_t fp_heap_new_owner(fp_heap_t *h)
 {
     fp_owner_t id = FP_OWNER_NONE;
     fp_heap_lock(h);
+    if (!h->n_free && sweep_due(h))
+        sweep(h);
+    if (h->n_free) {
+        id = take_free_id(h);
+        fp_heap_unlock(h);
+        return id;
+    }
     size_t chunk = h->n_owners / FP_HEAP_OWNER_CHUNK;
     if (chunk < FP_HEAP_OWNER_CHUNKS) {
         if (!h->owners[chunk])
@@ -359,9 +423,20 @@ void fp_heap_owner_merge(fp_heap_t *h, fp_owner_t dst, fp_owner_t src)
         d->freed_bytes += o->freed_bytes;
         d->live += o->live;
         d->live_at_peak += o->live_at_peak;
-        *o = (fp_heap_owner_t){0};
-        o->peak_ver = h->peak_ver;
-        o->merged_into = dst;
+        *o = (fp_heap_owner_t){
+            .peak_ver = h->peak_ver, .merged_into = dst, .recycled_at = o->recycled_at};
+        h->retired++;
+    }
+    fp_heap_unlock(h);
+}
+
+void fp_heap_owner_drop(fp_heap_t *h, fp_owner_t id)
+{
+    fp_heap_lock(h);
+    if (id && id < h->n_owners && !owner_at(h, id)->merged_into) {
+        fp_heap_owner_t *o = owner_at(h, id);
+        *o = (fp_heap_owner_t){.merged_into = FP_OWNER_DROPPED, .recycled_at = o->recycled_at};
+        h->retired++;
     }
     fp_heap_unlock(h);
 }
@@ -373,7 +448,7 @@ int fp_heap_owner_read(fp_heap_t *h, fp_owner_t id, fp_heap_owner_stats_t *out)
         fp_heap_unlock(h);
         return -1;
     }
-    const fp_heap_owner_t *o = owner_at(h, resolve(h, id));
+    const fp_heap_owner_t *o = owner_at(h, resolve(h, id)); /* (dropped: id 0, all zeros) */
     out->allocs = o->allocs;
     out->alloc_bytes = o->alloc_bytes;
     out->frees = o->frees;
@@ -398,9 +473,27 @@ void fp_heap_clear(fp_heap_t *h)
     memset(h->slots, 0, (h->mask + 1) * sizeof *h->slots);
     h->used = 0;
     h->n_huge = 0;
-    for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
-        memset(h->owners[c], 0, FP_HEAP_OWNER_CHUNK * sizeof(fp_heap_owner_t));
+    for (fp_owner_t id = 1; id < h->n_owners; id++) {
+        fp_heap_owner_t *o = owner_at(h, id); /* (retired ones stay retired) */
+        *o = (fp_heap_owner_t){.merged_into = o->merged_into, .recycled_at = o->recycled_at};
+    }
     h->current = h->peak = h->peak_ver = h->allocs = h->lost = 0;
+    fp_heap_unlock(h);
+}
+
+void fp_heap_forget_owners(fp_heap_t *h)
+{
+    fp_heap_lock(h);
+    /* Numbered from 1 again, each stamped with this sweep, so that a
+     * thread's cached id of before counts for nobody. */
+    __atomic_store_n(&h->sweeps, h->sweeps + 1, __ATOMIC_RELEASE);
+    for (size_t i = 0; i <= h->mask; i++)
+        h->slots[i].owner = FP_OWNER_NONE;
+    for (fp_owner_t id = 1; id < h->n_owners; id++)
+        *owner_at(h, id) =
+            (fp_heap_owner_t){.recycled_at = (uint32_t)h->sweeps, .peak_ver = h->peak_ver};
+    h->n_owners = 1;
+    h->retired = h->n_free = 0;
     fp_heap_unlock(h);
 }
 
@@ -427,6 +520,9 @@ void fp_heap_reset(fp_heap_t *h)
         h->owners[c] = NULL;
     }
     h->n_owners = 1;
+    fp_free(h->free_ids);
+    h->free_ids = NULL;
+    h->retired = h->n_free = h->cap_free = 0;
     h->current = h->peak = h->peak_ver = h->allocs = h->lost = 0;
     __atomic_store_n(&h->epoch, h->epoch + 1, __ATOMIC_RELEASE);
     fp_heap_unlock(h);
@@ -435,7 +531,8 @@ void fp_heap_reset(fp_heap_t *h)
 size_t fp_heap_self_bytes(fp_heap_t *h)
 {
     fp_heap_lock(h);
-    size_t bytes = (h->mask + 1) * sizeof(fp_heap_slot_t) + h->cap_huge * sizeof(fp_heap_huge_t);
+    size_t bytes = (h->mask + 1) * sizeof(fp_heap_slot_t) + h->cap_huge * sizeof(fp_heap_huge_t) +
+                   h->cap_free * sizeof(fp_owner_t);
     for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
         bytes += FP_HEAP_OWNER_CHUNK * sizeof(fp_heap_owner_t);
     fp_heap_unlock(h);

@@ -57,8 +57,11 @@ typedef struct {
 typedef struct {
     uint64_t allocs, alloc_bytes, frees, freed_bytes, live;
     uint64_t live_at_peak, peak_ver;
-    fp_owner_t merged_into; /* 0, or the owner that counts for this one now */
+    fp_owner_t merged_into; /* 0, the owner that counts for this one now, or
+                               FP_OWNER_DROPPED: retired either way */
+    uint32_t recycled_at;   /* the sweep that last handed this id out again */
 } fp_heap_owner_t;
+#define FP_OWNER_DROPPED ((fp_owner_t)UINT32_MAX)
 
 enum {
     FP_HEAP_OWNER_CHUNK = 1024, /* owners per chunk: chunks never move */
@@ -79,14 +82,19 @@ typedef struct fp_heap {
     fp_heap_huge_t *huge;  /* blocks of FP_HEAP_HUGE bytes or more */
     size_t n_huge, cap_huge;
     fp_heap_owner_t *owners[FP_HEAP_OWNER_CHUNKS];
-    fp_owner_t n_owners; /* ids 1 .. n_owners - 1 are in use */
-    uint64_t current;    /* traced bytes now */
-    uint64_t peak;       /* the most traced bytes since the last clear */
-    uint64_t peak_ver;   /* counts the times `peak` rose */
-    uint64_t epoch;      /* counts the resets: an owner id is an id of
+    fp_owner_t n_owners;  /* ids 1 .. n_owners - 1 are in use */
+    uint64_t current;     /* traced bytes now */
+    uint64_t peak;        /* the most traced bytes since the last clear */
+    uint64_t peak_ver;    /* counts the times `peak` rose */
+    uint64_t epoch;       /* counts the resets: an owner id is an id of
                                 one epoch (read without the lock) */
-    uint64_t allocs;     /* blocks tracked since the last clear */
-    uint64_t lost;       /* blocks left untracked for want of memory */
+    uint64_t sweeps;      /* counts the times retired ids were handed out
+                            again (read without the lock) */
+    size_t retired;       /* owners merged or dropped, not handed out again */
+    fp_owner_t *free_ids; /* retired ids no block names: handed out again */
+    size_t n_free, cap_free;
+    uint64_t allocs; /* blocks tracked since the last clear */
+    uint64_t lost;   /* blocks left untracked for want of memory */
 } fp_heap_t;
 
 /* The whole heap at one moment (fp_heap_totals). */
@@ -121,6 +129,11 @@ void fp_heap_fini(fp_heap_t *h);
  * is counted freed first, as tracemalloc does. */
 void fp_heap_track(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner);
 
+/* fp_heap_track for an owner id read when the heap's `sweeps` was `seen`
+ * (a thread's cached owner): an id handed out again since then is not that
+ * owner any more, and the block counts in the totals only. */
+void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner, uint64_t seen);
+
 /* The block at `ptr` is about to be freed (or moved by a realloc): forget
  * it, count it freed, and say what it was. Call it *before* the allocator
  * frees the block, so no other thread can be handed the address while it is
@@ -131,13 +144,29 @@ fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr);
  * that failed leaves its block where it was. */
 void fp_heap_untake(fp_heap_t *h, const void *ptr, fp_heap_block_t b);
 
-/* A new owner id, 0 when there is no room (4 M owners) or memory. */
+/* A new owner id, 0 when there is no room (4 M owners) or memory.
+ *
+ * Ids are handed out again: `src` of a merge and a dropped id are retired,
+ * and once retired ids are many (as many as live ones, and at least
+ * FP_HEAP_SWEEP_MIN and a sixteenth of the slots: the sweep's cost stays a
+ * small share of the work that made them), the next new owner first
+ * sweeps: each block of a retired owner is given to the owner that counts
+ * for it now (none for a dropped one), and the retired ids become free.
+ * So a program that makes and ends threads (or requests) without end keeps
+ * a bounded number of owners. */
 fp_owner_t fp_heap_new_owner(fp_heap_t *h);
+enum { FP_HEAP_SWEEP_MIN = 4096 };
 
 /* Owner `src`'s counts are added into `dst`'s, and from now on what would
  * count for `src` (a free of one of its blocks) counts for `dst`: the rows
- * they stand for were merged (fp_thread_fold). */
+ * they stand for were merged (fp_thread_fold). `src` is retired: no row may
+ * name it any more. */
 void fp_heap_owner_merge(fp_heap_t *h, fp_owner_t dst, fp_owner_t src);
+
+/* The row owner `id` stands for is gone (a request's record dropped): its
+ * blocks count for nobody from now on, in the totals only, and the id is
+ * retired. */
+void fp_heap_owner_drop(fp_heap_t *h, fp_owner_t id);
 
 /* Owner `id`'s counters (those of the owner it was merged into, if it
  * was); 0, or -1 for an id never handed out. */
@@ -148,6 +177,12 @@ fp_heap_totals_t fp_heap_totals(fp_heap_t *h);
 /* Forget every block and zero every count, owners included (their ids stay
  * valid). The peak starts again from 0. */
 void fp_heap_clear(fp_heap_t *h);
+
+/* Every owner id is free again (the rows that named them were dropped):
+ * blocks count for nobody, new ids are numbered from 1, and a thread's
+ * cached id of before is not taken for the new owner of that number
+ * (`sweeps` moves on). */
+void fp_heap_forget_owners(fp_heap_t *h);
 
 /* Back to as after fp_heap_init, its memory given back (a smaller slot
  * array when out of memory: the old one, emptied): every owner id is gone,

@@ -100,6 +100,19 @@ void fp_thread_drop(fp_profiler_t *p, fp_thread_t *t)
     fp_thread_free(t, p->release, p->release_ctx);
 }
 
+void fp_thread_discard(fp_profiler_t *p, fp_thread_t *t)
+{
+    if (p->heap) {
+        for (const fp_entry_t *e = t->entries; e; e = e->hh.next)
+            fp_heap_owner_drop(p->heap, e->mem_owner);
+        for (const fp_edge_t *g = t->edges; g; g = g->hh.next)
+            fp_heap_owner_drop(p->heap, g->mem_owner);
+        for (const fp_node_t *n = t->nodes; n; n = n->hh.next)
+            fp_heap_owner_drop(p->heap, n->mem_owner);
+    }
+    fp_thread_drop(p, t);
+}
+
 fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id)
 {
     fp_thread_t *t;

@@ -240,6 +240,10 @@ fp_thread_t *fp_thread_find(fp_profiler_t *p, uint64_t id);
  * frames, releasing user pointers). */
 void fp_thread_drop(fp_profiler_t *p, fp_thread_t *t);
 
+/* fp_thread_drop for a record whose stats are thrown away, not folded
+ * (a request's): memory profiling's owners of its rows are dropped too. */
+void fp_thread_discard(fp_profiler_t *p, fp_thread_t *t);
+
 /* Bytes used by the tables, stacks and records of `p`. */
 size_t fp_profiler_memory(const fp_profiler_t *p);
 

@@ -58,6 +58,7 @@ static _Thread_local struct {
     fp_owner_t owner;
     const fp_heap_t *owner_heap; /* (heaps are reused: and its epoch) */
     uint64_t owner_epoch;
+    uint64_t owner_sweeps; /* the heap's sweeps when `owner` was read */
     fp_mem_clock_t *clock; /* this thread's allocation counts, or NULL */
 } tl FPY_FAST_TLS;
 
@@ -98,7 +99,7 @@ static inline fp_owner_t owner_in(const fp_heap_t *h)
 static inline void track(fp_heap_t *h, void *ptr, uint64_t size)
 {
     fp_owner_t owner = owner_in(h);
-    fp_heap_track(h, ptr, size, owner);
+    fp_heap_track_seen(h, ptr, size, owner, tl.owner_sweeps);
     if (owner)
         clock_alloc(size);
 }
@@ -451,7 +452,8 @@ void fpy_heap_pause(fp_thread_t *t)
 int fpy_heap_fast_ready(const fp_profiler_t *core, const fp_thread_t *t)
 {
     return tl.owner_heap == core->heap && tl.clock && t->mem == tl.clock &&
-           tl.owner_epoch == __atomic_load_n(&core->heap->epoch, __ATOMIC_ACQUIRE);
+           tl.owner_epoch == __atomic_load_n(&core->heap->epoch, __ATOMIC_ACQUIRE) &&
+           tl.owner_sweeps == __atomic_load_n(&core->heap->sweeps, __ATOMIC_ACQUIRE);
 }
 
 void fpy_heap_fast_owner(fp_owner_t owner)
@@ -461,9 +463,10 @@ void fpy_heap_fast_owner(fp_owner_t owner)
 
 void fpy_heap_follow(fp_profiler_t *core, fp_thread_t *t)
 {
-    tl.owner = fp_top_owner(core, t);
+    tl.owner = fp_top_owner(core, t); /* (may sweep: `sweeps` read after it) */
     tl.owner_heap = core->heap;
     tl.owner_epoch = __atomic_load_n(&core->heap->epoch, __ATOMIC_ACQUIRE);
+    tl.owner_sweeps = __atomic_load_n(&core->heap->sweeps, __ATOMIC_ACQUIRE);
 }
 
 /* ---- testing only: the oracle, read at the same moment ---- */

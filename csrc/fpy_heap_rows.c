@@ -26,6 +26,10 @@ PyObject *fpy_memory_totals(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
                          "numpy", fpy_numpy_hooked() ? Py_True : Py_False);
 }
 
+/* The records of the selection, one after another. */
+#define FOR_SELECTED(t, p, one)                                                                         \
+    for (t = (one) ? (one) : (p)->core.threads; t; t = (one) ? NULL : t->hh.next)
+
 /* Appends (code, caller, thread, allocations, allocated, frees, freed,
  * net, live_at_peak) for owner `id` of `callee`'s row; 0 when it has none
  * or nothing to show, -1 with an exception set. */
@@ -48,15 +52,17 @@ static int add_row(fpy_profiler_t *p, PyObject *rows, fp_owner_t id, const fp_en
     return rc;
 }
 
-PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
+PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *thread)
 {
-    if (need_memory(p) < 0)
+    fp_thread_t *one, *t;
+    if (need_memory(p) < 0 || fpy_thread_selected(p, thread, &one) < 0)
         return NULL;
     PyObject *rows = PyList_New(0);
     if (!rows)
         return NULL;
     /* Nothing below runs Python code: the records stay as they are. */
-    for (const fp_thread_t *t = p->core.threads; t; t = t->hh.next) {
+    FOR_SELECTED(t, p, one)
+    {
         for (const fp_entry_t *e = t->entries; e; e = e->hh.next)
             if (add_row(p, rows, e->mem_owner, e, NULL, t) < 0)
                 goto fail;
@@ -91,14 +97,16 @@ static int add_call(PyObject *calls, const fp_entry_t *callee, const fp_entry_t 
     return rc;
 }
 
-PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
+PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *thread)
 {
-    if (need_memory(p) < 0)
+    fp_thread_t *one, *t;
+    if (need_memory(p) < 0 || fpy_thread_selected(p, thread, &one) < 0)
         return NULL;
     PyObject *calls = PyList_New(0);
     if (!calls)
         return NULL;
-    for (const fp_thread_t *t = p->core.threads; t; t = t->hh.next) {
+    FOR_SELECTED(t, p, one)
+    {
         for (const fp_entry_t *e = t->entries; e; e = e->hh.next)
             if (add_call(calls, e, NULL, t, e->mem_incl, e->mem_peak) < 0)
                 goto fail;
@@ -153,11 +161,12 @@ static int add_thread_nodes(fpy_profiler_t *p, fp_thread_t *m, size_t n_made, co
     return rc;
 }
 
-PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
+PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *thread)
 {
-    if (need_memory(p) < 0)
+    fp_thread_t *one, *t;
+    if (need_memory(p) < 0 || fpy_thread_selected(p, thread, &one) < 0)
         return NULL;
-    fp_thread_t *m = fpy_stats_snapshot(p, NULL);
+    fp_thread_t *m = fpy_stats_snapshot(p, thread);
     if (!m)
         return NULL;
     PyObject *result = NULL;
@@ -168,7 +177,8 @@ PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *Py_UNUSED(unused))
         goto done;
     }
     /* Nothing below runs Python code: the records stay as the snapshot saw them. */
-    for (const fp_thread_t *t = p->core.threads; t; t = t->hh.next) {
+    FOR_SELECTED(t, p, one)
+    {
         if (add_thread_nodes(p, m, n_nodes, t, sums) < 0) {
             PyErr_NoMemory();
             goto done;

@@ -122,8 +122,10 @@ static int profiler_init(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
     fp_profiler_init(&p->core, (subcalls ? FP_SUBCALLS : 0) | (callpaths ? FP_CALLPATHS : 0), max_depth,
                      fpy_release_user, p);
     p->memory = memory;
-    if (p->heap)
-        fp_heap_clear(p->heap); /* its owners were the rows just dropped */
+    if (p->heap) {
+        fp_heap_clear(p->heap);
+        fp_heap_forget_owners(p->heap); /* its owners were the rows just dropped */
+    }
     p->core.heap = memory ? p->heap : NULL;
     Py_CLEAR(p->timer);
     if (timer != Py_None) {
@@ -368,8 +370,10 @@ static PyObject *profiler_toggle_with(fpy_profiler_t *p, PyObject *args)
 static PyObject *profiler_clear(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fp_profiler_clear(&p->core);
-    if (p->heap)
-        fp_heap_clear(p->heap); /* its owners were the rows just dropped */
+    if (p->heap) {
+        fp_heap_clear(p->heap);
+        fp_heap_forget_owners(p->heap); /* its owners were the rows just dropped */
+    }
     fpy_route_clear_times(p);
     p->generation++;
     fpy_drain_doomed(p);
@@ -405,6 +409,21 @@ static PyObject *profiler_callpaths(fpy_profiler_t *p, PyObject *args, PyObject 
     return read_tables(p, args, kwds, fpy_callpaths);
 }
 
+static PyObject *profiler_memory_rows(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    return read_tables(p, args, kwds, fpy_memory_rows);
+}
+
+static PyObject *profiler_memory_calls(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    return read_tables(p, args, kwds, fpy_memory_calls);
+}
+
+static PyObject *profiler_memory_callpaths(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
+{
+    return read_tables(p, args, kwds, fpy_memory_callpaths);
+}
+
 static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fpy_fold_ended(p, 1); /* ended threads beyond the newest few: their group's record */
@@ -427,7 +446,8 @@ static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored
 static PyObject *profiler_memory(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
     fpy_fold_ended(p, 1);
-    return PyLong_FromSize_t(fp_profiler_memory(&p->core) + fpy_route_memory(p));
+    return PyLong_FromSize_t(fp_profiler_memory(&p->core) + fpy_route_memory(p) +
+                             (p->core.heap ? fp_heap_self_bytes(p->core.heap) : 0));
 }
 
 static PyObject *profiler_thread_groups(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
@@ -615,17 +635,19 @@ static PyMethodDef profiler_methods[] = {
      "then enable() if it returned true; a signal handler that records no frame of its own."},
     {"_memory_totals", (PyCFunction)fpy_memory_totals, METH_NOARGS,
      "_memory_totals($self, /)\n--\n\nmemory=True: the traced heap's totals, a dict."},
-    {"_memory_rows", (PyCFunction)fpy_memory_rows, METH_NOARGS,
-     "_memory_rows($self, /)\n--\n\nmemory=True: each function's self allocations per thread "
-     "record, a list of (code, thread, allocations, allocated, frees, freed, net, live_at_peak)."},
-    {"_memory_calls", (PyCFunction)fpy_memory_calls, METH_NOARGS,
-     "_memory_calls($self, /)\n--\n\nmemory=True: each function's and edge's bytes including "
-     "callees and peak per thread record, a list of (code, caller, thread, allocated_incl, "
+    {"_memory_rows", (PyCFunction)(void (*)(void))profiler_memory_rows, METH_VARARGS | METH_KEYWORDS,
+     "_memory_rows($self, /, thread=None)\n--\n\nmemory=True: each row's self allocations per thread "
+     "record (thread: that record's only), a list of (code, caller, thread, allocations, allocated, "
+     "frees, freed, net, live_at_peak)."},
+    {"_memory_calls", (PyCFunction)(void (*)(void))profiler_memory_calls, METH_VARARGS | METH_KEYWORDS,
+     "_memory_calls($self, /, thread=None)\n--\n\nmemory=True: each function's and edge's bytes "
+     "including callees and peak per thread record (thread: that record's only), a list of (code, "
+     "caller, thread, allocated_incl, peak)."},
+    {"_memory_callpaths", (PyCFunction)(void (*)(void))profiler_memory_callpaths,
+     METH_VARARGS | METH_KEYWORDS,
+     "_memory_callpaths($self, /, thread=None)\n--\n\nmemory=True, callpaths=True: callpaths(thread), "
+     "each node followed by (allocations, allocated, frees, freed, net, live_at_peak, allocated_incl, "
      "peak)."},
-    {"_memory_callpaths", (PyCFunction)fpy_memory_callpaths, METH_NOARGS,
-     "_memory_callpaths($self, /)\n--\n\nmemory=True, callpaths=True: callpaths() of every thread, each "
-     "node "
-     "followed by (allocations, allocated, frees, freed, net, live_at_peak, allocated_incl, peak)."},
     {"_memory_vs_tracemalloc", (PyCFunction)fpy_memory_vs_tracemalloc, METH_O,
      "_memory_vs_tracemalloc($self, clear, /)\n--\n\nTesting only: clear both, or read both "
      "at one moment."},
@@ -641,8 +663,9 @@ static PyMethodDef profiler_methods[] = {
      "them)."},
     {"_route_times", (PyCFunction)fpy_route_times, METH_O,
      "_route_times($self, request, /)\n--\n\n[(record id, ident, seconds, CPU seconds, profiler "
-     "seconds, removed seconds)]: each thread's time in the context of request id request and "
-     "the profiler's cost taken out of its record; the calling thread's ends."},
+     "seconds, removed seconds, extra events)]: each thread's time in the context of request id "
+     "request, the profiler's cost taken out of its record and the events charged that are no "
+     "call's start or end; the calling thread's ends."},
     {"clear", (PyCFunction)profiler_clear, METH_NOARGS,
      "clear($self, /)\n--\n\nDrop all profiling information collected so far."},
     {"getstats", (PyCFunction)(void (*)(void))profiler_getstats, METH_VARARGS | METH_KEYWORDS,
@@ -668,7 +691,8 @@ static PyMethodDef profiler_methods[] = {
      "threads($self, /)\n--\n\nA list of (id, ident, native_id) of the profiled threads that "
      "recorded a call."},
     {"memory", (PyCFunction)profiler_memory, METH_NOARGS,
-     "memory($self, /)\n--\n\nBytes used by the stats tables."},
+     "memory($self, /)\n--\n\nBytes used by the stats tables (and with memory=True, the table of "
+     "the blocks alive and their owners)."},
     {"_hold_folds", (PyCFunction)fpy_hold_folds, METH_O,
      "_hold_folds($self, on, /)\n--\n\nPrivate: on: fold the records of ended threads now, "
      "then no more until the matching _hold_folds(False) (a read of several steps)."},

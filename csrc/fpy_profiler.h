@@ -407,9 +407,10 @@ int fpy_lines_module_init(PyObject *module);
  * _memory_vs_tracemalloc(clear); see
  * docs/binding-api.md. */
 PyObject *fpy_memory_totals(fpy_profiler_t *p, PyObject *unused);
-PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *unused);
-PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *unused);
-PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *unused);
+/* (thread: None for every record, or a record's id) */
+PyObject *fpy_memory_rows(fpy_profiler_t *p, PyObject *thread);
+PyObject *fpy_memory_calls(fpy_profiler_t *p, PyObject *thread);
+PyObject *fpy_memory_callpaths(fpy_profiler_t *p, PyObject *thread);
 PyObject *fpy_memory_vs_tracemalloc(fpy_profiler_t *p, PyObject *clear);
 
 /* ---- fpy_stats.c: tables to Python objects ---- */
@@ -423,6 +424,9 @@ int fpy_stats_module_init(PyObject *module, fpy_module_state *st);
  * private record whose users are referenced (free it with
  * fpy_stats_snapshot_free); NULL with an exception set. */
 fp_thread_t *fpy_stats_snapshot(fpy_profiler_t *p, PyObject *thread);
+/* The record `thread` names (an id; `*one` NULL for None: all), 0; -1
+ * with an exception set (a KeyError for an id no record has). */
+int fpy_thread_selected(fpy_profiler_t *p, PyObject *thread, fp_thread_t **one);
 void fpy_stats_snapshot_free(fp_thread_t *m);
 
 /* ---- fpy_stats_dict.c: pstats dicts of getstats() entries, or of the

@@ -174,7 +174,7 @@ static struct fpy_route_on *switch_to(fpy_profiler_t *p, const fp_thread_t *t, s
     return on;
 }
 
-fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
+static fp_thread_t *route(fpy_profiler_t *p, fp_thread_t *t)
 {
     PyObject *value = NULL;
     if (PyContextVar_Get(p->route.var, NULL, &value) < 0) {
@@ -210,6 +210,14 @@ fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
     p->route.request = request;
     p->route.rec = part ? part->rec : NULL;
     return p->route.rec;
+}
+
+fp_thread_t *fpy_route_slow(fpy_profiler_t *p, fp_thread_t *t)
+{
+    fp_thread_t *rec = route(p, t);
+    if (!rec)
+        fpy_memory_pause(p, NULL); /* what the thread allocates now is no request's */
+    return rec;
 }
 
 PyObject *fpy_route_by(fpy_profiler_t *p, PyObject *args)
@@ -278,7 +286,7 @@ PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request)
             continue;
         if (p->gc_thread == part->rec)
             p->gc_thread = NULL; /* the collection's end is not recorded */
-        fp_thread_drop(&p->core, part->rec);
+        fp_thread_discard(&p->core, part->rec);
         HASH_DEL(p->route.parts, part);
         fp_free(part);
     }
@@ -312,10 +320,10 @@ PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request)
     for (part = p->route.parts; out && part; part = part->hh.next) {
         if (!part_of(part, r))
             continue;
-        PyObject *item =
-            Py_BuildValue("(KKdddd)", (unsigned long long)part->id, (unsigned long long)part->rec->ident,
-                          part->run * p->route.wall_ns_per_tick * 1e-9, part->cpu * 1e-9,
-                          part->own * tick, part->rec->offset * tick);
+        PyObject *item = Py_BuildValue(
+            "(KKddddK)", (unsigned long long)part->id, (unsigned long long)part->rec->ident,
+            part->run * p->route.wall_ns_per_tick * 1e-9, part->cpu * 1e-9, part->own * tick,
+            part->rec->offset * tick, (unsigned long long)part->rec->extra_events);
         if (!item || PyList_Append(out, item) < 0)
             Py_CLEAR(out);
         Py_XDECREF(item);

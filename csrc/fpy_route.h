@@ -31,8 +31,9 @@ PyObject *fpy_route_drop(fpy_profiler_t *p, PyObject *request);
 /* Profiler._route_times(request): a list of (record id, thread ident,
  * seconds in the request's context, CPU seconds of the thread meanwhile,
  * the profiler's own seconds meanwhile, the seconds compensation took out
- * of the record's times), one per thread that ran the request; the calling
- * thread's stay in it ends. */
+ * of the record's times, the events it charged that are no call's start or
+ * end), one per thread that ran the request; the calling thread's stay in
+ * it ends. */
 PyObject *fpy_route_times(fpy_profiler_t *p, PyObject *request);
 /* clear(): the parts' times start again from 0. */
 void fpy_route_clear_times(fpy_profiler_t *p);

@@ -63,22 +63,29 @@ static void user_refs(fp_thread_t *m, int incref)
 /* Merges the threads selected by `thread` (None: all, else an id) into a
  * new private record with references held on its users; NULL with an
  * exception set on failure. */
+int fpy_thread_selected(fpy_profiler_t *p, PyObject *thread, fp_thread_t **one)
+{
+    *one = NULL;
+    if (thread == NULL || thread == Py_None)
+        return 0;
+    unsigned long long id = PyLong_AsUnsignedLongLong(thread);
+    if (id == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (!(*one = fp_thread_find(&p->core, id))) {
+        PyErr_Format(PyExc_KeyError,
+                     "no profiled thread with id %llu (an ended thread's record may have been "
+                     "folded into its group's: threads() lists the records)",
+                     id);
+        return -1;
+    }
+    return 0;
+}
+
 static fp_thread_t *snapshot(fpy_profiler_t *p, PyObject *thread)
 {
-    int all = thread == NULL || thread == Py_None;
-    fp_thread_t *one = NULL;
-    if (!all) {
-        unsigned long long id = PyLong_AsUnsignedLongLong(thread);
-        if (id == (unsigned long long)-1 && PyErr_Occurred())
-            return NULL;
-        if (!(one = fp_thread_find(&p->core, id))) {
-            PyErr_Format(PyExc_KeyError,
-                         "no profiled thread with id %llu (an ended thread's record may have been "
-                         "folded into its group's: threads() lists the records)",
-                         id);
-            return NULL;
-        }
-    }
+    fp_thread_t *one;
+    if (fpy_thread_selected(p, thread, &one) < 0)
+        return NULL;
     fp_thread_t *m = fp_thread_new(0);
     if (!m)
         return (fp_thread_t *)PyErr_NoMemory();

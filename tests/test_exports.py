@@ -591,9 +591,11 @@ def test_estimated_tree_holds_the_whole_profile(real_profile):
         own[key] = own.get(key, 0.0) + tree.self_time[n]
     for key, v in data.stats.items():
         assert own.get(key, 0.0) == pytest.approx(v[2], rel=1e-9, abs=1e-12), key
-    # the widest root is the program (exec), not the profiler's disable()
+    # the widest root is the program, not the profiler's disable(): exec,
+    # or the <string> module of the cycle exec -> <module> -> nested -> exec
+    # (where the estimate enters the cycle depends on the times)
     top = max(tree.roots, key=lambda r: totals[r])
-    assert tree.functions[tree.func[top]] == exec_key
+    assert tree.functions[tree.func[top]] in (exec_key, ("<string>", 1, "<module>"))
     # and it holds the whole program: exec's cumtime (the other roots are
     # what ran outside it, the profiler's own disable(); a fraction of the
     # total would depend on how long that took on a loaded machine)

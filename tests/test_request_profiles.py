@@ -475,10 +475,10 @@ def test_route_times_per_thread_and_dropped_with_the_request():
         var.reset(token)
         times = prof.request_times(1)
         prof.disable()
-    by_ident = {ident: (run, cpu) for _tid, ident, run, cpu, _removed in times}
+    by_ident = {ident: (run, cpu) for _tid, ident, run, cpu, _removed, _extra in times}
     # the profiler's cost taken out of each record's times: some, and part
     # of what the whole profile says it removed
-    removed = [r for *_t, r in times]
+    removed = [r for *_t, r, _extra in times]
     whole = prof.compensation_info()["removed"]
     assert all(r > 0 for r in removed) and sum(removed) <= whole * (1 + 1e-9), (removed, whole)  # (float sums)
     assert sorted(tid for tid, *_rest in times) == sorted(route_records(prof, 1))
@@ -506,10 +506,17 @@ def test_request_record_says_where_the_time_went(tmp_path):
     profiles = [load_profile(tmp_path / n) for n in written(mw)]
     sleep, busy = [p.request for p in profiles]
     # the profiler's cost taken out of the request's times, said as in any
-    # profile: two events a call
+    # profile: two events a call, and on 3.12+ the other events charged to
+    # the request: a call-site event of each Python call at least, and the
+    # events of the middleware's frames begun before it (not recorded)
     for p in profiles:
         comp = p.compensation
-        assert comp["on"] and comp["events"] == 2 * sum(v[1] for v in p.stats.values()), comp
+        calls = sum(v[1] for v in p.stats.values())
+        py_calls = sum(v[1] for k, v in p.stats.items() if k[0] != "~")
+        if sys.version_info >= (3, 12):
+            assert comp["on"] and 2 * calls + py_calls <= comp["events"] <= 4 * calls, (comp, calls)
+        else:
+            assert comp["on"] and comp["events"] == 2 * calls, (comp, calls)
         assert 0 < comp["removed"] < p.request["recorded"], comp
     # a sleep: in a recorded frame (time.sleep), off the CPU
     assert sleep["duration"] >= sleep["recorded"] >= 0.15

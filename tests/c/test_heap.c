@@ -209,6 +209,70 @@ static void test_owners_merged(void **state)
     fp_heap_fini(&h);
 }
 
+/* Owners retired (merged or dropped) are handed out again by a sweep, and
+ * no block, and no thread's cached id, is counted for the wrong one. */
+static void test_owners_handed_out_again(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_owner_t keep = fp_heap_new_owner(&h);
+    const uint64_t n = FP_HEAP_SWEEP_MIN + 100;
+    fp_owner_t most = 0;
+    for (int round = 0; round < 4; round++) {
+        /* n owners each allocate a block that outlives them: the even ones
+         * are merged into `keep` (a thread folded), the odd ones dropped (a
+         * request thrown away) */
+        uint64_t base = 1000000 * (uint64_t)(round + 1);
+        fp_owner_t first = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            fp_owner_t o = fp_heap_new_owner(&h);
+            assert_true(o != FP_OWNER_NONE);
+            first = first ? first : o;
+            most = o > most ? o : most;
+            fp_heap_track(&h, P(base + i), 10, o);
+            if (i % 2)
+                fp_heap_owner_drop(&h, o);
+            else
+                fp_heap_owner_merge(&h, keep, o);
+        }
+        if (round > 0)
+            assert_true(first < n + 2); /* the sweep handed the ids out again */
+        assert_int_equal(owner(&h, keep).live, 10 * ((n + 1) / 2) * (uint64_t)(round + 1));
+        assert_int_equal(fp_heap_totals(&h).current, 10 * n * (uint64_t)(round + 1));
+    }
+    assert_true(most < 2 * n + 2); /* 4 rounds of n: bounded */
+    /* After the sweeps: a merged owner's block is still `keep`'s, a dropped
+     * one's counts in the totals only, whatever owner has its id now. */
+    uint64_t live = owner(&h, keep).live;
+    fp_heap_take(&h, P(1000000));     /* round 0, i 0: merged */
+    fp_heap_take(&h, P(1000000 + 1)); /* round 0, i 1: dropped */
+    assert_int_equal(owner(&h, keep).live, live - 10);
+    assert_int_equal(fp_heap_totals(&h).current, 10 * n * 4 - 20);
+    /* A thread's id read before a sweep that handed it out again counts for
+     * nobody; one read after counts. */
+    uint64_t before = h.sweeps;
+    for (uint64_t i = 0; i < n; i++)
+        fp_heap_owner_drop(&h, fp_heap_new_owner(&h));
+    fp_owner_t again = fp_heap_new_owner(&h); /* sweeps */
+    assert_true(h.sweeps > before);
+    fp_heap_track_seen(&h, P(7), 5, again, before);
+    assert_int_equal(owner(&h, again).allocs, 0);
+    fp_heap_track_seen(&h, P(8), 5, again, h.sweeps);
+    assert_int_equal(owner(&h, again).allocs, 1);
+    /* every id free again (the rows were dropped): numbered from 1, an id
+     * read before counts for nobody */
+    before = h.sweeps;
+    fp_heap_clear(&h);
+    fp_heap_forget_owners(&h);
+    fp_owner_t one = fp_heap_new_owner(&h);
+    assert_int_equal(one, 1);
+    fp_heap_track_seen(&h, P(9), 5, one, before);
+    assert_int_equal(owner(&h, one).allocs, 0);
+    totals_are(&h, 5, 5, 1);
+    fp_heap_fini(&h);
+}
+
 /* A deterministic generator (xorshift) for the random mix. */
 static uint64_t rng_state = 88172645463325252ull;
 static uint64_t rng(void)
@@ -456,10 +520,15 @@ static void test_bytes_per_million_blocks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_blocks),        cmocka_unit_test(test_peak_and_who_held_it),
-        cmocka_unit_test(test_owners_merged), cmocka_unit_test(test_table_against_a_reference),
-        cmocka_unit_test(test_huge_blocks),   cmocka_unit_test(test_growth_and_its_failure),
-        cmocka_unit_test(test_threads),       cmocka_unit_test(test_bytes_per_million_blocks),
+        cmocka_unit_test(test_blocks),
+        cmocka_unit_test(test_peak_and_who_held_it),
+        cmocka_unit_test(test_owners_merged),
+        cmocka_unit_test(test_owners_handed_out_again),
+        cmocka_unit_test(test_table_against_a_reference),
+        cmocka_unit_test(test_huge_blocks),
+        cmocka_unit_test(test_growth_and_its_failure),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_bytes_per_million_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -310,10 +310,7 @@ class Session:
         """Profile.profile_data() without the helper thread's record."""
         from ..data.model import merge_stats  # (deferred: imported by start(), see _NEEDED)
         from ..data.profile_file import ProfileData  # (deferred: imported by start(), see _NEEDED)
-        from ..recording.profiler import (  # (deferred: imported by start(), see _NEEDED)
-            callpaths_to_file,
-            qualnames_of_codes,
-        )
+        from ..recording.profiler import qualnames_of_codes  # (deferred: imported by start(), see _NEEDED)
         from ..tools.merge import merge_callpaths  # (deferred: imported by start(), see _NEEDED)
         prof = self.prof
         # the records listed stay as they are until the last one is read,
@@ -327,8 +324,7 @@ class Session:
             if self.options.get("threads"):
                 data.threads = kept
             if self.options.get("callpaths"):
-                data.callpaths = merge_callpaths([callpaths_to_file(prof.callpaths(t["id"]))
-                                                  for t in kept])
+                data.callpaths = merge_callpaths([prof.callpaths_file(t["id"]) for t in kept])
             prof.add_recording_details(data)
             if data.memory is not None:
                 data.memory = prof.memory_stats(threads={t["id"] for t in kept})

@@ -10,7 +10,9 @@ thread or asyncio task, the tasks it started, the worker threads that ran
 its sync code (Starlette's run_in_threadpool, anyio and asgiref worker
 threads, run_in_executor with the context copied), and nothing of the
 requests running at the same time; with ``lines=``, the line hits and
-times of the functions it names, the same way. How: one profiler per middleware,
+times of the functions it names, the same way; with ``memory=True``, the
+bytes each function allocated for it (docs/memory.md).
+How: one profiler per middleware,
 ``threads=True``, routing its events (C ``Profiler._route_by``,
 csrc/fpy_route.c) by a context variable that holds the request's id while
 the app runs; contextvars follow the request into its tasks and into the
@@ -43,7 +45,7 @@ import time
 import weakref
 
 from ..data import formats
-from ..recording.profiler import Profile, callpaths_to_file, entries_to_stats
+from ..recording.profiler import Profile, entries_to_stats
 
 __all__ = ["WSGIMiddleware", "ASGIMiddleware", "DjangoMiddleware", "RequestProfiler"]
 
@@ -89,11 +91,12 @@ class RequestProfiler:
     (function patterns, as ``Profile(lines=...)``: those functions' lines
     too, each request's own hits and times), ``fast``
     (``Profile(fast=True)``: Python functions only, cheaper), ``clock``
-    ("wall" or "cpu").
+    ("wall" or "cpu"), ``memory`` (``Profile(memory=True)``: the bytes
+    each function allocated for the request, in its file).
     """
 
     def __init__(self, directory, *, slow_ms=None, every=None, trigger=None, format="prof",
-                 max_files=200, only=None, fast=False, clock="wall", lines=None):
+                 max_files=200, only=None, fast=False, clock="wall", lines=None, memory=False):
         self.directory = os.fspath(directory)
         self.slow_ms = _positive("slow_ms", slow_ms, (int, float))
         self.every = _positive("every", every, int)
@@ -108,7 +111,7 @@ class RequestProfiler:
         self.suffix = row.suffixes[0] if row.suffixes else "." + row.name
         self.max_files = _positive("max_files", max_files, int)
         self._profile = Profile(threads=True, only=only, fast=fast, clock=clock,
-                                callpaths=row.tree, lines=lines)
+                                callpaths=row.tree, lines=lines, memory=memory)
         self._var = contextvars.ContextVar("fastprof.middleware.request")
         self._open = set()
         self._profile.route_by(self._var, self._open)
@@ -230,6 +233,7 @@ class RequestProfiler:
         from ..data.profile_file import ProfileData
         from ..tools.merge import merge_profiles  # (deferred: only kept requests need them)
         prof = self._profile
+        memory = prof.options["memory"]
         names = {t.ident: t.name for t in threading.enumerate()}
         parts, threads = [], []
         for tid, ident, *_times in sorted(times):
@@ -239,11 +243,18 @@ class RequestProfiler:
             stats = entries_to_stats(entries)
             part = ProfileData(stats, qualnames=qualnames_of(e.code for e in entries))
             if prof.options["callpaths"]:
-                part.callpaths = callpaths_to_file(prof.callpaths(tid))
+                part.callpaths = prof.callpaths_file(tid)
+            thread = {"id": len(threads), "ident": ident,
+                      "name": names.get(ident, "thread %d" % ident), "stats": stats}
+            if memory:  # the bytes its functions allocated for this request (the
+                # context variable's reset, whose return is in no request, not shown)
+                part.memory = thread["memory"] = {
+                    key: row for key, row in prof.memory_stats(threads={tid}).items() if key in stats}
             parts.append(part)
-            threads.append({"id": len(threads), "ident": ident,
-                            "name": names.get(ident, "thread %d" % ident), "stats": stats})
+            threads.append(thread)
         data = merge_profiles(parts) if parts else ProfileData({})
+        if memory:  # (the process's, as in any profile: not a sum over threads)
+            data.memory_totals = prof.memory_totals()
         data.threads = threads if len(threads) > 1 else []
         data.clock = prof.clock_info()["clock"]
         data.only = prof.options.get("only")
@@ -252,7 +263,8 @@ class RequestProfiler:
         # profile says it (the views' "profiler cost removed" line)
         data.compensation = cost_note.record(prof.compensation_info()["compensate"],
                                              sum(t[4] for t in times),
-                                             sum(int(v[1]) for v in data.stats.values()))
+                                             sum(int(v[1]) for v in data.stats.values()),
+                                             sum(t[5] for t in times))
         # lines= (line counts are routed by request too, csrc/fpy_lines.c);
         # lines lost for lack of memory cost the file its lines, not its functions
         try:
@@ -415,7 +427,8 @@ def _query_has(query, name):
 
 class WSGIMiddleware:
     """``WSGIMiddleware(app, directory, *, slow_ms=None, every=None,
-    trigger=None, format="prof", max_files=200, only=None, lines=None, fast=False)``:
+    trigger=None, format="prof", max_files=200, only=None, lines=None, fast=False,
+    memory=False)``:
     a WSGI app that profiles the requests of *app* (see the module doc).
     Flask: ``app.wsgi_app = WSGIMiddleware(app.wsgi_app, DIR, ...)``."""
 
@@ -501,7 +514,8 @@ class _Body:
 
 class ASGIMiddleware:
     """``ASGIMiddleware(app, directory, *, slow_ms=None, every=None,
-    trigger=None, format="prof", max_files=200, only=None, lines=None, fast=False)``:
+    trigger=None, format="prof", max_files=200, only=None, lines=None, fast=False,
+    memory=False)``:
     an ASGI app that profiles the HTTP requests of *app* (see the module
     doc). FastAPI / Starlette: ``app.add_middleware(ASGIMiddleware,
     directory=DIR, ...)`` or ``app = ASGIMiddleware(app, DIR, ...)``."""
@@ -558,7 +572,8 @@ class DjangoMiddleware:
     """``MIDDLEWARE = ["fastprof.middleware.DjangoMiddleware", ...]`` (first,
     so that it sees the others' work), configured by ``settings.FASTPROF``:
     a dict of ``directory`` and the keys of WSGIMiddleware (``slow_ms``,
-    ``every``, ``trigger``, ``format``, ``max_files``, ``only``, ``lines``, ``fast``).
+    ``every``, ``trigger``, ``format``, ``max_files``, ``only``, ``lines``, ``fast``,
+    ``memory``).
     Sync and async (ASGI) both; the sync views Django runs in worker
     threads (asgiref's sync_to_async) are in the request's profile."""
 

@@ -351,10 +351,17 @@ class Profile(_fastprof.Profiler):
         thread records *threads* (None: all)."""
         from ..data.names import label  # (deferred: import fastprof adds nothing to cProfile's imports)
 
-        def keyed(rows):
+        def of(read, thread):
+            try:
+                return read(thread)
+            except KeyError:  # (folded since it was listed: in its group's record)
+                return []
+
+        def keyed(read):
+            rows = read() if threads is None else [r for t in threads for r in of(read, t)]
             return [(label(code), None if caller is None else label(caller), thread, *rest)
-                    for code, caller, thread, *rest in rows if threads is None or thread in threads]
-        return keyed(self._memory_rows()), keyed(self._memory_calls())
+                    for code, caller, thread, *rest in rows]
+        return keyed(self._memory_rows), keyed(self._memory_calls)
 
     def memory_totals(self):
         """With ``memory=True``: the process's traced memory while this
@@ -382,16 +389,17 @@ class Profile(_fastprof.Profiler):
 
     def request_times(self, request):
         """Where a routed request's time went, per thread that ran it: a
-        list of ``(record id, ident, seconds, cpu_seconds, removed)``: the
-        thread's time in the request's context (from its first event there
-        to its first event elsewhere) and its CPU time meanwhile, the
-        profiler's own time taken out of it where the times are compensated,
-        and the profiler's cost taken out of the record's times (0 when
-        raw; the C ``_route_times``). The calling thread's time in it ends
-        here."""
+        list of ``(record id, ident, seconds, cpu_seconds, removed,
+        extra_events)``: the thread's time in the request's context (from
+        its first event there to its first event elsewhere) and its CPU time
+        meanwhile, the profiler's own time taken out of it where the times
+        are compensated, the profiler's cost taken out of the record's times
+        (0 when raw) and the events charged to it that are no call's start
+        or end (as ``_compensation()``'s; the C ``_route_times``). The
+        calling thread's time in it ends here."""
         compensate = self._options["compensate"]
-        return [(tid, ident, run, max(0.0, cpu - own) if compensate else cpu, removed)
-                for tid, ident, run, cpu, own, removed in self._route_times(request)]
+        return [(tid, ident, run, max(0.0, cpu - own) if compensate else cpu, removed, extra)
+                for tid, ident, run, cpu, own, removed, extra in self._route_times(request)]
 
     def drop_request(self, request):
         """Free what was recorded for a routed request: its thread records
@@ -738,8 +746,7 @@ class Profile(_fastprof.Profiler):
                 data.threads = self._with_memory(
                     [thread_record(*r) for r in self._thread_records(self.stats)])
             if self._options["callpaths"]:
-                data.callpaths = callpaths_to_file(
-                    self._memory_callpaths() if self._options["memory"] else self.callpaths())
+                data.callpaths = self.callpaths_file()
             if self._keys_shared:
                 data.shared_keys = shared_key_rows(self.getstats())
             self.add_recording_details(data)
@@ -754,11 +761,18 @@ class Profile(_fastprof.Profiler):
         data.compensation = self.compensation(data.stats)
         data.shared_keys = shared_key_rows(entries)
         if self._options["callpaths"]:
-            data.callpaths = callpaths_to_file(self.callpaths(tid))
+            data.callpaths = self.callpaths_file(tid)
         if self._options["memory"]:
             data.memory = self.memory_stats(threads={tid})
             data.memory_totals = self.memory_totals()
         return data
+
+    def callpaths_file(self, thread=None):
+        """``callpaths(thread)`` as a profile file keeps them
+        (``profile_file.CallPaths``), each node's bytes with them when
+        memory is on."""
+        return callpaths_to_file(self._memory_callpaths(thread) if self._options["memory"]
+                                 else self.callpaths(thread))
 
     def add_recording_details(self, data):
         """Put into *data* (a ``ProfileData``) what the profiler recorded

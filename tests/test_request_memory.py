@@ -1,0 +1,191 @@
+"""Memory by request and over a long run (docs/memory.md, issue 33's
+"request" row).
+
+- The middleware with ``memory=True``: each request's file holds the bytes
+  its functions allocated, in its thread and in the worker threads that
+  ran its code, and nothing of the requests running at the same time.
+- What a row allocated is kept by an owner id (csrc/fp_heap.c); the ids of
+  ended threads and of requests thrown away are handed out again, so a
+  service that starts a thread or records a request per task keeps a
+  bounded table: ``Profile.memory()`` stays flat over batches.
+"""
+import concurrent.futures
+import contextvars
+import os
+import sys
+import threading
+
+import fastprof
+from fastprof.data.profile_file import load_profile
+from fastprof.modes.middleware import WSGIMiddleware
+
+KEPT = []  # what the requests allocate stays alive: its net is its size
+SIZES = {"/a": 100_000, "/b": 200_000, "/c": 300_000, "/d": 400_000}
+
+
+def make(n):
+    return bytearray(n)
+
+
+def make_in_worker(n):
+    return bytearray(n)
+
+
+def _app(pool, barrier):
+    def app(environ, start_response):
+        n = SIZES[environ["PATH_INFO"]]
+        barrier.wait(30)  # the four requests run at the same time
+        KEPT.append(make(n))
+        ctx = contextvars.copy_context()  # as asyncio.to_thread / anyio / asgiref do
+        KEPT.append(pool.submit(ctx.run, make_in_worker, n // 10).result())
+        start_response("200 OK", [])
+        return [b""]
+    return app
+
+
+def _call(mw, path):
+    body = mw({"REQUEST_METHOD": "GET", "PATH_INFO": path}, lambda s, h, e=None: None)
+    try:
+        b"".join(body)
+    finally:
+        getattr(body, "close", lambda: None)()
+
+
+def _by_name(table):
+    return {key[2]: row for key, row in table.items()}
+
+
+def test_each_request_file_holds_its_own_bytes(tmp_path):
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    mw = WSGIMiddleware(_app(pool, threading.Barrier(len(SIZES))), tmp_path, every=1, memory=True)
+    threads = [threading.Thread(target=_call, args=(mw, path)) for path in SIZES]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pool.shutdown()
+    assert mw.profiler.flush(120)
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == len(SIZES), files
+    for name in files:
+        data = load_profile(tmp_path / name)
+        n = SIZES[data.request["path"]]
+        rows = _by_name(data.memory)
+        # its own bytearrays, each its size (the object's header included),
+        # none of the other requests'
+        assert rows["make"].allocated == rows["make"].net == sys.getsizeof(bytearray(n)), name
+        assert rows["make_in_worker"].allocated == sys.getsizeof(bytearray(n // 10)), name
+        assert rows["app"].allocated_incl >= rows["make"].allocated
+        # every row is one of the request's functions (the context
+        # variable's reset, whose return is in no request, is not)
+        assert set(data.memory) <= set(data.stats), set(data.memory) - set(data.stats)
+        # the worker thread's bytes are in its own thread record
+        by_thread = {t["name"]: _by_name(t["memory"]) for t in data.threads}
+        assert len(by_thread) == 2, list(by_thread)
+        worker = [rows for rows in by_thread.values() if "make_in_worker" in rows]
+        assert len(worker) == 1 and "make" not in worker[0]
+        # the process's totals when it ended (its bytearrays alive then)
+        assert data.memory_totals["current"] >= rows["make"].net + rows["make_in_worker"].net
+    KEPT.clear()
+
+
+def test_what_a_thread_allocates_out_of_any_request_is_no_requests():
+    """Routing by hand (what the middleware does): after the request's
+    context is left, the thread's allocations count for no request, not
+    for the last row it was in."""
+    var = contextvars.ContextVar("rid")
+    prof = fastprof.Profile(threads=True, memory=True)
+    prof._route_by(var, {1})
+    prof.enable()
+    try:
+        token = var.set(1)
+        kept = make(1000)
+        var.reset(token)
+        after = bytearray(1_000_000)  # out of the request
+        make(2000)
+    finally:
+        prof.disable()
+    records = [t for t, _i, _n in prof.threads() if t >> 63]
+    assert len(records) == 1
+    rows = prof.memory_stats(threads=set(records))
+    assert rows[(make.__code__.co_filename, make.__code__.co_firstlineno, "make")].allocated == \
+        sys.getsizeof(kept)
+    assert sum(row.allocated for row in rows.values()) < len(after), {
+        key[2]: row.allocated for key, row in rows.items()}
+
+
+# -- a bounded table over a long run --------------------------------------------
+
+def _row_maker(i):
+    """A function of its own per i (distinct rows, each a heap owner)."""
+    namespace = {}
+    exec("def f%d(keep):\n    keep.append([%d])\n" % (i, i), namespace)
+    return namespace["f%d" % i]
+
+
+ROWS = [_row_maker(i) for i in range(30)]
+
+
+def _task(keep):
+    for f in ROWS:
+        f(keep)
+
+
+BATCHES, SETTLED = 6, 3
+# what the owners' counts would grow by in a batch if no id were handed out
+# again: 64 bytes an owner, one per row of a record at least
+LEAK_PER_RECORD = 64 * len(ROWS)
+
+
+def _growth(run_batch, prof):
+    """Profile.memory() after each batch: the growth over the last
+    BATCHES - SETTLED (the first ones fill the tables, the free lists and
+    the owners in use between two sweeps)."""
+    sizes = []
+    for _ in range(BATCHES):
+        run_batch()
+        sizes.append(prof.memory())
+    return sizes[-1] - sizes[SETTLED - 1], sizes
+
+
+def test_ended_threads_rows_are_handed_out_again():
+    """600 threads a batch, 30 rows each: 18,000 owners a batch."""
+    prof = fastprof.Profile(memory=True, threads=True)
+    n = 600
+
+    def batch():
+        keep = []
+        threads = [threading.Thread(target=_task, args=(keep,)) for _ in range(n)]
+        for t in threads:
+            t.start()
+            t.join()  # (one at a time: their records are folded as they end)
+    prof.enable()
+    try:
+        grown, sizes = _growth(batch, prof)
+    finally:
+        prof.disable()
+    assert grown < LEAK_PER_RECORD * n * (BATCHES - SETTLED) / 4, sizes
+    # and what they allocated is all there
+    rows = _by_name(prof.memory_stats())
+    assert sum(rows[f.__name__].allocations for f in ROWS) >= n * BATCHES * len(ROWS)
+
+
+def test_requests_thrown_away_give_their_rows_back(tmp_path):
+    """600 requests a batch, on a thread each, none kept (slow_ms): their
+    records are dropped, their owners with them."""
+    n = 600
+    mw = WSGIMiddleware(lambda environ, start_response: (_task([]), start_response("200 OK", []),
+                                                         [b""])[2],
+                        tmp_path, slow_ms=100_000, memory=True)
+
+    def batch():
+        for _ in range(n):
+            t = threading.Thread(target=_call, args=(mw, "/"))
+            t.start()
+            t.join()
+    try:
+        grown, sizes = _growth(batch, mw.profiler._profile)
+    finally:
+        mw.profiler.close()  # (slow_ms: enabled between the requests until then)
+    assert grown < LEAK_PER_RECORD * n * (BATCHES - SETTLED) / 4, sizes
+    assert not os.listdir(tmp_path)
