@@ -13,17 +13,23 @@ from helpers import USING_CPROFILE
 if USING_CPROFILE:
     pytest.skip("fastprof's file format", allow_module_level=True)
 
-from fastprof.data.profile_file import STATS_OF_FILE, ProfileData, load_profile, write_profile  # noqa: E402
+from fastprof.data.profile_file import (  # noqa: E402
+    MEMORY_OF_FILE,
+    STATS_OF_FILE,
+    ProfileData,
+    load_profile,
+    write_profile,
+)
 
 
 def work(n):
     return sum(i * i for i in range(n))
 
 
-def recorded(run_thread=False, callpaths=True):
+def recorded(run_thread=False, callpaths=True, memory=False):
     """A real profile (threads=True) of work(), in one thread or two."""
     import fastprof
-    prof = fastprof.Profile(threads=True, callpaths=callpaths)
+    prof = fastprof.Profile(threads=True, callpaths=callpaths, memory=memory)
     prof.enable()
     work(200)
     if run_thread:
@@ -73,6 +79,23 @@ def test_one_thread_is_written_once_and_read_back_the_same(tmp_path, callpaths):
     # pstats reads the table as before
     assert pstats.Stats(str(new), stream=io.StringIO()).stats == pstats.Stats(
         str(old), stream=io.StringIO()).stats
+
+
+@pytest.mark.parametrize("run_thread", [False, True])
+def test_one_threads_memory_is_written_once(tmp_path, run_thread):
+    data = recorded(run_thread=run_thread, memory=True)
+    assert data.memory and all(t["memory"] for t in data.threads)
+    path = tmp_path / "p.prof"
+    write_profile(str(path), data)
+    _stats, trailer = raw_parts(path)
+    if run_thread:  # two threads: each its own rows
+        assert all("memory" in t and MEMORY_OF_FILE not in t for t in trailer["threads"])
+    else:
+        (record,) = trailer["threads"]
+        assert "memory" not in record and record[MEMORY_OF_FILE] is True
+    got = load_profile(str(path))
+    assert got.memory == data.memory and got.threads == data.threads
+    assert got.threads[0]["memory"] is not got.memory
 
 
 def test_two_threads_keep_their_stats(tmp_path):

@@ -89,6 +89,28 @@ def test_each_request_file_holds_its_own_bytes(tmp_path):
     KEPT.clear()
 
 
+def test_a_requests_totals_leave_out_what_was_freed_between_requests(tmp_path):
+    """every=N: the profiler (and its allocator hooks) is off between the
+    requests it records, so it does not see the frees of that time; the
+    next recorded request starts its heap afresh instead of counting those
+    blocks alive."""
+    big = []
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] == "/big":
+            big.append(make(5_000_000))
+        start_response("200 OK", [])
+        return [b""]
+    mw = WSGIMiddleware(app, tmp_path, every=1, memory=True)
+    _call(mw, "/big")
+    big.clear()  # freed while no request is recorded
+    _call(mw, "/small")
+    assert mw.profiler.flush(120)
+    first, second = [load_profile(tmp_path / n) for n in sorted(os.listdir(tmp_path))]
+    assert first.memory_totals["current"] >= 5_000_000
+    assert second.memory_totals["peak"] < 5_000_000, second.memory_totals
+
+
 def test_what_a_thread_allocates_out_of_any_request_is_no_requests():
     """Routing by hand (what the middleware does): after the request's
     context is left, the thread's allocations count for no request, not

@@ -3,7 +3,7 @@ over many requests, do the process's memory and CPU time per request stay
 where they were, whether the requests are written, dropped or skipped?
 
     python benchmarks/questions/middleware_soak.py [--server inprocess|wsgiref|werkzeug]
-           [--outcome dropped|written|skipped|none] [--requests 100000] [--batch 10000]
+           [--outcome dropped|written|skipped|none] [--memory] [--requests 100000] [--batch 10000]
 
 Servers: ``inprocess`` (default) calls the middleware from a fresh
 ``threading.Thread`` per request in this process; ``wsgiref`` is a
@@ -14,7 +14,8 @@ request at a time, a new connection each (so a new server thread each).
 Outcomes: ``dropped`` (``slow_ms=100000``: every request recorded, none
 kept), ``written`` (``every=1``: every request written, ``max_files=50``),
 ``skipped`` (``trigger=``: no request carries it, none recorded), ``none``
-(no middleware: the app alone).
+(no middleware: the app alone). ``--memory``: the middleware's
+``memory=True`` (each request's bytes too).
 
 Prints, per batch: CPU time per request of the server process (all its
 threads: user + system, from /proc), its resident size, and in process the
@@ -198,10 +199,13 @@ def main():
     ap.add_argument("--outcome", choices=sorted(OUTCOMES), default="dropped")
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--batch", type=int, default=10000)
+    ap.add_argument("--memory", action="store_true", help="the middleware's memory=True")
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="fastprof-soak-")
     directory = os.path.join(workdir, "profiles")
     options = OUTCOMES[args.outcome]
+    if args.memory and options is not None:
+        options = dict(options, memory=True)
     print("Python %s, %s server, %s, %d requests in batches of %d" % (
         sys.version.split()[0], args.server, args.outcome if options is None
         else "%s %r" % (args.outcome, options), args.requests, args.batch))

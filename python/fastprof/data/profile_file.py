@@ -45,6 +45,8 @@ A thread record may hold ``"stats_of_file": True`` instead of ``stats``
 (one thread, the same rows), written once instead of twice; ``load_profile``
 gives the record its ``stats`` again (a copy of the table), so readers see
 what they saw before.  pstats reads the table only, which is unchanged.
+Likewise ``"memory_of_file": True`` instead of a record's ``memory``: the
+file's memory rows.
 
 ``request`` (fastprof.middleware, added without a version bump): the web
 request the profile is of: its method, path (without the query), response
@@ -226,8 +228,10 @@ class ProfileData:
             out["clock"] = self.clock
         if self.callpaths is not None:
             out["callpaths"] = self.callpaths.to_marshal()
+        memory_out = memory.table_to_marshal(self.memory, self.memory_totals) if self.memory is not None else None
         if self.threads:
-            out["threads"] = _threads_to_marshal(self.threads, self.stats)
+            out["threads"] = _threads_to_marshal(self.threads, self.stats,
+                                                 memory_out["rows"] if memory_out else None)
         if self.qualnames:
             out["qualnames"] = [tuple(k) + (q,) for k, q in self.qualnames.items()]
         if self.lines:
@@ -255,39 +259,47 @@ class ProfileData:
         if self.shared_keys:
             out["shared_keys"] = {tuple(k): [(str(q), tuple(row)) for q, row in parts]
                                   for k, parts in self.shared_keys.items()}
-        if self.memory is not None:
-            out["memory"] = memory.table_to_marshal(self.memory, self.memory_totals)
+        if memory_out is not None:
+            out["memory"] = memory_out
         return None if out == header else out
 
 
 # a thread record's key in place of "stats": the file's pstats table (module doc)
 STATS_OF_FILE = "stats_of_file"
+MEMORY_OF_FILE = "memory_of_file"
 
 
-def _threads_to_marshal(threads, stats):
-    """The trailer's thread records: one thread whose stats are the file's
-    table says so instead of holding it again (the file's size halved); a
-    record's memory (``{key: MemoryRow}``) as the trailer's memory rows."""
+def _threads_to_marshal(threads, stats, memory_rows):
+    """The trailer's thread records: one thread whose stats (memory) are
+    the file's table says so instead of holding it again (the file's size
+    halved); a record's memory (``{key: MemoryRow}``) as the trailer's
+    memory rows (*memory_rows*: the file's)."""
     out = [dict(t, memory=memory.table_to_marshal(t["memory"], None)["rows"]) if "memory" in t else t
            for t in threads]
-    if len(out) == 1 and out[0].get("stats") == stats:
-        record = {k: v for k, v in out[0].items() if k != "stats"}
-        record[STATS_OF_FILE] = True
-        return [record]
-    return out
+    if len(out) != 1:
+        return out
+    record = dict(out[0])
+    for name, mark, whole in (("stats", STATS_OF_FILE, stats), ("memory", MEMORY_OF_FILE, memory_rows)):
+        if whole is not None and record.get(name) == whole:
+            del record[name]
+            record[mark] = True
+    return [record]
 
 
-def _threads_from_marshal(threads, stats):
-    """The thread records as written before STATS_OF_FILE: each with its
-    stats; a record's memory as ``{key: MemoryRow}`` (ValueError if it is
-    not memory rows)."""
+def _threads_from_marshal(threads, stats, memory_table):
+    """The thread records as written before STATS_OF_FILE and
+    MEMORY_OF_FILE: each with its stats, and its memory as ``{key:
+    MemoryRow}`` (ValueError if it is not memory rows)."""
     out = []
     for t in threads:
-        if isinstance(t, dict) and t.get(STATS_OF_FILE) is True and "stats" not in t:
-            t = {k: v for k, v in t.items() if k != STATS_OF_FILE}
-            t["stats"] = dict(stats)
-        if isinstance(t, dict) and "memory" in t:
-            t = dict(t, memory=memory.table_from_marshal({"rows": t["memory"]})[0])
+        if isinstance(t, dict):
+            t = dict(t)
+            if t.pop(STATS_OF_FILE, None) is True and "stats" not in t:
+                t["stats"] = dict(stats)
+            if t.pop(MEMORY_OF_FILE, None) is True and "memory" not in t and memory_table is not None:
+                t["memory"] = dict(memory_table)
+            elif "memory" in t:
+                t["memory"] = memory.table_from_marshal({"rows": t["memory"]})[0]
         out.append(t)
     return out
 
@@ -382,7 +394,9 @@ def load_profile(path) -> ProfileData:
     try:
         if "callpaths" in trailer:
             data.callpaths = CallPaths.from_marshal(trailer["callpaths"])
-        data.threads = _threads_from_marshal(trailer.get("threads", []), stats)
+        if "memory" in trailer:
+            data.memory, data.memory_totals = memory.table_from_marshal(trailer["memory"])
+        data.threads = _threads_from_marshal(trailer.get("threads", []), stats, data.memory)
         data.clock = trailer.get("clock")
         data.qualnames = {(f, line, name): str(q) for f, line, name, q in trailer.get("qualnames", ())}
         data.lines = {tuple(k): {int(n): (int(h), float(t)) for n, (h, t) in v.items()}
@@ -399,8 +413,6 @@ def load_profile(path) -> ProfileData:
         if isinstance(trailer.get("request"), dict):
             data.request = dict(trailer["request"])
         data.compensation = check_compensation(trailer.get("compensation"))
-        if "memory" in trailer:
-            data.memory, data.memory_totals = memory.table_from_marshal(trailer["memory"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError("%s: corrupt fastprof trailer (%s)" % (path, exc)) from None
     return data

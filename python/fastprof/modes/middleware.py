@@ -157,6 +157,10 @@ class RequestProfiler:
             self._open.add(rid)
             if self._active == 0:
                 try:
+                    if self._profile.options["memory"] and not self._profile.enabled:
+                        # the blocks freed while it was off were not seen:
+                        # the heap starts again (no request's records are left)
+                        self._profile.clear()
                     self._profile.enable()
                 except Exception as exc:  # another profiler holds the frame evaluator...
                     self._open.discard(rid)
