@@ -394,35 +394,18 @@ static PyObject *read_tables(fpy_profiler_t *p, PyObject *args, PyObject *kwds,
     return read(p, thread);
 }
 
-static PyObject *profiler_getstats(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
-{
-    return read_tables(p, args, kwds, fpy_getstats);
-}
-
-static PyObject *profiler_stats_and_codes(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
-{
-    return read_tables(p, args, kwds, fpy_stats_and_codes);
-}
-
-static PyObject *profiler_callpaths(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
-{
-    return read_tables(p, args, kwds, fpy_callpaths);
-}
-
-static PyObject *profiler_memory_rows(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
-{
-    return read_tables(p, args, kwds, fpy_memory_rows);
-}
-
-static PyObject *profiler_memory_calls(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
-{
-    return read_tables(p, args, kwds, fpy_memory_calls);
-}
-
-static PyObject *profiler_memory_callpaths(fpy_profiler_t *p, PyObject *args, PyObject *kwds)
-{
-    return read_tables(p, args, kwds, fpy_memory_callpaths);
-}
+/* The methods that read one of the tables that way. */
+#define READS_TABLES(method, read)                                                                      \
+    static PyObject *method(fpy_profiler_t *p, PyObject *args, PyObject *kwds)                          \
+    {                                                                                                   \
+        return read_tables(p, args, kwds, read);                                                        \
+    }
+READS_TABLES(profiler_getstats, fpy_getstats)
+READS_TABLES(profiler_stats_and_codes, fpy_stats_and_codes)
+READS_TABLES(profiler_callpaths, fpy_callpaths)
+READS_TABLES(profiler_memory_rows, fpy_memory_rows)
+READS_TABLES(profiler_memory_calls, fpy_memory_calls)
+READS_TABLES(profiler_memory_callpaths, fpy_memory_callpaths)
 
 static PyObject *profiler_threads(fpy_profiler_t *p, PyObject *Py_UNUSED(ignored))
 {
