@@ -663,6 +663,55 @@ def test_memory_table_and_flame_by_bytes(browser, tmp_path):
     assert [f for f in _frames(browser) if f["name"].endswith("chatter")]
 
 
+def _keep_2mb(kept):
+    kept.append(bytearray(2 * 10**6))
+
+
+def _churn_5mb():
+    for _ in range(5):
+        b = bytearray(10**6)
+        del b
+
+
+def test_memory_table_of_each_thread(browser, tmp_path):
+    """Several threads: each thread's view shows its own memory rows."""
+    if helpers.USING_CPROFILE:
+        pytest.skip("memory is fastprof's")
+    from fastprof import Profile
+    kept = []
+    p = Profile(memory=True, threads=True, builtins=False)
+    p.enable()
+    _keep_2mb(kept)
+    worker = threading.Thread(target=_churn_5mb, name="churner")
+    worker.start()
+    worker.join()
+    p.disable()
+    out = tmp_path / "threads.html"
+    export(p.profile_data(), str(out), min_percent=0)
+    _open(browser, out)
+    assert browser.problems() == []
+
+    def memory_rows():
+        return browser.eval("""Array.prototype.map.call(document.querySelectorAll('#memory tbody tr'),
+            function(tr){ return [tr.querySelector('a').textContent,
+                                  parseFloat(tr.children[1].getAttribute('data-value'))]; })""")
+
+    def names(rows):
+        return [r[0].split(".")[-1] for r in rows]
+    everything = memory_rows()
+    assert {"_keep_2mb", "_churn_5mb"} <= set(names(everything)), everything
+    labels = browser.eval("window.fastprofReport.data.views.map(function(v){ return v.label; })")
+    for view, mine, other in ((labels.index("churner"), "_churn_5mb", "_keep_2mb"),
+                              (labels.index("MainThread"), "_keep_2mb", "_churn_5mb")):
+        browser.eval("window.fastprofReport.loadView(%d)" % view)
+        rows = memory_rows()
+        assert mine in names(rows) and other not in names(rows), (view, rows)
+        assert "the bytes of " in browser.eval("document.getElementById('memory-note').textContent")
+    browser.eval("window.fastprofReport.loadView(0)")
+    assert memory_rows() == everything
+    del kept[:]
+
+
 def test_report_without_memory_has_no_memory_parts(browser, tmp_path):
     out = tmp_path / "syn.html"
     export(synthetic_data(), str(out))

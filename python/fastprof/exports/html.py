@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, TextIO, Tuple
 
 from ..data import cost_note, line_sources
 from ..data.calltree import MIN_ESTIMATED_FRACTION, CallTree, build_tree, tree_from_callers
-from ..data.memory import weighed_by_bytes
+from ..data.memory import add_table, weighed_by_bytes
 from ..data.model import is_builtin
 from ..data.names import readable_name, short_path
 from ..data.profile_file import FuncKey, ProfileData
@@ -252,6 +252,10 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
         cum.setdefault(k, 0.0)
     for k in list(data.memory or ()) + [k for t in flames.values() for k in t.functions]:
         cum.setdefault(k, 0.0)
+    group_memory = [_sum_memory(ts) for _label, ts in groups]
+    for table in group_memory:
+        for k in table or ():
+            cum.setdefault(k, 0.0)
     keys = sorted(cum, key=lambda k: -cum[k])
     index = {k: i for i, k in enumerate(keys)}
 
@@ -263,10 +267,12 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
 
     functions = [row(k) for k in keys]
     views = [_view(stats, tree, index, "all threads", len(data.threads))]
-    for (label, ts), st in zip(groups, group_stats):
+    for (label, ts), st, table in zip(groups, group_stats, group_memory):
         t = tree_from_callers(st, max_nodes=MAX_THREAD_TREE_NODES,
                               min_fraction=max(min_fraction, MIN_ESTIMATED_FRACTION))
         views.append(_view(st, fold_import_frames(t), index, label, len(ts)))
+        if data.memory is not None and table is not None:  # its threads' own memory table
+            views[-1]["memory"] = _memory_rows(table, index)
 
     sources: Dict[str, dict] = {}
     budget = MAX_SOURCE_BYTES
@@ -304,14 +310,29 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
 
 def _memory_json(data: ProfileData, index: Dict[FuncKey, int]) -> Optional[dict]:
     """The memory table (a profile made with memory): the process's totals
-    and each function's [index, allocated, allocated_incl, net, peak,
-    live_at_peak, allocations], most allocated first."""
+    and the rows of all threads (a view of some threads has its own)."""
     if data.memory is None:
         return None
-    rows = sorted(data.memory.items(), key=lambda kv: -kv[1].allocated)
-    return {"totals": dict(data.memory_totals or {}),
-            "rows": [[index[k], r.allocated, r.allocated_incl, r.net, r.peak, r.live_at_peak,
-                      r.allocations] for k, r in rows if k in index]}
+    return {"totals": dict(data.memory_totals or {}), "rows": _memory_rows(data.memory, index)}
+
+
+def _memory_rows(table, index: Dict[FuncKey, int]) -> List[list]:
+    """Each function's [index, allocated, allocated_incl, net, peak,
+    live_at_peak, allocations], most allocated first."""
+    rows = sorted(table.items(), key=lambda kv: -kv[1].allocated)
+    return [[index[k], r.allocated, r.allocated_incl, r.net, r.peak, r.live_at_peak, r.allocations]
+            for k, r in rows if k in index]
+
+
+def _sum_memory(threads: List[dict]):
+    """The memory table of these thread records together, or None when one
+    has none (a file written before threads kept their memory)."""
+    if not all("memory" in t for t in threads):
+        return None
+    total: dict = {}
+    for t in threads:
+        add_table(total, t["memory"])
+    return total
 
 
 def _json_for_script(obj) -> str:

@@ -554,6 +554,7 @@
     drawSummary();
     drawFlameNote();
     drawTable();
+    drawMemory();
     drawFlame();
     if (selectedFunc >= 0) select(selectedFunc);
   }
@@ -587,17 +588,20 @@
     $('flame-by-box').hidden = false;
     sel.addEventListener('change', function () { setFlameBy(sel.value); });
   })();
-  (function memoryTable() {
+  // the selected view's rows: its threads' own when the file keeps them
+  function drawMemory() {
     var M = D.memory;
     if (!M) return;
-    $('memory-section').hidden = false;
+    var own = VIEW.memory !== undefined;
     var t = M.totals || {};
-    $('memory-note').textContent = 'the process\'s traced bytes: ' + fmtBytes(t.peak || 0) +
+    $('memory-note').textContent = (own ? 'the bytes of ' + VIEW.label + '; ' : '') +
+      'the process\'s traced bytes: ' + fmtBytes(t.peak || 0) +
       ' at the peak, ' + fmtBytes(t.current || 0) + ' alive at the end; allocated: bytes a function ' +
       'allocated itself, incl: with its callees, net: still alive at the end, peak: the most one ' +
       'call rose, held: alive at the process\'s peak';
     var body = $('memory').tBodies[0], frag = document.createDocumentFragment();
-    M.rows.slice(0, TABLE_LIMIT).forEach(function (r) {
+    while (body.firstChild) body.removeChild(body.firstChild);
+    (own ? VIEW.memory : M.rows).slice(0, TABLE_LIMIT).forEach(function (r) {
       var f = ALL[r[0]], tr = el('tr', { 'data-func': String(r[0]) });
       var name = el('td', { 'class': 'fn' });
       name.appendChild(el('a', { 'class': 'fnlink', 'data-func': String(r[0]) }, f.name));
@@ -608,6 +612,10 @@
       frag.appendChild(tr);
     });
     body.appendChild(frag);
+  }
+  (function memoryTable() {
+    if (!D.memory) return;
+    $('memory-section').hidden = false;
     $('memory').addEventListener('click', function (ev) {
       var a = ev.target.closest('a.fnlink');
       if (a) select(+a.getAttribute('data-func'), false);
