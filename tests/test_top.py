@@ -161,6 +161,36 @@ def test_sorting_and_the_screen():
     assert len(small) == 8 and small[-1] == top.HELP_LINE[:38] + ".." and max(map(len, small)) <= 40
 
 
+def test_bytes_allocated_in_the_interval():
+    """--memory: each snapshot has each function's bytes so far (all
+    threads but the helper's, and the shown thread's); a row holds the
+    period's, and a function that allocated without a call returning in
+    the period has a row too."""
+    before = dict(BEFORE, memory=[list(F) + [1000], list(LEN) + [64]],
+                  thread_memory=[2, [list(F) + [400]]])
+    after = dict(AFTER, memory=[list(F) + [1500], list(LEN) + [64], list(G) + [4096]],
+                 thread_memory=[2, [list(F) + [1400]]])
+    rows, _s = top.interval_rows(before, after, KEYS)
+    got = {r.key: r.allocated for r in rows}
+    assert got == {F: 500, LEN: 0, G: 4096}
+    assert [r.key for r in top.sort_rows(rows, "alloc")][0] == G
+    rows, _s = top.interval_rows(before, after, KEYS, thread=2)
+    assert {r.key: r.allocated for r in rows} == {F: 1000, LEN: 0}
+    assert {r.key: r.allocated for r in top.interval_rows(None, after, KEYS)[0]}[G] == 4096
+    view = top.View(4321, sort="alloc", micro="u", memory=True)
+    view.add_functions([list(F) + [None], list(G) + [None], list(LEN) + [None], list(F) + [None]])
+    view.add_snapshot(before)
+    view.add_snapshot(after)
+    lines = view.lines(100, 24)
+    assert lines[1] == "threads: all (3) - sort: bytes allocated - last 500 ms"
+    assert lines[2].endswith(", 4.5 KiB allocated"), lines[2]
+    assert lines[4].split() == ["OWN", "OWN%", "CUM", "CALLS", "CALLS/S", "ALLOC", "FUNCTION"]
+    assert lines[5].split()[-3:] == ["KiB", "g", "(app.py:20)"] and lines[5].split()[0] == "0"
+    assert lines[-1] == top.HELP_LINE_MEMORY
+    # a snapshot without memory (no --memory): no bytes, no row for them
+    assert {r.key: r.allocated for r in top.interval_rows(BEFORE, AFTER, KEYS)[0]} == {F: 0, LEN: 0}
+
+
 def run_top(*args, timeout=120, tmpdir=None):
     env = cli_env()
     if tmpdir is not None:
@@ -466,6 +496,29 @@ def test_attach_and_detach_20_times(tmp_path, baseline):
 
 
 @needs_remote_exec
+def test_memory_sorted_by_bytes(tmp_path):
+    """--memory -s alloc on a live target: alpha_work's scratch buffer (4 KiB
+    a call) is the most allocated."""
+    t = Target(tmp_path)
+    try:
+        for thread in ([], ["--thread", "alpha"]):
+            status, stdout, stderr = run_top(t.pid, "--batch", "-n", "2", "--interval", "0.3",
+                                             "--memory", "-s", "alloc", "--limit", "3", *thread)
+            assert status == 0, stderr
+            frame = stdout.split("\n\n")[1].splitlines()
+            assert "sort: bytes allocated" in frame[1] and frame[2].endswith(" allocated"), frame
+            header = [n for n, line in enumerate(frame) if line.split()[:1] == ["OWN"]][0]
+            assert frame[header].split()[5] == "ALLOC"
+            first = frame[header + 1].split()
+            assert "alpha_work" in first and first[first.index("alpha_work") - 1] in ("KiB", "MiB"), frame
+        time.sleep(0.3)
+        result = t.finish()
+    finally:
+        t.kill()
+    assert "fastprof modules: []" in result[1] and "profiler slot: None" in result[1]
+
+
+@needs_remote_exec
 def test_thread_option_and_errors(tmp_path):
     t = Target(tmp_path)
     try:
@@ -531,8 +584,8 @@ def test_clear_errors():
         sleeper.wait()
     one_line([os.getpid(), "--batch", "--interval", "0"], "--interval must be more than 0, not 0")
     one_line([os.getpid(), "-n", "3"], "-n/--iterations needs --batch")
-    one_line([os.getpid(), "--batch", "--memory"],
-             "--memory is not supported by top yet: use fastprof attach PID --memory")
+    one_line([os.getpid(), "--batch", "-s", "alloc"],
+             "-s alloc needs --memory (the bytes each function allocates)")
 
 
 # -- a thread per task: what the agent does stays bounded ------------------------

@@ -3,7 +3,7 @@
     python top_target.py CONTROL_DIR
 
 Two kinds of work on named threads until CONTROL_DIR/stop appears: "alpha"
-calls alpha_work, few calls of much own time each; "beta-0" and "beta-1"
+calls alpha_work, few calls of much own time each (and 4 KiB allocated); "beta-0" and "beta-1"
 call beta_work, many calls of little time each.  Writes CONTROL_DIR/ready
 once they run.  At the end prints a computed value that does not depend on
 how long the threads ran (so a profiled run prints the same), whether the
@@ -19,10 +19,11 @@ import time
 
 
 def alpha_work():
+    scratch = bytearray(4096)  # (fastprof top --memory: the most allocated)
     total = 0
     for i in range(20000):
         total += i % 7
-    return total
+    return total + len(scratch) - 4096
 
 
 def beta_work(i):

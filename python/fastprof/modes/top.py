@@ -26,7 +26,7 @@ import time
 from ..data import cost_note
 from ..data.model import match_key
 from ..data.names import readable_name
-from ..tools.view import format_count, format_time, micro_sign
+from ..tools.view import format_bytes, format_count, format_time, micro_sign
 from . import attach, run_options
 from .attach import AttachError
 from .interrupts import CtrlC
@@ -43,25 +43,30 @@ SORTS = {
     "own": ("own time", lambda r: r.own),
     "cum": ("cumulative time", lambda r: r.cum),
     "calls": ("calls", lambda r: r.calls),
+    "alloc": ("bytes allocated", lambda r: r.allocated),  # (--memory)
 }
-SORT_KEYS = {"o": "own", "c": "cum", "n": "calls"}
+SORT_KEYS = {"o": "own", "c": "cum", "n": "calls", "m": "alloc"}
 
-# the table's row: own, own %, cumulative, calls, calls/s, function
+# the table's row: own, own %, cumulative, calls, calls/s, function; with
+# --memory, the bytes allocated before the function
 ROW = "%8s %6s %8s %9s %9s  %s"
 ROW_WIDTH = 8 + 6 + 8 + 9 + 9 + 4 + 2
+ALLOC = "%9s "
 HELP_LINE = "q quit  o/c/n sort  t/T thread  p pause  w write  a total  j/k scroll"
+HELP_LINE_MEMORY = "q quit  o/c/n/m sort  t/T thread  p pause  w write  a total  j/k scroll"
 
 
 class Row:
     """One function's numbers over a period."""
 
-    __slots__ = ("key", "calls", "pcalls", "own", "cum")
+    __slots__ = ("key", "calls", "pcalls", "own", "cum", "allocated")
 
-    def __init__(self, key, calls, pcalls, own, cum):
+    def __init__(self, key, calls, pcalls, own, cum, allocated=0):
         self.key, self.calls, self.pcalls, self.own, self.cum = key, calls, pcalls, own, cum
+        self.allocated = allocated  # bytes it allocated itself (--memory)
 
     def astuple(self):
-        return (self.key, self.calls, self.pcalls, self.own, self.cum)
+        return (self.key, self.calls, self.pcalls, self.own, self.cum, self.allocated)
 
     def __repr__(self):
         return "Row%r" % (self.astuple(),)
@@ -98,6 +103,24 @@ def totals(snapshot, keys, thread=None):
     return out
 
 
+def allocated(snapshot, thread=None):
+    """{function key: bytes it allocated itself} of the snapshot's threads
+    (the helper's left out), or of the one whose id is *thread*; None if
+    the snapshot has no memory (no --memory) or not that thread's."""
+    if thread is None:
+        rows = snapshot.get("memory")
+    else:
+        one = snapshot.get("thread_memory")
+        rows = one[1] if one is not None and one[0] == thread else None
+    if rows is None:
+        return None
+    out = {}
+    for filename, line, name, nbytes in rows:
+        key = match_key((filename, line, name))
+        out[key] = out.get(key, 0) + nbytes
+    return out
+
+
 def interval_rows(before, after, keys, thread=None):
     """The rows of the period between two snapshots (*before* None: since
     attach) and its length in seconds: ``(rows, seconds)``; ``(None, 0.0)``
@@ -106,20 +129,25 @@ def interval_rows(before, after, keys, thread=None):
 
     *keys*: function number -> pstats key (match_key'd, so that C functions
     named with an address make one row).  Only functions with a call that
-    returned in the period have a row; a function absent before starts from
-    zero.  *thread*: a thread id (None: all)."""
+    returned in the period, or (--memory) bytes allocated in it, have a
+    row; a function absent before starts from zero.  *thread*: a thread id
+    (None: all)."""
     new = totals(after, keys, thread)
     old = totals(before, keys, thread) if before is not None else {}
     if new is None or old is None:
         return None, 0.0
     seconds = after["time"] - before["time"] if before is not None else after["elapsed"]
+    new_bytes = allocated(after, thread) or {}
+    old_bytes = (allocated(before, thread) or {}) if before is not None else {}
     rows = []
-    for key, (nc, pc, tt, ct) in new.items():
+    for key in set(new) | set(new_bytes):
+        nc, pc, tt, ct = new.get(key, (0, 0, 0.0, 0.0))
         o = old.get(key)
         if o is not None:
             nc, pc, tt, ct = nc - o[0], pc - o[1], tt - o[2], ct - o[3]
-        if nc or tt or ct:
-            rows.append(Row(key, nc, pc, tt, ct))
+        nbytes = new_bytes.get(key, 0) - old_bytes.get(key, 0)
+        if nc or tt or ct or nbytes:
+            rows.append(Row(key, nc, pc, tt, ct, nbytes))
     return rows, seconds
 
 
@@ -183,8 +211,9 @@ def _clock(seconds):
 class View:
     """What the screen shows: the two snapshots, the options the keys set."""
 
-    def __init__(self, pid, sort="own", thread=None, total=False, micro="\u00b5"):
+    def __init__(self, pid, sort="own", thread=None, total=False, micro="\u00b5", memory=False):
         self.pid = pid
+        self.memory = memory      # --memory: the bytes column
         self.sort = sort
         self.thread = thread      # a thread id, or None: all
         self.total = total        # since attach instead of the last interval
@@ -265,26 +294,32 @@ class View:
         else:
             calls = sum(r.calls for r in rows)
             own = sum(r.own for r in rows)
-            out.append("%d functions ran, %s calls (%s/s), %s own time"
+            out.append("%d functions ran, %s calls (%s/s), %s own time%s"
                        % (len(rows), format_count(calls), _rate(calls, seconds),
-                          format_time(own, self.micro)))
+                          format_time(own, self.micro),
+                          ", %s allocated" % format_bytes(sum(r.allocated for r in rows))
+                          if self.memory else ""))
             cost = cost_line(None if self.total else self.before, self.after)
             if cost:
                 out.append(cost)
-            out.append(ROW % ("OWN", "OWN%", "CUM", "CALLS", "CALLS/S", "FUNCTION"))
+            row = ROW.replace("  %s", "  " + ALLOC + "%s") if self.memory else ROW
+            out.append(row % (("OWN", "OWN%", "CUM", "CALLS", "CALLS/S")
+                              + (("ALLOC",) if self.memory else ()) + ("FUNCTION",)))
             room = max(0, height - len(out) - 2)
             self.scroll = max(0, min(self.scroll, len(rows) - room))
-            name_width = max(10, width - ROW_WIDTH)
+            name_width = max(10, width - ROW_WIDTH - (len(ALLOC % "") if self.memory else 0))
             for r in rows[self.scroll:self.scroll + room]:
                 pct = "%5.1f%%" % (100.0 * r.own / seconds) if seconds > 0 else "-"
                 calls = format_count(r.calls) if r.calls == r.pcalls else \
                     "%s/%s" % (format_count(r.calls), format_count(r.pcalls))
-                out.append(ROW % (
-                    format_time(r.own, self.micro), pct, format_time(r.cum, self.micro),
-                    calls, _rate(r.calls, seconds),
-                    _fit(function_text(r.key, self.qualnames), name_width)))
+                out.append(row % (
+                    (format_time(r.own, self.micro), pct, format_time(r.cum, self.micro),
+                     calls, _rate(r.calls, seconds))
+                    + ((format_bytes(r.allocated),) if self.memory else ())
+                    + (_fit(function_text(r.key, self.qualnames), name_width),)))
         out = out[:max(0, height - 2)]
-        out += [""] * (height - 2 - len(out)) + [self.status, HELP_LINE]
+        out += [""] * (height - 2 - len(out)) + [self.status,
+                                                 HELP_LINE_MEMORY if self.memory else HELP_LINE]
         return [_fit(line, width) for line in out[-height:]] if height > 0 else []
 
 
@@ -459,7 +494,7 @@ def _curses_loop(session, args, fmt, ctrl_c):
             dirty = True
             if ch in (ord("q"), ord("Q")):
                 return
-            if ch in range(256) and chr(ch) in SORT_KEYS:
+            if ch in range(256) and chr(ch) in SORT_KEYS and (view.memory or chr(ch) != "m"):
                 view.sort = SORT_KEYS[chr(ch)]
                 view.scroll = 0
             elif ch in (ord("t"), ord("T")):
@@ -515,6 +550,7 @@ def add_parser(sub, formatter_class):
                     "process as it was.",
         epilog="keys:\n"
                "  o / c / n   sort by own time / cumulative time / calls\n"
+               "  m           with --memory: sort by bytes allocated\n"
                "  t / T       next / previous thread (then all threads again)\n"
                "  a           since attach instead of the last interval (and back)\n"
                "  p, space    pause the screen (profiling goes on)\n"
@@ -525,6 +561,7 @@ def add_parser(sub, formatter_class):
                "  fastprof top 12345\n"
                "  fastprof top 12345 -s cum --thread worker-1 -o now.html\n"
                "  fastprof top 12345 --batch -n 5 -o five-seconds.prof   # no screen: 5 frames\n"
+               "  fastprof top 12345 --memory -s alloc                  # who allocates\n"
                "  python3.15 -m fastprof.cli top 12345                  # a 3.15 target\n",
         formatter_class=formatter_class)
     p.add_argument("pid", metavar="PID", help="the process to watch")
@@ -532,7 +569,8 @@ def add_parser(sub, formatter_class):
                    help="refresh every SECONDS (default 1)")
     p.add_argument("-s", "--sort", default="own", choices=list(SORTS),
                    help="the first sort order: own (time in the function itself, default), "
-                        "cum (time including callees) or calls")
+                        "cum (time including callees), calls, or alloc (bytes the function "
+                        "allocated itself; with --memory)")
     p.add_argument("--thread", metavar="NAME",
                    help="start showing only this thread (its name or id; t changes it)")
     p.add_argument("-o", "--output", metavar="FILE",
@@ -572,8 +610,8 @@ def _for_top(text):
 
 def check_args(args):
     """The checks before attaching: UsageError / AttachError."""
-    if args.memory:
-        raise UsageError("--memory is not supported by top yet: use fastprof attach PID --memory")
+    if args.sort == "alloc" and not args.memory:
+        raise UsageError("-s alloc needs --memory (the bytes each function allocates)")
     attach.check_interpreter()
     pid = attach.parse_pid(args.pid)
     if not args.interval > 0:
@@ -649,7 +687,7 @@ def _run(args, say, ctrl_c):
     options.update(duration=None, attacher_pid=os.getpid(), interval=args.interval)
     directory = tempfile.mkdtemp(prefix="fastprof-top-")  # 0700, unpredictable name
     keep = False
-    view = View(pid, sort=args.sort, micro=micro_sign(sys.stdout))
+    view = View(pid, sort=args.sort, micro=micro_sign(sys.stdout), memory=bool(args.memory))
     session = Session(pid, directory, view, say)
     status = 0
     try:

@@ -27,7 +27,11 @@ same private directory):
                      whether the profiler takes its own cost out of the
                      times, and the seconds taken out so far (all threads);
                      "extra_events": the events charged so far that are
-                     no call's start or end.
+                     no call's start or end; with --memory, "memory": the
+                     bytes each function allocated itself so far, its
+                     threads' (not the helper's): [[file, line, name,
+                     bytes]], and "thread_memory": [id, rows] of the
+                     thread the viewer asked for (or None).
                      A row per function:
                      [function number, calls, recursive calls, tottime, cumtime],
                      cumulative since attach
@@ -126,6 +130,11 @@ class TopSession(attach_agent.Session):
                 one = None
                 if wanted is not None and any(t[0] == wanted for t in threads):
                     one = [wanted, self.rows(prof.getstats(wanted))]
+                memory = one_memory = None
+                if self.options.get("memory"):
+                    memory = allocated_rows(prof.memory_stats(threads={t[0] for t in threads}))
+                    if one is not None:
+                        one_memory = [wanted, allocated_rows(prof.memory_stats(threads={wanted}))]
             if self.new:
                 self.add_functions(self.new)
             self.seq += 1
@@ -134,6 +143,7 @@ class TopSession(attach_agent.Session):
                  "threads": threads, "all": every, "helper": own, "thread": one,
                  "compensate": compensation["compensate"], "removed": compensation["removed"],
                  "extra_events": compensation["extra_events"],
+                 "memory": memory, "thread_memory": one_memory,
                  "cost": time.thread_time() - cpu}))
 
     def rows(self, entries):
@@ -202,6 +212,11 @@ class TopSession(attach_agent.Session):
         """At the end (stopped, or the process exits): the done marker only."""
         self.index = {}  # the code objects are not kept a moment longer than the profiler
         attach_agent.note(self.directory, "done", repr({"duration": duration, "reason": reason}))
+
+
+def allocated_rows(table):
+    """[[file, line, name, bytes allocated itself]] of a memory table."""
+    return [[key[0], key[1], key[2], row.allocated] for key, row in table.items() if row.allocated]
 
 
 def note_bytes(directory, name, data):
