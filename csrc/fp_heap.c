@@ -270,7 +270,7 @@ lost:
 
 fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
 {
-    fp_heap_block_t b = {0, FP_OWNER_NONE, 0};
+    fp_heap_block_t b = {0, FP_OWNER_NONE, 0, 0};
     uintptr_t p = (uintptr_t)ptr;
     if (!p)
         return b;
@@ -279,6 +279,7 @@ fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
     if (h->slots[i].ptr) {
         b.found = 1;
         b.owner = resolve(h, h->slots[i].owner); /* (merged since, perhaps) */
+        b.seen = h->sweeps;
         b.size = slot_size_taken(h, i);
         remove_slot(h, i);
         count_free(h, b.owner, b.size);
@@ -313,9 +314,12 @@ void fp_heap_untake(fp_heap_t *h, const void *ptr, fp_heap_block_t b)
             goto lost;
         slot_size = FP_HEAP_HUGE;
     }
-    h->slots[i] = (fp_heap_slot_t){p, slot_size, b.owner};
+    fp_owner_t id = b.owner;
+    if (id && b.seen < h->sweeps && (id >= h->n_owners || owner_at(h, id)->recycled_at > b.seen))
+        id = FP_OWNER_NONE; /* handed out again since the take */
+    id = resolve(h, id);
+    h->slots[i] = (fp_heap_slot_t){p, slot_size, id};
     h->used++;
-    fp_owner_t id = resolve(h, b.owner);
     if (id) {
         fp_heap_owner_t *o = owner_at(h, id);
         stamp(h, o);

@@ -113,6 +113,7 @@ typedef struct {
     uint64_t size;
     fp_owner_t owner;
     int found;
+    uint64_t seen; /* the heap's sweeps then (fp_heap_untake) */
 } fp_heap_block_t;
 
 /* An empty heap with room for a few thousand blocks; -1 when out of

@@ -250,14 +250,28 @@ static void test_owners_handed_out_again(void **state)
     assert_int_equal(owner(&h, keep).live, live - 10);
     assert_int_equal(fp_heap_totals(&h).current, 10 * n * 4 - 20);
     /* A thread's id read before a sweep that handed it out again counts for
-     * nobody; one read after counts. */
+     * nobody; one read after counts. So does a realloc's block taken before
+     * such a sweep and put back after it (the realloc failed). */
     uint64_t before = h.sweeps;
+    fp_owner_t gone = fp_heap_new_owner(&h);
+    fp_heap_track(&h, P(6), 3, gone);
+    fp_heap_block_t taken = fp_heap_take(&h, P(6));
+    assert_int_equal(taken.owner, gone);
+    fp_heap_owner_drop(&h, gone);
     for (uint64_t i = 0; i < n; i++)
         fp_heap_owner_drop(&h, fp_heap_new_owner(&h));
     fp_owner_t again = fp_heap_new_owner(&h); /* sweeps */
     assert_true(h.sweeps > before);
     fp_heap_track_seen(&h, P(7), 5, again, before);
     assert_int_equal(owner(&h, again).allocs, 0);
+    uint64_t current = fp_heap_totals(&h).current;
+    fp_heap_untake(&h, P(6), taken);
+    assert_int_equal(fp_heap_totals(&h).current, current + 3);
+    for (fp_owner_t o = 1; o < h.n_owners; o++) {
+        fp_heap_owner_stats_t s;
+        if (fp_heap_owner_read(&h, o, &s) == 0)
+            assert_true(s.frees == 0 || o == keep); /* no owner had the block taken back */
+    }
     fp_heap_track_seen(&h, P(8), 5, again, h.sweeps);
     assert_int_equal(owner(&h, again).allocs, 1);
     /* every id free again (the rows were dropped): numbered from 1, an id
