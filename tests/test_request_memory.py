@@ -55,6 +55,15 @@ def _by_name(table):
     return {key[2]: row for key, row in table.items()}
 
 
+def _is_size(allocated, size):
+    """The bytes a row allocated are *size*: exactly, or on 3.9-3.11 with
+    the frame object the profile hook may have the interpreter make (as
+    tests/test_memory_profile.py's test_threads says)."""
+    if sys.version_info >= (3, 12):
+        return allocated == size
+    return size <= allocated <= size + 200
+
+
 def test_each_request_file_holds_its_own_bytes(tmp_path):
     pool = concurrent.futures.ThreadPoolExecutor(1)
     mw = WSGIMiddleware(_app(pool, threading.Barrier(len(SIZES))), tmp_path, every=1, memory=True)
@@ -73,8 +82,9 @@ def test_each_request_file_holds_its_own_bytes(tmp_path):
         rows = _by_name(data.memory)
         # its own bytearrays, each its size (the object's header included),
         # none of the other requests'
-        assert rows["make"].allocated == rows["make"].net == sys.getsizeof(bytearray(n)), name
-        assert rows["make_in_worker"].allocated == sys.getsizeof(bytearray(n // 10)), name
+        assert _is_size(rows["make"].allocated, sys.getsizeof(bytearray(n))), (name, rows["make"])
+        assert rows["make"].net >= sys.getsizeof(bytearray(n))
+        assert _is_size(rows["make_in_worker"].allocated, sys.getsizeof(bytearray(n // 10))), name
         assert rows["app"].allocated_incl >= rows["make"].allocated
         # every row is one of the request's functions (the context
         # variable's reset, whose return is in no request, is not)
@@ -86,6 +96,51 @@ def test_each_request_file_holds_its_own_bytes(tmp_path):
         assert len(worker) == 1 and "make" not in worker[0]
         # the process's totals when it ended (its bytearrays alive then)
         assert data.memory_totals["current"] >= rows["make"].net + rows["make_in_worker"].net
+    KEPT.clear()
+
+
+def test_asgi_requests_tasks_and_worker_threads(tmp_path):
+    """Three requests at once on one event loop: each file holds the bytes
+    of its own task, the task it started and the worker thread its
+    ``to_thread`` ran on, none of the others'."""
+    import asyncio
+
+    from fastprof.modes.middleware import ASGIMiddleware
+
+    async def subtask(n):
+        await asyncio.sleep(0.001)
+        KEPT.append(make(2 * n))
+
+    async def app(scope, receive, send):
+        n = SIZES[scope["path"]]
+        await asyncio.sleep(0.001)
+        KEPT.append(make(n))
+        await asyncio.create_task(subtask(n))
+        KEPT.append(await asyncio.to_thread(make_in_worker, 3 * n))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def request(mw, path):
+        async def receive():
+            return {"type": "http.request"}
+
+        async def send(message):
+            pass
+        await mw({"type": "http", "method": "GET", "path": path, "headers": [], "query_string": b""},
+                 receive, send)
+
+    mw = ASGIMiddleware(app, tmp_path, every=1, memory=True)
+
+    async def main():
+        await asyncio.gather(*[request(mw, path) for path in SIZES])
+    asyncio.run(main())
+    assert mw.profiler.flush(120)
+    for name in sorted(os.listdir(tmp_path)):
+        data = load_profile(tmp_path / name)
+        n = SIZES[data.request["path"]]
+        rows = _by_name(data.memory)
+        assert _is_size(rows["make"].allocated, sys.getsizeof(bytearray(n)) + sys.getsizeof(bytearray(2 * n)))
+        assert _is_size(rows["make_in_worker"].allocated, sys.getsizeof(bytearray(3 * n)))
     KEPT.clear()
 
 
@@ -130,8 +185,8 @@ def test_what_a_thread_allocates_out_of_any_request_is_no_requests():
     records = [t for t, _i, _n in prof.threads() if t >> 63]
     assert len(records) == 1
     rows = prof.memory_stats(threads=set(records))
-    assert rows[(make.__code__.co_filename, make.__code__.co_firstlineno, "make")].allocated == \
-        sys.getsizeof(kept)
+    assert _is_size(rows[(make.__code__.co_filename, make.__code__.co_firstlineno, "make")].allocated,
+                    sys.getsizeof(kept))
     assert sum(row.allocated for row in rows.values()) < len(after), {
         key[2]: row.allocated for key, row in rows.items()}
 
