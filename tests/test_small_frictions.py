@@ -157,8 +157,13 @@ def test_one_line_function_says_what_the_rest_is(tmp_path):
     row = [ln for ln in listing if ln.strip().startswith("2 ")][0]
     import re
     share = float(re.search(r"(\d+\.\d)\s+>>", row).group(1))
-    assert share < 99.5  # the line is not all of the function's time...
-    note = [ln for ln in listing if ln.startswith("the other ")]  # ...and the rest is said
+    note = [ln for ln in listing if ln.startswith("the other ")]
+    if share >= 99.5:
+        # (a preemption inside the line on a loaded machine: the call's own
+        # cost is then under half a percent, which is not said)
+        assert note == [], (note, share)
+        return
+    # the line is not all of the function's time, and the rest is said
     assert len(note) == 1 and note[0].endswith(
         "% of the function's time is its call: entering and leaving it, which no line is charged with")
     assert abs(float(note[0].split()[2].rstrip("%")) - (100 - share)) < 0.11, (note, share)
