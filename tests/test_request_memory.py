@@ -56,11 +56,13 @@ def _by_name(table):
 
 
 def _is_size(allocated, size):
-    """The bytes a row allocated are *size*: exactly, or on 3.9-3.11 with
-    the frame object the profile hook may have the interpreter make (as
-    tests/test_memory_profile.py's test_threads says)."""
-    if sys.version_info >= (3, 12):
-        return allocated == size
+    """The bytes a row allocated are *size*, give or take a small block the
+    interpreter makes while the function runs: on 3.9-3.11 the frame object
+    the profile hook has it make (as tests/test_memory_profile.py's
+    test_threads says); on 3.12+, after other profilers ran in the process,
+    a 48-byte block alive at the end, seen once per row (its cause not
+    pinned down). The requests' sizes differ by 100 KB and more: which
+    request's bytes a row holds is not in doubt."""
     return size <= allocated <= size + 200
 
 
