@@ -29,6 +29,11 @@ PAIRS = 12          # per measure: chunks of the app alone and of the middleware
 PER_CHUNK = 25      # requests
 GAP = 5000          # requests served between the two measures
 BOUND = 2.5         # a cost that grows with the requests served: ~5x over GAP
+# "written" (each request's file written by a thread beside the requests):
+# its first measure can come out low on a quiet machine too (9.8 where the
+# same run then measured 31-70; 7.7 and 10.4 under load, 17-52 otherwise):
+# a wider bound, still under the ~5.8x the leak it guards grew over GAP
+BOUND_WRITTEN = 4.0
 
 
 def app(environ, start_response):
@@ -95,7 +100,8 @@ def test_thread_per_request_stays_flat(outcome, tmp_path):
         assert mw.profiler.flush(30)
         cpu2, mem2, heap2 = measure(mw)
         cpus = [cpu1, cpu2]
-        if cpu2 > BOUND * cpu1:
+        bound = BOUND_WRITTEN if outcome == "written" else BOUND
+        if cpu2 > bound * cpu1:
             # Other work can slow one measure more than the app-alone chunks
             # beside it; a cost that grows with the requests served stays:
             # the best of two measures more must be back within the bound.
@@ -106,6 +112,6 @@ def test_thread_per_request_stays_flat(outcome, tmp_path):
     # and a drop that scanned every thread record
     assert mem2 <= mem1 + 64 * 1024, (mem1, mem2)
     assert heap2 <= heap1 + 300, (heap1, heap2)
-    assert min(cpus[1:]) <= BOUND * cpu1, [round(c, 2) for c in cpus]
+    assert min(cpus[1:]) <= bound * cpu1, [round(c, 2) for c in cpus]
     if outcome == "written":
         assert mw.profiler.written >= 3 * PAIRS * PER_CHUNK  # (each measured chunk flushed)
