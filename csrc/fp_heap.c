@@ -336,6 +336,32 @@ lost:
     fp_heap_unlock(h);
 }
 
+uint64_t fp_heap_disown(fp_heap_t *h, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (!p)
+        return 0;
+    uint64_t size = 0;
+    fp_heap_lock(h);
+    size_t i = probe(h, p);
+    if (h->slots[i].ptr && h->slots[i].owner) {
+        size = h->slots[i].size;
+        if (size == FP_HEAP_HUGE)
+            size = h->huge[huge_index(h, p)].size;
+        fp_owner_t id = resolve(h, h->slots[i].owner);
+        if (id) {
+            fp_heap_owner_t *o = owner_at(h, id);
+            stamp(h, o);
+            o->allocs--;
+            o->alloc_bytes -= size;
+            o->live -= size;
+        }
+        h->slots[i].owner = FP_OWNER_NONE;
+    }
+    fp_heap_unlock(h);
+    return size;
+}
+
 /* An id out of the free list, stamped: whatever the peak so far, this
  * owner held 0. */
 static fp_owner_t take_free_id(fp_heap_t *h)

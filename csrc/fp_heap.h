@@ -145,6 +145,12 @@ fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr);
  * that failed leaves its block where it was. */
 void fp_heap_untake(fp_heap_t *h, const void *ptr, fp_heap_block_t b);
 
+/* The block at `ptr` is not its owner's (the interpreter made it for a
+ * profiler's callback): it counts for nobody from now on, in the totals
+ * only, as if allocated so. Returns its size if it had an owner (what the
+ * owner's counts were given back), else 0. */
+uint64_t fp_heap_disown(fp_heap_t *h, const void *ptr);
+
 /* A new owner id, 0 when there is no room (4 M owners) or memory.
  *
  * Ids are handed out again: `src` of a merge and a dropped id are retired,

@@ -449,6 +449,29 @@ void fpy_heap_pause(fp_thread_t *t)
         t->mem = thread_clock();
 }
 
+#if FPY_EVENT_INTS_ALLOCATED
+void fpy_heap_disown_event_int(PyObject *obj)
+{
+    fp_heap_t *h = __atomic_load_n(&recording, __ATOMIC_ACQUIRE);
+    if (!h || !PyLong_CheckExact(obj))
+        return;
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(obj, &overflow);
+    if (!overflow && v >= -5 && v <= 256) /* a small int: static, never allocated */
+        return;
+    uint64_t size = fp_heap_disown(h, obj);
+    fp_mem_clock_t *m = tl.clock;
+    if (!size || !m)
+        return;
+    /* the thread's counts as without it: the int was its last allocation,
+     * so a high point at `live` now is its doing */
+    m->allocated -= size;
+    if (m->frame_max == m->live)
+        m->frame_max -= (int64_t)size;
+    m->live -= (int64_t)size;
+}
+#endif
+
 int fpy_heap_fast_ready(const fp_profiler_t *core, const fp_thread_t *t)
 {
     return tl.owner_heap == core->heap && tl.clock && t->mem == tl.clock &&

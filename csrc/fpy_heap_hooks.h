@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include "fp_profiler.h"
+#include "fpy_compat.h"
 
 /* A heap for a memory profiler, empty (kept from an earlier one, or new);
  * NULL with an exception set. */
@@ -41,6 +42,20 @@ void fpy_heap_fast_owner(fp_owner_t owner);
  * fpy_heap_follow (the profiler's own, while it handles an event); and
  * record `t` (NULL: none) reads this OS thread's allocation counts. */
 void fpy_heap_pause(fp_thread_t *t);
+
+/* sys.monitoring on 3.12 and 3.13 makes a new int object for an event's
+ * code offset or line number (beyond the small ints) just before it calls
+ * the tools' callbacks, and frees it after: a block the program did not
+ * ask for, which the hooks charged to the row the thread is in. Each
+ * callback (the profiler's and the line counter's, memory on) gives such
+ * an argument to fpy_heap_disown_event_int first: it counts for nobody
+ * (in the totals only, which tracemalloc's include too). Idempotent: every
+ * tool's callback gets the same object. 3.14 takes these ints from a free
+ * list (no allocation, except when the list is empty). */
+#define FPY_EVENT_INTS_ALLOCATED (FPY_USE_MONITORING && PY_VERSION_HEX < 0x030E0000)
+#if FPY_EVENT_INTS_ALLOCATED
+void fpy_heap_disown_event_int(PyObject *obj);
+#endif
 
 /* For other allocators' hooks (numpy's data handler, fpy_numpy_handler.c),
  * no Python API inside: fpy_heap_enter gives the heap to count a call into

@@ -213,13 +213,13 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, uint64_t request, int l
     int lo = cl->n ? (line < cl->base ? line : cl->base) : line;
     int hi = cl->n ? (line >= cl->base + cl->n ? line + 1 : cl->base + cl->n) : line + 1;
     int n = hi - lo + 8;
-    uint64_t *hits = PyMem_Calloc((size_t)n, sizeof *hits);
-    uint64_t *ns = PyMem_Calloc((size_t)n, sizeof *ns);
-    int64_t *own = PyMem_Calloc((size_t)n, sizeof *own);
+    uint64_t *hits = fp_calloc((size_t)n, sizeof *hits);
+    uint64_t *ns = fp_calloc((size_t)n, sizeof *ns);
+    int64_t *own = fp_calloc((size_t)n, sizeof *own);
     if (!hits || !ns || !own) {
-        PyMem_Free(hits);
-        PyMem_Free(ns);
-        PyMem_Free(own);
+        fp_free(hits);
+        fp_free(ns);
+        fp_free(own);
         lost_lines(lc, request);
         return -1;
     }
@@ -228,9 +228,9 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, uint64_t request, int l
         memcpy(ns + (cl->base - lo), cl->ns, (size_t)cl->n * sizeof *ns);
         memcpy(own + (cl->base - lo), cl->own, (size_t)cl->n * sizeof *own);
     }
-    PyMem_Free(cl->hits);
-    PyMem_Free(cl->ns);
-    PyMem_Free(cl->own);
+    fp_free(cl->hits);
+    fp_free(cl->ns);
+    fp_free(cl->own);
     cl->hits = hits;
     cl->ns = ns;
     cl->own = own;
@@ -242,14 +242,14 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, uint64_t request, int l
 /* A new table of `code`'s lines in `*head`; NULL when out of memory. */
 static code_lines_t *new_code_lines(code_lines_t **head, PyObject *code)
 {
-    code_lines_t *cl = PyMem_Calloc(1, sizeof *cl);
+    code_lines_t *cl = fp_calloc(1, sizeof *cl);
     if (!cl)
         return NULL;
     cl->key = code;
     cl->code = Py_NewRef(code);
     if (!FP_HASH_ADD(*head, key, sizeof cl->key, cl)) {
         Py_DECREF(code);
-        PyMem_Free(cl);
+        fp_free(cl);
         return NULL;
     }
     return cl;
@@ -262,10 +262,10 @@ static void free_code_lines(code_lines_t **head)
     {
         HASH_DEL(*head, cl);
         Py_DECREF(cl->code);
-        PyMem_Free(cl->hits);
-        PyMem_Free(cl->ns);
-        PyMem_Free(cl->own);
-        PyMem_Free(cl);
+        fp_free(cl->hits);
+        fp_free(cl->ns);
+        fp_free(cl->own);
+        fp_free(cl);
     }
 }
 
@@ -293,14 +293,14 @@ static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject
     if (!rl) {
         if (!make)
             return NULL;
-        rl = PyMem_Calloc(1, sizeof *rl);
+        rl = fp_calloc(1, sizeof *rl);
         if (!rl) {
             lc->nomem = 1;
             return NULL;
         }
         rl->request = request;
         if (!FP_HASH_ADD(lc->requests, request, sizeof rl->request, rl)) {
-            PyMem_Free(rl);
+            fp_free(rl);
             lc->nomem = 1;
             return NULL;
         }
@@ -387,14 +387,14 @@ static frame_line_t *frame_line(line_counter_t *lc, const void *key, PyObject *c
     if (!cl)
         return NULL;
     if (!fl) { /* else: a frame whose exit was not seen, address reused */
-        fl = PyMem_Calloc(1, sizeof *fl);
+        fl = fp_calloc(1, sizeof *fl);
         if (!fl) {
             lost_lines(lc, request);
             return NULL;
         }
         fl->key = key;
         if (!FP_HASH_ADD(lc->frames, key, sizeof fl->key, fl)) {
-            PyMem_Free(fl);
+            fp_free(fl);
             lost_lines(lc, request);
             return NULL;
         }
@@ -439,6 +439,20 @@ int fpy_lines_line(line_counter_t *lc, const void *frame, PyObject *code, int li
     return 1;
 }
 
+/* Memory on (the bound profiler's): the event's ints, made for the
+ * callbacks, are not the program's allocations (fpy_heap_hooks.h). */
+static inline void disown_event_ints(line_counter_t *lc, PyObject *const *args, Py_ssize_t from,
+                                     Py_ssize_t nargs)
+{
+#if FPY_EVENT_INTS_ALLOCATED
+    if (lc->prof && lc->prof->core.heap)
+        for (Py_ssize_t i = from; i < nargs; i++)
+            fpy_heap_disown_event_int(args[i]);
+#else
+    (void)lc, (void)args, (void)from, (void)nargs;
+#endif
+}
+
 static void new_line(line_counter_t *lc, PyObject *code, int line)
 {
     PyFrameObject *frame = PyEval_GetFrame();
@@ -460,6 +474,7 @@ int fpy_lines_counts(line_counter_t *lc, PyObject *code)
 
 static PyObject *lc_line(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
 {
+    disown_event_ints(lc, args, 1, nargs < 2 ? nargs : 2);
     if (nargs >= 2 && PyCode_Check(args[0]) && PyLong_Check(args[1]))
         new_line(lc, args[0], (int)PyLong_AsLong(args[1]));
     Py_RETURN_NONE;
@@ -468,6 +483,7 @@ static PyObject *lc_line(line_counter_t *lc, PyObject *const *args, Py_ssize_t n
 /* sys.settrace reports a backward jump within one line as a new line */
 static PyObject *lc_jump(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
 {
+    disown_event_ints(lc, args, 1, nargs < 3 ? nargs : 3);
     if (nargs < 3 || !PyCode_Check(args[0]))
         Py_RETURN_NONE;
     long src = PyLong_AsLong(args[1]), dst = PyLong_AsLong(args[2]);
@@ -490,6 +506,7 @@ typedef void (*frame_step_fn)(line_counter_t *lc, frame_line_t *fl, PyObject *co
 static inline PyObject *frame_event(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs,
                                     Py_ssize_t min_args, int make, frame_step_fn step)
 {
+    disown_event_ints(lc, args, 1, nargs < 2 ? nargs : 2);
     if (nargs < min_args || !PyCode_Check(args[0]))
         Py_RETURN_NONE;
     uint64_t t = lc_now(lc);
@@ -531,7 +548,7 @@ static void end_frame(line_counter_t *lc, frame_line_t *fl, PyObject *const *arg
     (void)args;
     charge(lc, fl, t, 0);
     HASH_DEL(lc->frames, fl);
-    PyMem_Free(fl);
+    fp_free(fl);
 }
 
 void fpy_lines_exit(line_counter_t *lc, const void *frame, PyObject *code)
@@ -592,7 +609,7 @@ static void drop_frames(line_counter_t *lc, int charge_open)
         if (charge_open)
             charge(lc, fl, 0, 1);
         HASH_DEL(lc->frames, fl);
-        PyMem_Free(fl);
+        fp_free(fl);
     }
 }
 
@@ -607,7 +624,7 @@ static void drop_request(line_counter_t *lc, request_lines_t *rl)
 {
     HASH_DEL(lc->requests, rl);
     free_code_lines(&rl->codes);
-    PyMem_Free(rl);
+    fp_free(rl);
     lc->last_req = NULL;
     lc->last_cl = NULL;
 }

@@ -46,14 +46,14 @@ static int decide(line_counter_t *lc, PyObject *code, PyFrameObject *frame)
         return 1;
     /* remembered as not counted; out of memory it is decided again next
      * time, and no line is lost */
-    sk = PyMem_Calloc(1, sizeof *sk);
+    sk = fp_calloc(1, sizeof *sk);
     if (!sk)
         return 0;
     sk->key = code;
     sk->code = Py_NewRef(code);
     if (!FP_HASH_ADD(lc->skipped, key, sizeof sk->key, sk)) {
         Py_DECREF(code);
-        PyMem_Free(sk);
+        fp_free(sk);
     }
     return 0;
 }
@@ -216,7 +216,7 @@ void fpy_lines_trace_free(line_counter_t *lc)
     {
         HASH_DEL(lc->skipped, sk);
         Py_DECREF(sk->code);
-        PyMem_Free(sk);
+        fp_free(sk);
     }
 }
 

@@ -30,6 +30,7 @@ static PyObject *frame_ident(void)
  * (PY_RETURN, PY_UNWIND, PY_YIELD): args are (code, offset, ...).
  * py_enter and py_leave are inline in each callback: one shared
  * out-of-line copy would put a call back in every event. */
+
 FP_FORCE_INLINE PyObject *py_enter(fpy_profiler_t *p, PyObject *const *args, Py_ssize_t nargs, int first)
 {
     if (p && nargs >= 1 && PyCode_Check(args[0])) {
@@ -245,6 +246,30 @@ static const vectorcallfunc callback_fns[] = {on_start, on_resume, on_return,
 static const vectorcallfunc scoped_callback_fns[] = {on_start_scoped, on_resume_scoped, on_return_scoped,
                                                      on_yield,        on_call,          on_c_return};
 
+#if FPY_EVENT_INTS_ALLOCATED
+/* memory=True on 3.12 and 3.13: the event's offset, an int the interpreter
+ * made for the callbacks, is not the program's allocation (fpy_heap_hooks.h);
+ * then the event as without memory. Registered only then: other profiles
+ * pay nothing for it. */
+#define MEMORY_CALLBACK(name, plain, scoped)                                                            \
+    static PyObject *name(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)        \
+    {                                                                                                   \
+        fpy_profiler_t *p = PROFILER_OF(cb);                                                            \
+        if (PyVectorcall_NARGS(nargsf) >= 2)                                                            \
+            fpy_heap_disown_event_int(args[1]);                                                         \
+        return (p && p->scope ? scoped : plain)(cb, args, nargsf, kwnames);                             \
+    }
+MEMORY_CALLBACK(on_start_memory, on_start, on_start_scoped)
+MEMORY_CALLBACK(on_resume_memory, on_resume, on_resume_scoped)
+MEMORY_CALLBACK(on_return_memory, on_return, on_return_scoped)
+MEMORY_CALLBACK(on_yield_memory, on_yield, on_yield)
+MEMORY_CALLBACK(on_call_memory, on_call, on_call)
+MEMORY_CALLBACK(on_c_return_memory, on_c_return, on_c_return)
+static const vectorcallfunc memory_callback_fns[] = {on_start_memory,  on_resume_memory,
+                                                     on_return_memory, on_yield_memory,
+                                                     on_call_memory,   on_c_return_memory};
+#endif
+
 static void callback_dealloc(fpy_callback_t *self)
 {
     PyTypeObject *type = Py_TYPE(self);
@@ -376,6 +401,10 @@ static int mon_attach(fpy_profiler_t *p)
             continue;
         long flag = p->state->mon_events[i];
         const vectorcallfunc *fns = p->scope ? scoped_callback_fns : callback_fns;
+#if FPY_EVENT_INTS_ALLOCATED
+        if (p->core.heap)
+            fns = memory_callback_fns;
+#endif
         PyObject *fn = new_callback(p, callback_type, fns[event_table[i].callback]);
         if (!fn)
             goto error;

@@ -25,7 +25,9 @@ allocates.
 - ``clear()``, call paths, ``fast=True``; one memory profile at a time;
   ``memory_stats()`` without ``memory=True`` is an error.
 """
+import gc
 import os
+import subprocess
 import sys
 import threading
 import tracemalloc
@@ -97,7 +99,10 @@ def test_who_held_the_peak():
     for row, size in zip(rows, (30, 20, 10)):
         assert size * MB < row.allocated < size * MB + 100
         assert row.freed == row.allocated and row.net == 0
-    assert rows[0].live_at_peak == rows[0].allocated
+    # (within a few bytes: the peak is the process's, and another thread
+    # (pytest-xdist's) allocating just after f30's int argument `30 * MB`
+    # was freed can set it then, without the int)
+    assert rows[0].allocated - 100 < rows[0].live_at_peak <= rows[0].allocated
     assert rows[1].live_at_peak == 0 and rows[2].live_at_peak == 0
     totals = p.memory_totals()
     assert 30 * MB < totals["peak"] < 31 * MB
@@ -272,6 +277,65 @@ def test_counts_as_without_memory():
         p.create_stats()
         counts.append({k: v for k, v in calls(p.stats).items() if "disable" not in k[2]})
     assert counts[0] == counts[1]
+
+
+def with_calls_far_in(padding):
+    """A function whose loop calls len() and a Python function, after
+    `padding` lines of assignments (which allocate nothing): with 30 of
+    them its calls are at code offsets far beyond 256."""
+    src = ("def far(n):\n" + "    a = 1; b = 2; c = 3; d = 4\n" * padding +
+           "    x = [1]\n    for i in range(n):\n        len(x)\n        nothing()\n"
+           "    return x\n")
+    scope = {"nothing": lambda: None}
+    exec(compile(src, "<far %d>" % padding, "exec"), scope)
+    return scope["far"]
+
+
+def bytes_per_rounds():
+    """What 300 more rounds of with_calls_far_in's loop allocate, with the
+    loop's calls near and far, the line counter on or not: {(padding,
+    lines): (allocations, bytes)}; len() allocates nothing. (Once per
+    function, line profiling's first run of it allocates the interpreter's
+    instrumentation of its code: two runs of one code object, 300 and 600
+    rounds, leave that out.)"""
+    import fastprof
+
+    def bytes_of(far, rounds, lines):
+        gc.collect()
+        p = fastprof.Profile(memory=True, lines=["far"] if lines else None)
+        p.enable()
+        far(rounds)
+        p.disable()
+        stats = p.memory_stats()
+        length = [r.allocated for k, r in stats.items() if k[0] == "~" and "len" in k[2]]
+        assert length in ([], [0])
+        row = stats[key(far)]
+        return row.allocations, row.allocated
+
+    out = {}
+    for padding in (0, 30):
+        for lines in (False, True):
+            far = with_calls_far_in(padding)
+            bytes_of(far, 10, lines)  # (first runs: the interpreter's own caches)
+            a, b = bytes_of(far, 300, lines), bytes_of(far, 600, lines)
+            out[padding, lines] = (b[0] - a[0], b[1] - a[1])
+    return out
+
+
+def test_the_interpreters_event_ints_are_nobodys():
+    """sys.monitoring (3.12, 3.13) makes an int object for an event's code
+    offset (and a line event's line number) beyond 256 before it calls the
+    callbacks: the program did not allocate it. What each round of a loop
+    allocates is the same wherever the loop sits in the function's code,
+    with the line counter on that function or not. In a process of its
+    own: on 3.12-3.13 the line counter's tool leaves its disabled
+    locations marked after it stops, and a later profile's first run of
+    some code then allocates 48 bytes for them, in whatever row runs."""
+    code = ("import sys; sys.path.insert(0, %r); import test_memory_profile as t; "
+            "print(sorted(set(t.bytes_per_rounds().values())))" % os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert len(eval(out.stdout)) == 1, out.stdout
 
 
 def recurse(n):

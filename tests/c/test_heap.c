@@ -8,6 +8,8 @@
  * - the table: a random mix of thousands of tracks and takes on colliding
  *   addresses, checked against a plain array after every step; growth;
  *   blocks of 4 GiB or more;
+ * - a block disowned (made for a profiler's callback): its owner's counts
+ *   as if it had never allocated it, the totals unchanged;
  * - out of memory: blocks the heap has no room for are counted lost, the
  *   rest stays exact;
  * - threads: eight threads tracking and freeing each other's blocks at once
@@ -389,6 +391,38 @@ static void test_huge_blocks(void **state)
     fp_heap_fini(&h);
 }
 
+static void test_disowned_blocks(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_owner_t a = fp_heap_new_owner(&h), b = fp_heap_new_owner(&h);
+    const uint64_t big = (uint64_t)FP_HEAP_HUGE + 1; /* kept in the huge list */
+    fp_heap_track(&h, P(1), 100, a);
+    fp_heap_track(&h, P(2), 32, a);
+    fp_heap_track(&h, P(3), big, b);
+    fp_heap_track(&h, P(4), 8, FP_OWNER_NONE);
+    assert_int_equal(fp_heap_disown(&h, P(2)), 32);
+    assert_int_equal(fp_heap_disown(&h, P(2)), 0); /* once */
+    assert_int_equal(fp_heap_disown(&h, P(4)), 0); /* nobody's already */
+    assert_int_equal(fp_heap_disown(&h, P(9)), 0); /* not tracked */
+    fp_heap_owner_stats_t s = owner(&h, a);
+    assert_int_equal(s.allocs, 1);
+    assert_int_equal(s.alloc_bytes, 100);
+    assert_int_equal(s.live, 100);
+    fp_heap_owner_merge(&h, a, b); /* b's huge block, disowned through the merge */
+    assert_int_equal(fp_heap_disown(&h, P(3)), big);
+    assert_int_equal(owner(&h, a).alloc_bytes, 100);
+    totals_are(&h, 140 + big, 140 + big, 4);
+    fp_heap_block_t blk = fp_heap_take(&h, P(2)); /* its free: the totals only */
+    assert_true(blk.found);
+    assert_int_equal(blk.owner, FP_OWNER_NONE);
+    assert_int_equal(owner(&h, a).frees, 0);
+    assert_int_equal(fp_heap_take(&h, P(3)).size, big);
+    totals_are(&h, 108, 140 + big, 2);
+    fp_heap_fini(&h);
+}
+
 static void test_growth_and_its_failure(void **state)
 {
     (void)state;
@@ -540,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_owners_handed_out_again),
         cmocka_unit_test(test_table_against_a_reference),
         cmocka_unit_test(test_huge_blocks),
+        cmocka_unit_test(test_disowned_blocks),
         cmocka_unit_test(test_growth_and_its_failure),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_bytes_per_million_blocks),
