@@ -74,7 +74,8 @@ static void mem_start(fp_profiler_t *p, fp_thread_t *t, const fp_mem_frame_t *ca
 /* The frame just taken off the stack (its slot is t->depth) stops
  * running (returns or suspends): what this run allocated and how high it
  * went join what it ran up before, and its high point is its caller's
- * too. Returns its readings, or NULL when memory is off. */
+ * too; what it allocated is its caller's callees' (root_sub_alloc with no
+ * caller). Returns its readings, or NULL when memory is off. */
 static fp_mem_frame_t *mem_stop(fp_profiler_t *p, fp_thread_t *t)
 {
     if (!p->heap || t->depth >= t->mem_capacity)
@@ -84,7 +85,12 @@ static fp_mem_frame_t *mem_stop(fp_profiler_t *p, fp_thread_t *t)
     if (!f->running || !m)
         return f;
     f->running = 0;
-    f->incl_acc += m->allocated - f->alloc0;
+    uint64_t run = m->allocated - f->alloc0;
+    f->incl_acc += run;
+    if (t->depth == 0)
+        t->root_sub_alloc += run;
+    else if (t->depth - 1 < t->mem_capacity)
+        t->mem_stack[t->depth - 1].sub_alloc += run;
     int64_t rise = m->frame_max - f->live0;
     if (rise > f->rise_acc)
         f->rise_acc = rise;

@@ -61,6 +61,7 @@ static void thread_reset(fp_thread_t *t, fp_release_fn release, void *ctx)
     t->offset = 0; /* no frame is open: program time may jump ahead */
     t->extra_events = 0;
     t->root_subt = 0;
+    t->root_sub_alloc = 0;
     t->n_entries = t->n_edges = t->n_nodes = 0;
     t->folded = 0; /* the threads folded in: their stats are gone */
 }

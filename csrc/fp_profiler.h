@@ -119,6 +119,8 @@ typedef struct fp_mem_frame {
     int64_t live0, saved_max; /* its thread's counts then */
     uint64_t incl_acc;        /* what its runs before allocated, */
     int64_t rise_acc;         /* and the highest they rose */
+    uint64_t sub_alloc;       /* what its callees' runs allocated (its lines'
+                                 own bytes, fpy_lines.c) */
 } fp_mem_frame_t;
 
 /* Memory profiling: the allocation counts of the OS thread a record runs
@@ -188,6 +190,9 @@ typedef struct fp_thread {
      * time of a frame begun before profiling, which is on no stack (its
      * lines' own times, fpy_lines.c). clear() resets it. */
     fp_time_t root_subt;
+    /* memory: what the calls that returned to an empty stack allocated (as
+     * root_subt). clear() resets it. */
+    uint64_t root_sub_alloc;
     size_t n_entries, n_edges, n_nodes;
     /* memory profiling: the allocation counts of the OS thread this record
      * last ran on (set by the binding before each event), or NULL */

@@ -472,6 +472,18 @@ void fpy_heap_disown_event_int(PyObject *obj)
 }
 #endif
 
+fp_owner_t fpy_heap_hold_owner(void)
+{
+    fp_owner_t owner = tl.owner;
+    tl.owner = FP_OWNER_NONE;
+    return owner;
+}
+
+void fpy_heap_restore_owner(fp_owner_t owner)
+{
+    tl.owner = owner;
+}
+
 int fpy_heap_fast_ready(const fp_profiler_t *core, const fp_thread_t *t)
 {
     return tl.owner_heap == core->heap && tl.clock && t->mem == tl.clock &&

@@ -57,6 +57,12 @@ void fpy_heap_pause(fp_thread_t *t);
 void fpy_heap_disown_event_int(PyObject *obj);
 #endif
 
+/* The calling thread's allocations count for no row (the totals only)
+ * until fpy_heap_restore_owner(the value returned): the profiler's own
+ * Python code run between events (line profiling's decisions). */
+fp_owner_t fpy_heap_hold_owner(void);
+void fpy_heap_restore_owner(fp_owner_t owner);
+
 /* For other allocators' hooks (numpy's data handler, fpy_numpy_handler.c),
  * no Python API inside: fpy_heap_enter gives the heap to count a call into
  * and holds this thread's hooks off (the allocator it wraps may call

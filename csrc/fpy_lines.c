@@ -40,6 +40,32 @@ static uint64_t now_ns(void)
 /* What own_mark can say of a line's run. */
 enum { OWN_LOST = 0, OWN_EXACT = 1 };
 
+/* The record whose stack holds the running frame, as own_mark reads it,
+ * or NULL when p cannot say (see own_mark). */
+static fp_thread_t *mark_thread(line_counter_t *lc)
+{
+    fpy_profiler_t *p = lc->prof;
+    if (!p || !p->enabled || p->failed)
+        return NULL;
+#if FPY_USE_MONITORING
+    if (p->mon.tool_id < 0 || p->mon.tool_id >= lc->tool_id)
+        return NULL;
+#endif
+    /* routing by request: the record of the thread's request, whose stack
+     * holds the frame (read once per event, by lc_now) */
+    fp_thread_t *t = lc->ev_rec;
+    if (__builtin_expect(p->route.var == NULL, 1)) {
+#if FPY_USE_MONITORING
+        /* a tool id: p's source is the monitoring one, whose thread cache
+         * is read inline (a line event is as hot as a call event) */
+        t = fpy_mon_thread_for(p);
+#else
+        t = p->source->running_thread(p);
+#endif
+    }
+    return t && !t->stopped && !t->lost ? t : NULL;
+}
+
 /* Own-time mark of the running frame of `code` at `now` (p's clock): now
  * minus the time its callees took so far, as p's stack says, when p's top
  * frame on this thread is that frame (OWN_EXACT). When p's stack on this
@@ -57,29 +83,11 @@ enum { OWN_LOST = 0, OWN_EXACT = 1 };
  * caller, maybe of the same code, would be read. */
 static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
-    fpy_profiler_t *p = lc->prof;
-    if (!p || !p->enabled || p->failed)
-        return OWN_LOST;
-#if FPY_USE_MONITORING
-    if (p->mon.tool_id < 0 || p->mon.tool_id >= lc->tool_id)
-        return OWN_LOST;
-#endif
-    /* routing by request: the record of the thread's request, whose stack
-     * holds the frame (read once per event, by lc_now) */
-    fp_thread_t *t = lc->ev_rec;
-    if (__builtin_expect(p->route.var == NULL, 1)) {
-#if FPY_USE_MONITORING
-        /* a tool id: p's source is the monitoring one, whose thread cache
-         * is read inline (a line event is as hot as a call event) */
-        t = fpy_mon_thread_for(p);
-#else
-        t = p->source->running_thread(p);
-#endif
-    }
-    if (!t || t->stopped || t->lost)
+    fp_thread_t *t = mark_thread(lc);
+    if (!t)
         return OWN_LOST;
     if (t->depth == 0) {
-        if (p->scope)
+        if (lc->prof->scope)
             return OWN_LOST;
         *mark = now - t->root_subt;
         return OWN_EXACT;
@@ -89,6 +97,43 @@ static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t
         return OWN_LOST;
     *mark = now - f->subt;
     return OWN_EXACT;
+}
+
+/* Memory on: what the thread running a frame of `code` has allocated so
+ * far for rows (`alloc`), how much of it is alive (`live`), and, when the
+ * frame is p's top one (own_ok), its own-bytes mark: `alloc` less what its
+ * callees allocated, as own_mark's for time. `m` NULL: memory off, or no
+ * reading. */
+typedef struct {
+    fp_mem_clock_t *m;
+    uint64_t alloc, own;
+    int64_t live;
+    int own_ok;
+} mem_reading_t;
+
+static mem_reading_t mem_reading(line_counter_t *lc, PyObject *code)
+{
+    mem_reading_t r = {NULL, 0, 0, 0, 0};
+    if (!lc->prof || !lc->prof->core.heap)
+        return r;
+    fp_thread_t *t = mark_thread(lc);
+    if (!t || !t->mem)
+        return r;
+    r.m = t->mem;
+    r.alloc = t->mem->allocated;
+    r.live = t->mem->live;
+    if (t->depth == 0) {
+        r.own_ok = !lc->prof->scope;
+        r.own = r.alloc - t->root_sub_alloc;
+        return r;
+    }
+    const fp_frame_t *f = &t->stack[t->depth - 1];
+    if (f->entry && f->entry->key == (const void *)code && t->depth - 1 < t->mem_capacity &&
+        t->mem_stack[t->depth - 1].running) {
+        r.own_ok = 1;
+        r.own = r.alloc - t->mem_stack[t->depth - 1].sub_alloc;
+    }
+    return r;
 }
 
 /* The recorded thread of the running OS thread in `p` (routed: its
@@ -204,6 +249,28 @@ static void lost_lines(line_counter_t *lc, uint64_t request)
         lc->nomem = 1;
 }
 
+/* The per-line arrays of a table, all of 8-byte slots. */
+enum { N_LINE_ARRAYS = 6 };
+static void line_arrays(code_lines_t *cl, void **out[N_LINE_ARRAYS])
+{
+    out[0] = (void **)&cl->hits;
+    out[1] = (void **)&cl->ns;
+    out[2] = (void **)&cl->own;
+    out[3] = (void **)&cl->alloc;
+    out[4] = (void **)&cl->net;
+    out[5] = (void **)&cl->own_alloc;
+}
+
+static void free_line_arrays(code_lines_t *cl)
+{
+    void **arrays[N_LINE_ARRAYS];
+    line_arrays(cl, arrays);
+    for (int k = 0; k < N_LINE_ARRAYS; k++) {
+        fp_free(*arrays[k]);
+        *arrays[k] = NULL;
+    }
+}
+
 /* The slot of `line` in `cl` (a table of `request`'s), grown to hold it;
  * -1 when out of memory. */
 static int slot_of(line_counter_t *lc, code_lines_t *cl, uint64_t request, int line)
@@ -213,27 +280,23 @@ static int slot_of(line_counter_t *lc, code_lines_t *cl, uint64_t request, int l
     int lo = cl->n ? (line < cl->base ? line : cl->base) : line;
     int hi = cl->n ? (line >= cl->base + cl->n ? line + 1 : cl->base + cl->n) : line + 1;
     int n = hi - lo + 8;
-    uint64_t *hits = fp_calloc((size_t)n, sizeof *hits);
-    uint64_t *ns = fp_calloc((size_t)n, sizeof *ns);
-    int64_t *own = fp_calloc((size_t)n, sizeof *own);
-    if (!hits || !ns || !own) {
-        fp_free(hits);
-        fp_free(ns);
-        fp_free(own);
-        lost_lines(lc, request);
-        return -1;
+    void **arrays[N_LINE_ARRAYS];
+    void *grown[N_LINE_ARRAYS];
+    line_arrays(cl, arrays);
+    for (int k = 0; k < N_LINE_ARRAYS; k++) {
+        grown[k] = fp_calloc((size_t)n, sizeof(uint64_t));
+        if (!grown[k]) {
+            while (k-- > 0)
+                fp_free(grown[k]);
+            lost_lines(lc, request);
+            return -1;
+        }
+        if (cl->n)
+            memcpy((uint64_t *)grown[k] + (cl->base - lo), *arrays[k], (size_t)cl->n * sizeof(uint64_t));
     }
-    if (cl->n) {
-        memcpy(hits + (cl->base - lo), cl->hits, (size_t)cl->n * sizeof *hits);
-        memcpy(ns + (cl->base - lo), cl->ns, (size_t)cl->n * sizeof *ns);
-        memcpy(own + (cl->base - lo), cl->own, (size_t)cl->n * sizeof *own);
-    }
-    fp_free(cl->hits);
-    fp_free(cl->ns);
-    fp_free(cl->own);
-    cl->hits = hits;
-    cl->ns = ns;
-    cl->own = own;
+    free_line_arrays(cl);
+    for (int k = 0; k < N_LINE_ARRAYS; k++)
+        *arrays[k] = grown[k];
     cl->base = lo;
     cl->n = n;
     return line - lo;
@@ -262,9 +325,7 @@ static void free_code_lines(code_lines_t **head)
     {
         HASH_DEL(*head, cl);
         Py_DECREF(cl->code);
-        fp_free(cl->hits);
-        fp_free(cl->ns);
-        fp_free(cl->own);
+        free_line_arrays(cl);
         fp_free(cl);
     }
 }
@@ -320,6 +381,27 @@ static code_lines_t *routed_lines(line_counter_t *lc, uint64_t request, PyObject
     return cl;
 }
 
+/* Memory on: the bytes of the run of `fl`'s line ending now, into slot i
+ * of `cl`, when its start was read on the same thread. */
+static void charge_bytes(line_counter_t *lc, frame_line_t *fl, code_lines_t *cl, int i)
+{
+    if (!fl->mem)
+        return;
+    mem_reading_t r = mem_reading(lc, cl->code);
+    if (r.m != fl->mem)
+        return;
+    uint64_t alloc = r.alloc - fl->a0;
+    cl->has_bytes = 1;
+    cl->alloc[i] += alloc;
+    cl->net[i] += r.live - fl->live0;
+    if (fl->own_alloc_ok && r.own_ok) {
+        uint64_t own = r.own - fl->oa0; /* within [0, alloc] by construction */
+        cl->own_alloc[i] += own > alloc ? alloc : own;
+    } else {
+        cl->own_alloc_lost = 1;
+    }
+}
+
 /* The open line of `fl` ends at `t`, its own time read then; `at_stop`:
  * it is still open at the stop, at the clock's raw reading lc->ev_raw.
  * The profiler's stack is gone then, so that unfinished run is in the
@@ -339,6 +421,7 @@ static void charge(line_counter_t *lc, frame_line_t *fl, uint64_t t, int at_stop
         cl->ns[i] += lc->ev_raw > fl->raw0 ? (uint64_t)(lc->ev_raw - fl->raw0) : 0;
         return;
     }
+    charge_bytes(lc, fl, cl, i);
     uint64_t span = t > fl->t0 ? t - fl->t0 : 0;
     cl->ns[i] += span;
     fp_time_t m = 0;
@@ -363,6 +446,12 @@ static void start_run(line_counter_t *lc, frame_line_t *fl, uint64_t t)
 static void start_own(line_counter_t *lc, frame_line_t *fl, uint64_t t)
 {
     fl->own_ok = own_mark(lc, fl->lines->code, (fp_time_t)t, &fl->m0);
+    mem_reading_t r = mem_reading(lc, fl->lines->code);
+    fl->mem = r.m;
+    fl->a0 = r.alloc;
+    fl->live0 = r.live;
+    fl->oa0 = r.own;
+    fl->own_alloc_ok = r.own_ok;
 }
 
 static code_lines_t *find_code(line_counter_t *lc, PyObject *code)
@@ -535,6 +624,13 @@ static void resume_line(line_counter_t *lc, frame_line_t *fl, PyObject *const *a
         (void)routed_lines(lc, fl->request, args[0], 1);
     fl->m0 = (fp_time_t)t;
     fl->own_ok = lc->prof && !fpy_frame_parks(lc->prof, (PyCodeObject *)args[0]) ? OWN_EXACT : OWN_LOST;
+    /* the same for bytes: a new activation's callees will have allocated
+     * nothing yet when the profiler puts it back */
+    mem_reading_t r = mem_reading(lc, args[0]);
+    fl->mem = r.m;
+    fl->a0 = fl->oa0 = r.alloc;
+    fl->live0 = r.live;
+    fl->own_alloc_ok = fl->own_ok == OWN_EXACT;
 }
 
 static PyObject *lc_resume(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
@@ -582,10 +678,33 @@ int fpy_lines_add(line_counter_t *lc, PyObject *code)
     return 0;
 }
 
+/* call_unowned(fn, *args): fn(*args), what it allocates no function's
+ * (memory profiling): line profiling's own Python code, run in a
+ * sys.monitoring callback while the program's row is the thread's. */
+static PyObject *lc_call_unowned(line_counter_t *lc, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)lc;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_unowned() takes a callable");
+        return NULL;
+    }
+    fp_owner_t owner = fpy_heap_hold_owner();
+    PyObject *r = PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), NULL);
+    fpy_heap_restore_owner(owner);
+    return r;
+}
+
+/* add(code) (in the PY_START callback): out of memory, that code's lines
+ * are lost, which the stats of the request running (all, not routed) say;
+ * never the program's error. */
 static PyObject *lc_add(line_counter_t *lc, PyObject *code)
 {
-    if (fpy_lines_add(lc, code) < 0)
-        return NULL;
+    if (fpy_lines_add(lc, code) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_MemoryError))
+            return NULL;
+        PyErr_Clear();
+        lost_lines(lc, FPY_LINES_ASK);
+    }
     Py_RETURN_NONE;
 }
 
@@ -662,12 +781,11 @@ static PyObject *lc_clear(line_counter_t *lc, PyObject *Py_UNUSED(ignored))
     code_lines_t *cl, *tmp;
     HASH_ITER(hh, lc->codes, cl, tmp)
     {
-        if (cl->n) {
-            memset(cl->hits, 0, (size_t)cl->n * sizeof *cl->hits);
-            memset(cl->ns, 0, (size_t)cl->n * sizeof *cl->ns);
-            memset(cl->own, 0, (size_t)cl->n * sizeof *cl->own);
-        }
-        cl->own_lost = 0;
+        void **arrays[N_LINE_ARRAYS];
+        line_arrays(cl, arrays);
+        for (int k = 0; k < N_LINE_ARRAYS && cl->n; k++)
+            memset(*arrays[k], 0, (size_t)cl->n * sizeof(uint64_t));
+        cl->own_lost = cl->own_alloc_lost = cl->has_bytes = 0;
     }
     Py_RETURN_NONE;
 }
@@ -680,11 +798,29 @@ static double ticks_per_second(line_counter_t *lc)
 /* stats(): {code: {lineno: (hits, seconds)}} of the lines that ran;
  * own_stats(): {code: {lineno: own seconds}} of those, for the code objects
  * bound to a profiler whose every line's own time was measured;
- * stats(request), own_stats(request): those of a routed request */
-static PyObject *lines_dict(line_counter_t *lc, int own, PyObject *args)
+ * memory_stats(): {code: {lineno: (allocated, net, own allocated or
+ * None)}} of those, for the code objects measured in bytes (the bound
+ * profiler's memory on), own bytes where every line's were measured;
+ * stats(request), ...: those of a routed request */
+enum lines_kind { LINES_TIMES, LINES_OWN, LINES_BYTES };
+
+static PyObject *line_value(line_counter_t *lc, code_lines_t *cl, int i, enum lines_kind kind, double hz)
 {
+    if (kind == LINES_OWN)
+        return PyFloat_FromDouble((double)cl->own[i] / hz);
+    if (kind == LINES_TIMES)
+        return Py_BuildValue("(Kd)", (unsigned long long)cl->hits[i], cl->ns[i] / hz);
+    int own_known = !cl->own_lost && !cl->own_alloc_lost && lc->prof;
+    PyObject *own = own_known ? PyLong_FromUnsignedLongLong(cl->own_alloc[i]) : Py_NewRef(Py_None);
+    return own ? Py_BuildValue("(KLN)", (unsigned long long)cl->alloc[i], (long long)cl->net[i], own)
+               : NULL;
+}
+
+static PyObject *lines_dict(line_counter_t *lc, enum lines_kind kind, PyObject *args)
+{
+    static const char *const formats[] = {"|K:stats", "|K:own_stats", "|K:memory_stats"};
     unsigned long long request = 0;
-    if (!PyArg_ParseTuple(args, own ? "|K:own_stats" : "|K:stats", &request))
+    if (!PyArg_ParseTuple(args, formats[kind], &request))
         return NULL;
     if (request > FPY_ROUTE_MAX_REQUEST) {
         PyErr_SetString(PyExc_ValueError, "request id out of range");
@@ -711,7 +847,8 @@ static PyObject *lines_dict(line_counter_t *lc, int own, PyObject *args)
     code_lines_t *cl, *tmp;
     HASH_ITER(hh, codes, cl, tmp)
     {
-        if (own && (!lc->prof || cl->own_lost))
+        if ((kind == LINES_OWN && (!lc->prof || cl->own_lost)) ||
+            (kind == LINES_BYTES && !cl->has_bytes))
             continue;
         PyObject *lines = out ? PyDict_New() : NULL;
         if (!lines || PyDict_SetItem(out, cl->code, lines) < 0)
@@ -721,8 +858,7 @@ static PyObject *lines_dict(line_counter_t *lc, int own, PyObject *args)
             if (!cl->hits[i] && !cl->ns[i])
                 continue;
             PyObject *k = PyLong_FromLong(cl->base + i);
-            PyObject *v = own ? PyFloat_FromDouble((double)cl->own[i] / hz)
-                              : Py_BuildValue("(Kd)", (unsigned long long)cl->hits[i], cl->ns[i] / hz);
+            PyObject *v = line_value(lc, cl, i, kind, hz);
             int r = k && v ? PyDict_SetItem(lines, k, v) : -1;
             Py_XDECREF(k);
             Py_XDECREF(v);
@@ -739,12 +875,17 @@ static PyObject *lines_dict(line_counter_t *lc, int own, PyObject *args)
 
 static PyObject *lc_stats(line_counter_t *lc, PyObject *args)
 {
-    return lines_dict(lc, 0, args);
+    return lines_dict(lc, LINES_TIMES, args);
 }
 
 static PyObject *lc_own_stats(line_counter_t *lc, PyObject *args)
 {
-    return lines_dict(lc, 1, args);
+    return lines_dict(lc, LINES_OWN, args);
+}
+
+static PyObject *lc_memory_stats(line_counter_t *lc, PyObject *args)
+{
+    return lines_dict(lc, LINES_BYTES, args);
 }
 
 /* bind(profiler, tool_id): time lines with the profiler's clock and measure
@@ -845,6 +986,13 @@ static PyMethodDef lc_methods[] = {
     {"own_stats", (PyCFunction)lc_own_stats, METH_VARARGS,
      "own_stats($self, request=0, /)\n--\n\n{code: {lineno: own seconds}} of the code objects "
      "whose own times are exact; of a routed request if given."},
+    {"call_unowned", (PyCFunction)(void (*)(void))lc_call_unowned, METH_FASTCALL,
+     "call_unowned($self, fn, /, *args)\n--\n\nfn(*args), what it allocates counted for no "
+     "function (memory profiling)."},
+    {"memory_stats", (PyCFunction)lc_memory_stats, METH_VARARGS,
+     "memory_stats($self, request=0, /)\n--\n\n{code: {lineno: (allocated, net, own allocated or "
+     "None)}} of the code objects measured in bytes (the bound profiler's memory on); of a routed "
+     "request if given."},
     {"drop", (PyCFunction)lc_drop, METH_O,
      "drop($self, request, /)\n--\n\nFree a routed request's counts."},
     {"bind", (PyCFunction)lc_bind, METH_VARARGS,

@@ -17,7 +17,16 @@ typedef struct code_lines {
     uint64_t *hits;
     uint64_t *ns; /* clock ticks: ns, or the bound profiler's */
     int64_t *own; /* the same, the calls made from the line excluded */
-    int own_lost; /* a line of it ran where own time was not exact */
+    /* memory on (the bound profiler's): bytes allocated for rows on the
+     * line's thread while it ran, the calls made from it included; the
+     * change of the thread's live bytes meanwhile; the bytes without the
+     * calls' (as `own`) */
+    uint64_t *alloc;
+    int64_t *net;
+    uint64_t *own_alloc;
+    int own_lost;       /* a line of it ran where own time was not exact */
+    int own_alloc_lost; /* or its own bytes */
+    int has_bytes;      /* a run of a line of it was measured in bytes */
     UT_hash_handle hh;
 } code_lines_t;
 
@@ -31,6 +40,12 @@ typedef struct frame_line {
     fp_time_t raw0;
     fp_time_t m0; /* own-time mark at t0 (own_mark), if own_ok */
     int own_ok;   /* own_mark's answer at t0 */
+    /* memory on: the thread's allocation counts at t0 (mem_reading), NULL
+     * when not read; its own-bytes mark, if own_alloc_ok */
+    fp_mem_clock_t *mem;
+    uint64_t a0, oa0;
+    int64_t live0;
+    int own_alloc_ok;
     /* routing by request (fpy_route.h): the request the open line counts
      * for (its table looked up when the line ends: a request dropped
      * meanwhile gets nothing); 0: not routed (`lines`), FPY_LINES_NOWHERE:

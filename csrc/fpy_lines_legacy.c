@@ -29,7 +29,10 @@ static int decide(line_counter_t *lc, PyObject *code, PyFrameObject *frame)
     HASH_FIND_PTR(lc->skipped, &code, sk);
     if (sk || !lc->decide)
         return 0;
+    /* (what deciding allocates is no function's: memory profiling) */
+    fp_owner_t owner = fpy_heap_hold_owner();
     PyObject *r = PyObject_CallFunctionObjArgs(lc->decide, code, (PyObject *)frame, NULL);
+    fpy_heap_restore_owner(owner);
     int counted = r && r != Py_None;
     if (counted && fpy_lines_add(lc, code) < 0) {
         counted = 0;

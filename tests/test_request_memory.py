@@ -31,13 +31,17 @@ def make_in_worker(n):
     return bytearray(n)
 
 
+def serve(pool, n):
+    KEPT.append(make(n))
+    ctx = contextvars.copy_context()  # as asyncio.to_thread / anyio / asgiref do
+    KEPT.append(pool.submit(ctx.run, make_in_worker, n // 10).result())
+
+
 def _app(pool, barrier):
     def app(environ, start_response):
         n = SIZES[environ["PATH_INFO"]]
         barrier.wait(30)  # the four requests run at the same time
-        KEPT.append(make(n))
-        ctx = contextvars.copy_context()  # as asyncio.to_thread / anyio / asgiref do
-        KEPT.append(pool.submit(ctx.run, make_in_worker, n // 10).result())
+        serve(pool, n)
         start_response("200 OK", [])
         return [b""]
     return app
@@ -70,7 +74,8 @@ def _is_size(allocated, size):
 
 def test_each_request_file_holds_its_own_bytes(tmp_path):
     pool = concurrent.futures.ThreadPoolExecutor(1)
-    mw = WSGIMiddleware(_app(pool, threading.Barrier(len(SIZES))), tmp_path, every=1, memory=True)
+    mw = WSGIMiddleware(_app(pool, threading.Barrier(len(SIZES))), tmp_path, every=1, memory=True,
+                        lines=[__name__ + ":serve"])
     threads = [threading.Thread(target=_call, args=(mw, path)) for path in SIZES]
     for t in threads:
         t.start()
@@ -100,6 +105,13 @@ def test_each_request_file_holds_its_own_bytes(tmp_path):
         assert len(worker) == 1 and "make" not in worker[0]
         # the process's totals when it ended (its bytearrays alive then)
         assert data.memory_totals["current"] >= rows["make"].net + rows["make_in_worker"].net
+        # its lines' bytes (lines=): the line that called make() allocated
+        # what make() did, for this request only
+        (serve_lines,) = data.lines_memory.values()
+        # (3.9-3.11: with make's frame object, which the calling line makes)
+        incl = rows["make"].allocated_incl
+        (line,) = [ln for ln, b in serve_lines.items() if incl <= b[0] <= incl + 1000]
+        assert serve_lines[line][1] >= rows["make"].net
     KEPT.clear()
 
 

@@ -683,7 +683,7 @@ def test_wsgi_lines_per_request_concurrent(tmp_path):
         assert ours(data.stats)[fn.__name__] == 4
     prof = mw.profiler._profile
     assert prof.line_stats() == {k: {} for k in prof.line_stats()}  # nothing outside them
-    assert all(prof.request_lines(rid) == ({}, {}) for rid in range(1, 10))  # all dropped
+    assert all(prof.request_lines(rid) == ({}, {}, {}) for rid in range(1, 10))  # all dropped
 
 
 def test_lines_with_slow_ms_keeps_only_the_slow(tmp_path):
@@ -703,7 +703,7 @@ def test_lines_with_slow_ms_keeps_only_the_slow(tmp_path):
         fn, n = lines_kind(d.request["path"])
         assert by_name(d.lines) == lines_oracle(fn, n, 1)
     prof = mw.profiler._profile
-    assert all(prof.request_lines(rid) == ({}, {}) for rid in range(1, 7))  # the fast ones too
+    assert all(prof.request_lines(rid) == ({}, {}, {}) for rid in range(1, 7))  # the fast ones too
     mw.profiler.close()
 
 
@@ -777,13 +777,12 @@ def test_line_counter_request_arguments():
 
 
 def test_lines_lost_for_memory_are_the_requests_own():
-    """A line table that cannot be made for request 1 (one of Python's
-    allocations failing, _testcapi's set_nomemory, each in turn) is request
-    1's loss: request 2's lines, asked first, are whole and say nothing of
-    it, and request 1's say MemoryError or are whole."""
-    _testcapi = pytest.importorskip("_testcapi")
-    if not hasattr(_testcapi, "set_nomemory"):
-        pytest.skip("no _testcapi.set_nomemory")
+    """A line table that cannot be made for request 1 (the profiler's own
+    allocations failing from the n-th on, the testing switch
+    _mem_fail_after, each n in turn) is request 1's loss: request 2's
+    lines, asked first, are whole and say nothing of it, and request 1's
+    say MemoryError or are whole."""
+    from fastprof import _fastprof
     want_b = lines_oracle(lines_b, 5, 1)
     lost = 0
     for n in range(40):
@@ -798,20 +797,15 @@ def test_lines_lost_for_memory_are_the_requests_own():
             token = var.set(1)
             lines_b(5)  # request 1's table exists; lines_a's is made below
             try:
-                _testcapi.set_nomemory(n, n + 1)  # the n+1-th allocation fails, only it
+                _fastprof._mem_fail_after(n)
                 lines_a(3)
-            except MemoryError:
-                pass  # the program's own allocation: nothing of the profiler's
             finally:
-                try:
-                    _testcapi.remove_mem_hooks()
-                except MemoryError:  # the failing allocation was on its way in
-                    _testcapi.remove_mem_hooks()
+                _fastprof._mem_fail_after(-1)
                 var.reset(token)
         finally:
             try:
                 prof.disable()
-            except MemoryError as exc:  # the allocation was the profiler's own (3.9-3.11)
+            except MemoryError as exc:  # the profiler's own tables too
                 assert "some calls were not recorded" in str(exc), exc
         assert by_name(prof.request_lines(2)[0]) == want_b, n
         try:

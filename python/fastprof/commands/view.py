@@ -223,7 +223,8 @@ def _line_listings(data, shown, args, name, micro):
         raise NothingMatched("%s has no line-level stats: profile with "
                              "python -m fastprof --lines PATTERN (or --lines-from)" % (name,))
     match = view.matcher(args.lines, qualnames=data.qualnames)
-    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own, data.sources)
+    out = listings(data.lines, shown, data.qualnames, match, micro, data.lines_own, data.sources,
+                   data.lines_memory)
     if not out:
         raise NothingMatched("no function with line stats matches /%s/ (in %s)" % (args.lines, name))
     return out

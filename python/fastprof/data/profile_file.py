@@ -26,6 +26,7 @@ Trailer (a plain dict; only marshal-able values)::
       "qualnames": [(file, line, name, qualname), ...],   # optional
       "lines": {(file, line, name): {lineno: (hits, seconds)}},  # optional
       "lines_own": {(file, line, name): {lineno: seconds}},      # optional
+      "lines_memory": {(file, line, name): {lineno: (allocated, net, own)}},  # optional
       "only": [pattern, ...],                             # optional
       "fast": True,                                       # optional
       "sources": {file: {lineno: text}},                  # optional
@@ -64,6 +65,10 @@ line's hits and time (from the line's start to the next line or the
 function's exit, callees included).  ``lines_own`` (added without a
 version bump, like ``qualnames``): each line's own time, its time less
 the calls made from it, for the functions of ``lines`` where it is exact.
+``lines_memory`` (with ``memory`` too, added without a version bump): each
+line's bytes: allocated while it ran, callees included; ``net``, the change
+of its thread's live bytes meanwhile (negative where it freed more); own
+bytes, the calls' left out (None where not exact).
 
 ``sources`` (with ``lines``, added without a version bump): the text of
 the lines a line listing shows (each function of ``lines`` from its first
@@ -197,6 +202,9 @@ class ProfileData:
     fast: bool = False
     # pstats key -> {lineno: own seconds}, the functions of lines with exact own times
     lines_own: Dict[FuncKey, Dict[int, float]] = field(default_factory=dict)
+    # pstats key -> {lineno: (allocated, net, own allocated or None)}: the
+    # functions of lines measured in bytes (memory profiling)
+    lines_memory: Dict[FuncKey, Dict[int, Tuple[int, int, Optional[int]]]] = field(default_factory=dict)
     # the profiler's own cost taken out or not (cost_note.py); None: not said
     compensation: Optional[Dict[str, Any]] = None
     # the web request profiled (fastprof.middleware): method, path, status, duration, time
@@ -250,6 +258,9 @@ class ProfileData:
         if self.lines_own:
             out["lines_own"] = {tuple(k): {int(n): float(t) for n, t in v.items()}
                                 for k, v in self.lines_own.items()}
+        if self.lines_memory:
+            out["lines_memory"] = {tuple(k): {int(n): _line_bytes(b) for n, b in v.items()}
+                                   for k, v in self.lines_memory.items()}
         if self.compensation is not None:
             out["compensation"] = dict(self.compensation)
         if self.request is not None:
@@ -267,6 +278,12 @@ class ProfileData:
 # a thread record's key in place of "stats": the file's pstats table (module doc)
 STATS_OF_FILE = "stats_of_file"
 MEMORY_OF_FILE = "memory_of_file"
+
+
+def _line_bytes(b):
+    """A line's ``(allocated, net, own or None)``, checked."""
+    allocated, net, own = b
+    return int(allocated), int(net), None if own is None else int(own)
 
 
 def _threads_to_marshal(threads, stats, memory_rows):
@@ -407,6 +424,8 @@ def load_profile(path) -> ProfileData:
         data.coroutines = trailer.get("coroutines")
         data.lines_own = {tuple(k): {int(n): float(t) for n, t in v.items()}
                           for k, v in trailer.get("lines_own", {}).items()}
+        data.lines_memory = {tuple(k): {int(n): _line_bytes(b) for n, b in v.items()}
+                             for k, v in trailer.get("lines_memory", {}).items()}
         data.sources = line_sources.from_marshal(trailer.get("sources", {}))
         data.paths = {str(f): str(r) for f, r in trailer.get("paths", {}).items()}
         data.shared_keys = _shared_keys_from_marshal(trailer.get("shared_keys", {}))

@@ -417,7 +417,8 @@ def _run(args, say, ctrl_c):
         if probe.scope_note() is not None:  # --only: what the table leaves out
             print(probe.scope_note())
         pstats_of(data.stats).strip_dirs().sort_stats(*sort_args(sort)).print_stats()
-        run_options.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own)
+        run_options.print_line_listings(data.lines, data.stats, data.qualnames, own=data.lines_own,
+                                        memory=data.lines_memory)
         if data.memory is not None:
             run_options.print_memory(data.memory, data.memory_totals, data.qualnames)
         sys.stdout.flush()

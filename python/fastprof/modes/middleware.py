@@ -272,7 +272,7 @@ class RequestProfiler:
         # lines= (line counts are routed by request too, csrc/fpy_lines.c);
         # lines lost for lack of memory cost the file its lines, not its functions
         try:
-            data.lines, data.lines_own = prof.request_lines(rid)
+            data.lines, data.lines_own, data.lines_memory = prof.request_lines(rid)
         except MemoryError as exc:
             self._log_once("lines", "%s: that request's profile is written without line stats", exc)
         return data

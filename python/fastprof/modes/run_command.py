@@ -443,7 +443,7 @@ def _report_unmatched(prof, follower=None, prog=PROG):
 
 def _print_lines(prof):
     run_options.print_line_listings(prof.line_stats(), prof.stats, prof.qualnames,
-                                 own=prof.line_own_stats())
+                                 own=prof.line_own_stats(), memory=prof.line_memory_stats())
 
 
 def _usable_stdout():

@@ -211,16 +211,18 @@ def unmatched_patterns(prof, name=lambda option: option):
     return out
 
 
-def print_line_listings(lines, stats, qualnames, own=None):
+def print_line_listings(lines, stats, qualnames, own=None, memory=None):
     """Print the --lines listings after the table (nothing without them);
-    *own*: the lines' own times where known."""
+    *own*: the lines' own times where known; *memory*: their bytes."""
     if not lines:
         return
     from ..tools.line_view import listings  # (deferred: nothing before the program)
     from ..tools.view import micro_sign  # (deferred: nothing before the program)
-    out = listings(lines, stats, qualnames, micro=micro_sign(sys.stdout), own=own)
+    out = listings(lines, stats, qualnames, micro=micro_sign(sys.stdout), own=own, memory=memory)
     print("\nLine by line (time of a line: from its start to the next line or the "
-          "function's exit, callees included; own: less them)\n")
+          "function's exit, callees included; own: less them%s)\n"
+          % ("; alloc: bytes allocated meanwhile, callees included; net: the change of live "
+             "bytes" if memory else ""))
     print("\n".join(out))
 
 

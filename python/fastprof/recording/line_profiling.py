@@ -102,6 +102,19 @@ class _LineRecorder:
         functions whose every line's own time is exact."""
         return _own_by_key(self.counter.own_stats(request), self.counter.stats(request))
 
+    def line_memory(self, request=0):
+        """``{(file, firstlineno, name): {lineno: (allocated, net, own)}}``
+        of the functions measured in bytes (the bound profiler's memory
+        on), code objects sharing a key summed; own None where not exact."""
+        out = {}
+        for code, table in self.counter.memory_stats(request).items():
+            lines = out.setdefault(label(code), {})
+            for lineno, (allocated, net, own) in table.items():
+                prev = lines.get(lineno, (0, 0, 0))
+                lines[lineno] = (prev[0] + allocated, prev[1] + net,
+                                 None if own is None or prev[2] is None else prev[2] + own)
+        return out
+
     def drop(self, request):
         """Free a routed request's counts."""
         self.counter.drop(request)
@@ -180,10 +193,16 @@ class MonitoringRecorder(_LineRecorder):
         counter = self.counter
         recorder = self
 
-        def on_start(code, offset):
-            if code not in seen and decide(code, sys._getframe(1)) is not None:
+        def admit(code):
+            # (its frame: on_start's caller's, read here, where what it
+            # allocates counts for no function)
+            if decide(code, sys._getframe(2)) is not None:
                 counter.add(code)
                 mon.set_local_events(recorder.tool, code, recorder.local_events)
+
+        def on_start(code, offset):
+            if code not in seen:
+                counter.call_unowned(admit, code)
             return DISABLE
 
         def on_throw(code, offset, exc):

@@ -379,13 +379,24 @@ class Profile(_fastprof.Profiler):
         seconds}}`` (see docs/lines.md)."""
         return self._lines.own_stats() if self._lines is not None else {}
 
+    def line_memory_stats(self):
+        """With ``memory=True``: each line's bytes, of the functions of
+        ``line_stats()``: ``{(file, firstlineno, name): {lineno:
+        (allocated, net, own)}}``: bytes allocated while the line ran
+        (the calls made from it included), the change of its thread's live
+        bytes meanwhile, and its own bytes (the calls' left out; None
+        where not exact, as ``line_own_stats()``).  Empty without
+        ``lines=`` or ``memory=True``."""
+        return self._lines.line_memory() if self._lines is not None else {}
+
     def request_lines(self, request):
-        """``(line_stats, line_own_stats)`` of one request while this
-        profiler routes by request (fastprof.middleware): the lines run in
-        its context only."""
+        """``(line_stats, line_own_stats, line_memory_stats)`` of one
+        request while this profiler routes by request
+        (fastprof.middleware): the lines run in its context only."""
         if self._lines is None:
-            return {}, {}
-        return self._lines.line_stats(request), self._lines.own_stats(request)
+            return {}, {}, {}
+        return (self._lines.line_stats(request), self._lines.own_stats(request),
+                self._lines.line_memory(request))
 
     def request_times(self, request):
         """Where a routed request's time went, per thread that ran it: a
@@ -780,6 +791,7 @@ class Profile(_fastprof.Profiler):
         ``fast`` that say what the stats leave out, and memory."""
         data.lines = self.line_stats()
         data.lines_own = self.line_own_stats()
+        data.lines_memory = self.line_memory_stats()
         data.only = self._options.get("only")
         data.fast = self._options["fast"]
         if self._options["coroutines"] == "wall":
