@@ -31,6 +31,15 @@
 #define FPY_USE_MONITORING 0
 #endif
 
+/* 3.12 and 3.13's sys.monitoring makes a new int object for an event's
+ * code offset or line number (beyond the small ints) before it calls the
+ * callbacks; 3.14 takes them from a free list (fpy_heap_hooks.h). */
+#if FPY_USE_MONITORING && PY_VERSION_HEX < 0x030E0000
+#define FPY_EVENT_INTS_ALLOCATED 1
+#else
+#define FPY_EVENT_INTS_ALLOCATED 0
+#endif
+
 /* 3.13 closes a generator suspended outside any try block without running
  * it, so no monitoring event tells its end (fpy_source_monitoring.c
  * watches such generators with a weakref). */

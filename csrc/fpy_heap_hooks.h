@@ -52,7 +52,6 @@ void fpy_heap_pause(fp_thread_t *t);
  * (in the totals only, which tracemalloc's include too). Idempotent: every
  * tool's callback gets the same object. 3.14 takes these ints from a free
  * list (no allocation, except when the list is empty). */
-#define FPY_EVENT_INTS_ALLOCATED (FPY_USE_MONITORING && PY_VERSION_HEX < 0x030E0000)
 #if FPY_EVENT_INTS_ALLOCATED
 void fpy_heap_disown_event_int(PyObject *obj);
 #endif
