@@ -1062,6 +1062,42 @@ def test_report_embeds_line_stats(tmp_path):
     assert block == {"rows": [[31, 3, 0.1, "", None], [33, 30, 0.55, "", None], [34, 3, 0.05, "", None]],
                      "total": 0.7, "hot": [33, 31, 34], "readable": False, "own": False}
     assert report_data(synthetic_data())["lines"] == {}
+    # with bytes per line (memory): a sixth element, and the flags
+    data = synthetic_lines_data()
+    data.lines_memory = {("/nonexistent/app.py", 30, "leaf"): {31: (100, 60, 100), 33: (5000, -40, None)}}
+    block = report_data(data)["lines"][str(leaf)]
+    assert [r[5] for r in block["rows"]] == [[100, 60, 100], [5000, -40, None], [0, 0, 0]]
+    assert block["bytes"] is True and block["own_bytes"] is False
+
+
+def line_bytes_work():
+    kept = bytearray(3_000_000)
+    text = "z" * 50_000
+    del kept
+    return text
+
+
+def test_line_panel_shows_bytes(browser, tmp_path):
+    """With memory, the line table has each line's bytes: alloc, net (a
+    freeing line's negative) and own alloc."""
+    import fastprof
+    prof = fastprof.Profile(memory=True, lines=[__name__ + ":line_bytes_work"])
+    prof.runcall(line_bytes_work)
+    out = tmp_path / "bytes.html"
+    prof.dump_stats(str(tmp_path / "bytes.prof"))
+    export(load_profile(str(tmp_path / "bytes.prof")), str(out))
+    _open(browser, out)
+    _select(browser, "line_bytes_work")
+    heads = browser.eval("Array.prototype.map.call(document.querySelectorAll('#detail table.linestats th'),"
+                         " function(th){ return th.textContent; })")
+    assert heads[heads.index("% func") + 1:heads.index("% func") + 4] == ["alloc", "net", "own alloc"]
+    cells = browser.eval("""Array.prototype.map.call(document.querySelectorAll('#detail table.linestats tbody tr'),
+        function(tr){ return [tr.querySelector('td.code').textContent, tr.querySelector('td.alloc').textContent,
+                              tr.querySelector('td.net').textContent, tr.querySelector('td.ownalloc').textContent]; })""")
+    by_code = {c[0].strip(): c[1:] for c in cells}
+    assert by_code["kept = bytearray(3_000_000)"] == ["2.9 MiB", "2.9 MiB", "2.9 MiB"]
+    assert by_code["del kept"][1] == "-2.9 MiB"
+    assert browser.problems() == []
 
 
 def _line_rows(browser):

@@ -183,3 +183,21 @@ def test_the_command_line(tmp_path):
     plain = subprocess.run(cmd[:3] + cmd[4:], capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
     header = [ln for ln in plain.stdout.splitlines() if ln.startswith("Line ")]
     assert header and "Alloc" not in header[0]
+
+
+def test_merge_sums_them(tmp_path):
+    from fastprof.tools.merge import merge_profiles
+    files = []
+    for i, memory in enumerate((True, True, False)):
+        prof = Profile(memory=memory, lines=[__name__ + ":keeps_all"])
+        prof.runcall(keeps_all)
+        files.append(str(tmp_path / ("%d.prof" % i)))
+        prof.dump_stats(files[-1])
+    a, b, plain = (load_profile(f) for f in files)
+    both = merge_profiles([a, b]).lines_memory[key(keeps_all)]
+    for ln, (allocated, net, own) in both.items():
+        assert allocated == a.lines_memory[key(keeps_all)][ln][0] + b.lines_memory[key(keeps_all)][ln][0]
+        assert net == a.lines_memory[key(keeps_all)][ln][1] + b.lines_memory[key(keeps_all)][ln][1]
+        assert own == a.lines_memory[key(keeps_all)][ln][2] + b.lines_memory[key(keeps_all)][ln][2]
+    # an input whose lines have no bytes: the sum has none (not a part)
+    assert merge_profiles([a, plain]).lines_memory == {}

@@ -101,12 +101,14 @@ def _source_block(key: FuncKey) -> Optional[Dict]:
 
 def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Optional[float],
                 own: Optional[Dict[int, float]] = None,
-                sources: Optional[Dict[str, Dict[int, str]]] = None) -> Dict:
+                sources: Optional[Dict[str, Dict[int, str]]] = None,
+                memory: Optional[Dict[int, Tuple[int, int, Optional[int]]]] = None) -> Dict:
     """A function's line stats for the page: one row per line from its first
     to its last line with stats, ``[lineno, hits, seconds, text, own]``
     (hits None for a line without stats, text "" when the file is not
-    readable now, own None when not known), the time the percents are of,
-    and the hottest lines."""
+    readable now, own None when not known), and with *memory* a sixth,
+    ``[allocated, net, own allocated or None]``; the time the percents are
+    of, and the hottest lines."""
     filename = str(key[0])
     getline, known = line_sources.line_getter(sources or {})
     readable = known(filename)
@@ -117,10 +119,16 @@ def _line_block(key: FuncKey, table: Dict[int, Tuple[int, float]], cumtime: Opti
             hits, seconds = table[lineno]
             rows.append([lineno, _num(hits), _num(seconds), text,
                          _num(own.get(lineno, 0.0)) if own is not None else None])
+            if memory is not None:
+                rows[-1].append(list(memory.get(lineno, (0, 0, 0))))
         elif readable:
-            rows.append([lineno, None, 0, text, None])
-    return {"rows": rows, "total": _num(function_total(table, cumtime)), "hot": hottest(table),
-            "readable": readable, "own": own is not None}
+            rows.append([lineno, None, 0, text, None] + ([None] if memory is not None else []))
+    block = {"rows": rows, "total": _num(function_total(table, cumtime)), "hot": hottest(table),
+             "readable": readable, "own": own is not None}
+    if memory is not None:
+        block["bytes"] = True
+        block["own_bytes"] = all(b[2] is not None for b in memory.values())
+    return block
 
 
 # A thread selector lists each thread when there are at most this many, else
@@ -291,7 +299,7 @@ def report_data(data: ProfileData, title: Optional[str] = None, source_name: str
     return {
         "title": title or "profile",
         "lines": {str(index[k]): _line_block(k, table, stats[k][3] if k in stats else None,
-                                             data.lines_own.get(k), data.sources)
+                                             data.lines_own.get(k), data.sources, data.lines_memory.get(k))
                   for k, table in data.lines.items() if k in index},
         "source": source_name,
         "created": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),

@@ -430,12 +430,13 @@
     return box;
   }
   // a function's line stats (--lines): hits, time, % of the function and
-  // a bar of it per line, the hottest lines marked
+  // a bar of it per line, the hottest lines marked; with memory, bytes
   function lineTable(L) {
     var wrap = el('div', { 'class': 'lines-box' });
     var t = el('table', { 'class': 'linestats' });
     var hr = el('tr');
-    var heads = L.own ? ['line', 'hits', 'time', 'own', '% func', '', 'source'] : ['line', 'hits', 'time', '% func', '', 'source'];
+    var heads = ['line', 'hits', 'time'].concat(L.own ? ['own'] : [], ['% func'],
+      L.bytes ? ['alloc', 'net'].concat(L.own_bytes ? ['own alloc'] : []) : [], ['', 'source']);
     heads.forEach(function (h) { hr.appendChild(el('th', null, h)); });
     t.appendChild(el('thead')).appendChild(hr);
     var tb = el('tbody');
@@ -448,6 +449,13 @@
       tr.appendChild(el('td', { 'class': 'time' }, r[1] === null ? '' : fmtTime(r[2])));
       if (L.own) tr.appendChild(el('td', { 'class': 'own' }, r[1] === null ? '' : fmtTime(r[4])));
       tr.appendChild(el('td', { 'class': 'pct' }, r[1] === null ? '' : (100 * share).toFixed(1)));
+      if (L.bytes) {
+        var b = r[5] || [0, 0, 0];
+        var cells = [['alloc', b[0]], ['net', b[1]]].concat(L.own_bytes ? [['ownalloc', b[2]]] : []);
+        cells.forEach(function (c) {
+          tr.appendChild(el('td', { 'class': c[0] }, r[1] === null || !c[1] ? '' : fmtBytes(c[1])));
+        });
+      }
       var bar = el('td', { 'class': 'heat' });
       if (r[1] !== null) {
         bar.appendChild(el('span', { 'class': 'track' })).appendChild(
@@ -461,6 +469,8 @@
     wrap.appendChild(t);
     wrap.appendChild(el('p', { 'class': 'note' }, 'time of a line: from its start to the next line or the ' +
       'exit, its calls included' + (L.own ? '; own: less those calls' : '') +
+      (L.bytes ? '; alloc: bytes allocated meanwhile, its calls included; net: the change of live bytes' +
+        (L.own_bytes ? '; own alloc: less its calls\' bytes' : '') : '') +
       '; % of the function\'s cumtime; hottest lines marked' +
       (L.readable ? '' : '; source not readable when the report was written: line numbers only')));
     return wrap;

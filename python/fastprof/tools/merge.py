@@ -35,8 +35,9 @@
 - qualified names (``qualnames``): the union; differing names of one key are
   listed together.
 - line-level stats (``lines``): hits and times summed per function and line;
-  own times (``lines_own``) too, for the functions every input with their
-  lines has them for.
+  own times (``lines_own``) and bytes (``lines_memory``) too, for the
+  functions every input with their lines has them for (own bytes: where
+  every input's are exact).
 - memory (``--memory``): kept only when every input has it, as call paths
   are; each row's and caller edge's counts summed, the peak of one call the
   largest; the processes' totals summed (their peaks too: the most they can
@@ -133,6 +134,8 @@ class ProfileSum:
         self._lines: Dict[FuncKey, Dict[int, Tuple[int, float]]] = {}
         self._lines_own: Dict[FuncKey, Dict[int, float]] = {}
         self._own_missing: Set[FuncKey] = set()  # an input had its lines without own times
+        self._lines_memory: Dict[FuncKey, Dict[int, Tuple[int, int, Optional[int]]]] = {}
+        self._bytes_missing: Set[FuncKey] = set()  # an input had its lines without bytes
         self._sources: Dict[str, Dict[int, str]] = {}  # the lines' text the inputs stored
         self._threads: List[Tuple[int, dict]] = []  # (input number, thread record)
         # the inputs' only= patterns (None: unscoped) and fast flags
@@ -174,6 +177,7 @@ class ProfileSum:
             for lineno, (hits, seconds) in table.items():
                 h, t = out.get(lineno, (0, 0.0))
                 out[lineno] = (h + hits, t + seconds)
+            self._add_line_bytes(key, p.lines_memory.get(key))
             if key not in p.lines_own:
                 self._own_missing.add(self.keys(key))
                 continue
@@ -196,6 +200,15 @@ class ProfileSum:
         else:
             for t in p.threads:
                 self._add_to_group(self.count, t)
+
+    def _add_line_bytes(self, key: FuncKey, table) -> None:
+        if table is None:
+            self._bytes_missing.add(self.keys(key))
+            return
+        out = self._lines_memory.setdefault(self.keys(key), {})
+        for lineno, (allocated, net, own) in table.items():
+            a, n, o = out.get(lineno, (0, 0, 0))
+            out[lineno] = (a + allocated, n + net, None if own is None or o is None else o + own)
 
     def _add_to_group(self, input_number: int, thread: dict) -> None:
         # [stats, threads, inputs, memory (None once a member has none)]
@@ -221,6 +234,7 @@ class ProfileSum:
         data.lines = self._lines
         data.sources = self._sources
         data.lines_own = {k: v for k, v in self._lines_own.items() if k not in self._own_missing}
+        data.lines_memory = {k: v for k, v in self._lines_memory.items() if k not in self._bytes_missing}
         if len(self.clocks) == 1:
             data.clock = next(iter(self.clocks))
         # what the sum leaves out is said only if every input left it out
@@ -288,6 +302,7 @@ def rekeyed(p: ProfileData, aliases: Dict[FuncKey, FuncKey]) -> ProfileData:
 
     out.lines = {key(k): shifted(k, v) for k, v in p.lines.items()}
     out.lines_own = {key(k): shifted(k, v) for k, v in p.lines_own.items()}
+    out.lines_memory = {key(k): shifted(k, v) for k, v in p.lines_memory.items()}
     return out
 
 
