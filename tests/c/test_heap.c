@@ -14,7 +14,10 @@
  *   rest stays exact;
  * - threads: eight threads tracking and freeing each other's blocks at once
  *   (run under ASan and valgrind: no race corrupts the table), totals equal
- *   the sum of what the threads did;
+ *   the sum of what the threads did; and threads whose owners come and go
+ *   (each phase a new owner, merged or dropped after), so that sweeps hand
+ *   ids out again while the others track and free: every block left counts
+ *   for the owner its phase's ended in, none for a later holder of its id;
  * - its own memory per million live blocks. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -540,6 +543,98 @@ static void test_threads(void **state)
 
 /* The table's own memory per million live blocks: 16 bytes a slot, at most
  * 70% full, so 2^21 slots (32 MiB) hold a million. */
+/* Threads whose owners come and go while the others allocate: the sweeps
+ * run in the middle of their tracking and freeing. */
+enum { CHURN_THREADS = 6, CHURN_PHASES = 1500, CHURN_BLOCKS = 8 };
+
+typedef struct {
+    fp_heap_t *h;
+    int index;
+    fp_owner_t keep;
+    pthread_barrier_t *start;
+    uint64_t tracked, freed; /* bytes */
+    uint64_t frees;
+} churn_t;
+
+static uintptr_t churn_addr(int thread, int phase, int i)
+{
+    return 1 + ((uintptr_t)thread * CHURN_PHASES + (uintptr_t)phase) * CHURN_BLOCKS + (uintptr_t)i;
+}
+
+static void *churner(void *arg)
+{
+    churn_t *c = arg;
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(c->index + 1);
+    pthread_barrier_wait(c->start);
+    for (int phase = 0; phase < CHURN_PHASES; phase++) {
+        /* as the binding does: the owner, then the sweeps it was read at */
+        fp_owner_t o = fp_heap_new_owner(c->h);
+        uint64_t seen = __atomic_load_n(&c->h->sweeps, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < CHURN_BLOCKS; i++) {
+            fp_heap_track_seen(c->h, P(churn_addr(c->index, phase, i)), (uint64_t)(1 + i), o, seen);
+            c->tracked += (uint64_t)(1 + i);
+        }
+        for (int k = 0; k < CHURN_BLOCKS - 2; k++) { /* its own and others' */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int thread = (int)(x % CHURN_THREADS), at = (int)((x >> 8) % (uint64_t)(phase + 1));
+            fp_heap_block_t b =
+                fp_heap_take(c->h, P(churn_addr(thread, at, (int)((x >> 24) % CHURN_BLOCKS))));
+            if (b.found) {
+                c->freed += b.size;
+                c->frees++;
+            }
+        }
+        if (phase % 2)
+            fp_heap_owner_drop(c->h, o); /* a request thrown away */
+        else
+            fp_heap_owner_merge(c->h, c->keep, o); /* a thread folded */
+    }
+    return NULL;
+}
+
+static void test_sweeps_while_threads_track(void **state)
+{
+    (void)state;
+    fp_heap_t h;
+    assert_int_equal(fp_heap_init(&h), 0);
+    fp_owner_t keep = fp_heap_new_owner(&h);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, CHURN_THREADS);
+    pthread_t tid[CHURN_THREADS];
+    churn_t c[CHURN_THREADS];
+    for (int i = 0; i < CHURN_THREADS; i++) {
+        c[i] = (churn_t){&h, i, keep, &start, 0, 0, 0};
+        assert_int_equal(pthread_create(&tid[i], NULL, churner, &c[i]), 0);
+    }
+    uint64_t tracked = 0, freed = 0;
+    for (int i = 0; i < CHURN_THREADS; i++) {
+        pthread_join(tid[i], NULL);
+        tracked += c[i].tracked;
+        freed += c[i].freed;
+    }
+    pthread_barrier_destroy(&start);
+    assert_true(h.sweeps > 0);                              /* ids were handed out again meanwhile */
+    assert_true(h.n_owners < CHURN_THREADS * CHURN_PHASES); /* some handed out again */
+    fp_heap_totals_t t = fp_heap_totals(&h);
+    assert_int_equal(t.lost, 0);
+    assert_int_equal(t.current, tracked - freed);
+    /* Each block left: `keep`'s if its phase's owner was merged, nobody's
+     * if it was dropped, whoever holds the id now. */
+    for (int thread = 0; thread < CHURN_THREADS; thread++)
+        for (int phase = 0; phase < CHURN_PHASES; phase++)
+            for (int i = 0; i < CHURN_BLOCKS; i++) {
+                fp_heap_block_t b = fp_heap_take(&h, P(churn_addr(thread, phase, i)));
+                if (!b.found)
+                    continue;
+                assert_int_equal(b.owner, phase % 2 ? FP_OWNER_NONE : keep);
+            }
+    fp_heap_owner_stats_t s = owner(&h, keep);
+    assert_int_equal(s.live, 0); /* its blocks, all taken just now */
+    assert_int_equal(s.alloc_bytes - s.freed_bytes, 0);
+    totals_are(&h, 0, t.peak, 0);
+    fp_heap_fini(&h);
+}
+
 static void test_bytes_per_million_blocks(void **state)
 {
     (void)state;
@@ -577,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_disowned_blocks),
         cmocka_unit_test(test_growth_and_its_failure),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_sweeps_while_threads_track),
         cmocka_unit_test(test_bytes_per_million_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
