@@ -450,14 +450,10 @@ void fpy_heap_pause(fp_thread_t *t)
 }
 
 #if FPY_EVENT_INTS_ALLOCATED
-void fpy_heap_disown_event_int(PyObject *obj)
+void fpy_heap_disown_allocated_int(PyObject *obj)
 {
     fp_heap_t *h = __atomic_load_n(&recording, __ATOMIC_ACQUIRE);
-    if (!h || !PyLong_CheckExact(obj))
-        return;
-    int overflow;
-    long v = PyLong_AsLongAndOverflow(obj, &overflow);
-    if (!overflow && v >= -5 && v <= 256) /* a small int: static, never allocated */
+    if (!h)
         return;
     uint64_t size = fp_heap_disown(h, obj);
     fp_mem_clock_t *m = tl.clock;

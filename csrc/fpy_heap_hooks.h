@@ -53,7 +53,15 @@ void fpy_heap_pause(fp_thread_t *t);
  * tool's callback gets the same object. 3.14 takes these ints from a free
  * list (no allocation, except when the list is empty). */
 #if FPY_EVENT_INTS_ALLOCATED
-void fpy_heap_disown_event_int(PyObject *obj);
+void fpy_heap_disown_allocated_int(PyObject *obj);
+static inline void fpy_heap_disown_event_int(PyObject *obj)
+{
+    /* a small int (the interpreter's static ones) was never allocated */
+    if (PyLong_CheckExact(obj) &&
+        !(PyUnstable_Long_IsCompact((PyLongObject *)obj) &&
+          (uint64_t)(PyUnstable_Long_CompactValue((PyLongObject *)obj) + 5) <= 261))
+        fpy_heap_disown_allocated_int(obj);
+}
 #endif
 
 /* The calling thread's allocations count for no row (the totals only)

@@ -126,19 +126,21 @@ typedef struct {
 
 #define PROFILER_OF(callback) (((fpy_callback_t *)(callback))->prof)
 
-static PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_start(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
 }
 
-static PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_resume(PyObject *cb, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames)
 {
     (void)kwnames;
     return py_enter(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
 }
 
-static PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_return(PyObject *cb, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames)
 {
     (void)kwnames;
     return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 0);
@@ -154,7 +156,8 @@ FP_FORCE_INLINE int out_of_scope(fpy_profiler_t *p, PyObject *const *args, Py_ss
            !fpy_in_scope(p, (PyCodeObject *)args[0]);
 }
 
-static PyObject *on_start_scoped(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_start_scoped(PyObject *cb, PyObject *const *args, size_t nargsf,
+                                          PyObject *kwnames)
 {
     fpy_profiler_t *p = PROFILER_OF(cb);
     if (out_of_scope(p, args, PyVectorcall_NARGS(nargsf)))
@@ -162,21 +165,23 @@ static PyObject *on_start_scoped(PyObject *cb, PyObject *const *args, size_t nar
     return on_start(cb, args, nargsf, kwnames);
 }
 
-static PyObject *on_resume_scoped(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_resume_scoped(PyObject *cb, PyObject *const *args, size_t nargsf,
+                                           PyObject *kwnames)
 {
     if (out_of_scope(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf)))
         Py_RETURN_NONE;
     return on_resume(cb, args, nargsf, kwnames);
 }
 
-static PyObject *on_return_scoped(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_return_scoped(PyObject *cb, PyObject *const *args, size_t nargsf,
+                                           PyObject *kwnames)
 {
     if (out_of_scope(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf)))
         Py_RETURN_NONE;
     return on_return(cb, args, nargsf, kwnames);
 }
 
-static PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_yield(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     return py_leave(PROFILER_OF(cb), args, PyVectorcall_NARGS(nargsf), 1);
@@ -196,7 +201,7 @@ FP_FORCE_INLINE int runs_inline(PyObject *callable)
  * account: a Python function's CALL (its call site's, the caller's time;
  * its PY_START is a call's), and the CALL and later C_RETURN of anything
  * else (a class, a partial), which nothing records. */
-static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
@@ -223,7 +228,8 @@ static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyO
     Py_RETURN_NONE;
 }
 
-static PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+FP_FORCE_INLINE PyObject *on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames)
 {
     (void)kwnames;
     fpy_profiler_t *p = PROFILER_OF(cb);
@@ -251,23 +257,28 @@ static const vectorcallfunc scoped_callback_fns[] = {on_start_scoped, on_resume_
  * made for the callbacks, is not the program's allocation (fpy_heap_hooks.h);
  * then the event as without memory. Registered only then: other profiles
  * pay nothing for it. */
-#define MEMORY_CALLBACK(name, plain, scoped)                                                            \
+#define MEMORY_CALLBACK(name, then)                                                                     \
     static PyObject *name(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)        \
     {                                                                                                   \
-        fpy_profiler_t *p = PROFILER_OF(cb);                                                            \
         if (PyVectorcall_NARGS(nargsf) >= 2)                                                            \
             fpy_heap_disown_event_int(args[1]);                                                         \
-        return (p && p->scope ? scoped : plain)(cb, args, nargsf, kwnames);                             \
+        return then(cb, args, nargsf, kwnames);                                                         \
     }
-MEMORY_CALLBACK(on_start_memory, on_start, on_start_scoped)
-MEMORY_CALLBACK(on_resume_memory, on_resume, on_resume_scoped)
-MEMORY_CALLBACK(on_return_memory, on_return, on_return_scoped)
-MEMORY_CALLBACK(on_yield_memory, on_yield, on_yield)
-MEMORY_CALLBACK(on_call_memory, on_call, on_call)
-MEMORY_CALLBACK(on_c_return_memory, on_c_return, on_c_return)
+MEMORY_CALLBACK(on_start_memory, on_start)
+MEMORY_CALLBACK(on_resume_memory, on_resume)
+MEMORY_CALLBACK(on_return_memory, on_return)
+MEMORY_CALLBACK(on_start_scoped_memory, on_start_scoped)
+MEMORY_CALLBACK(on_resume_scoped_memory, on_resume_scoped)
+MEMORY_CALLBACK(on_return_scoped_memory, on_return_scoped)
+MEMORY_CALLBACK(on_yield_memory, on_yield)
+MEMORY_CALLBACK(on_call_memory, on_call)
+MEMORY_CALLBACK(on_c_return_memory, on_c_return)
 static const vectorcallfunc memory_callback_fns[] = {on_start_memory,  on_resume_memory,
                                                      on_return_memory, on_yield_memory,
                                                      on_call_memory,   on_c_return_memory};
+static const vectorcallfunc memory_scoped_callback_fns[] = {
+    on_start_scoped_memory, on_resume_scoped_memory, on_return_scoped_memory,
+    on_yield_memory,        on_call_memory,          on_c_return_memory};
 #endif
 
 static void callback_dealloc(fpy_callback_t *self)
@@ -403,7 +414,7 @@ static int mon_attach(fpy_profiler_t *p)
         const vectorcallfunc *fns = p->scope ? scoped_callback_fns : callback_fns;
 #if FPY_EVENT_INTS_ALLOCATED
         if (p->core.heap)
-            fns = memory_callback_fns;
+            fns = p->scope ? memory_scoped_callback_fns : memory_callback_fns;
 #endif
         PyObject *fn = new_callback(p, callback_type, fns[event_table[i].callback]);
         if (!fn)

@@ -320,16 +320,17 @@ def with_calls_far_in(padding):
 
 def bytes_per_rounds():
     """What 300 more rounds of with_calls_far_in's loop allocate, with the
-    loop's calls near and far, the line counter on or not: {(padding,
-    lines): (allocations, bytes)}; len() allocates nothing. (Once per
+    loop's calls near and far, the line counter on or not, only= or not:
+    {(padding, lines, only): (allocations, bytes)}; len() allocates nothing. (Once per
     function, line profiling's first run of it allocates the interpreter's
     instrumentation of its code: two runs of one code object, 300 and 600
     rounds, leave that out.)"""
     import fastprof
 
-    def bytes_of(far, rounds, lines):
+    def bytes_of(far, rounds, lines, only):
         gc.collect()
-        p = fastprof.Profile(memory=True, lines=["far_module:far"] if lines else None)
+        p = fastprof.Profile(memory=True, lines=["far_module:far"] if lines else None,
+                             only=["far_module"] if only else None)
         p.enable()
         far(rounds)
         p.disable()
@@ -342,11 +343,11 @@ def bytes_per_rounds():
 
     out = {}
     for padding in (0, 30):
-        for lines in (False, True):
+        for lines, only in ((False, False), (True, False), (False, True)):
             far = with_calls_far_in(padding)
-            bytes_of(far, 10, lines)  # (first runs: the interpreter's own caches)
-            a, b = bytes_of(far, 300, lines), bytes_of(far, 600, lines)
-            out[padding, lines] = (b[0] - a[0], b[1] - a[1])
+            bytes_of(far, 10, lines, only)  # (first runs: the interpreter's own caches)
+            a, b = bytes_of(far, 300, lines, only), bytes_of(far, 600, lines, only)
+            out[padding, lines, only] = (b[0] - a[0], b[1] - a[1])
     return out
 
 

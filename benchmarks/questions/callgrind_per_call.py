@@ -19,6 +19,9 @@ cancel out:
   default-nobuiltins  fastprof.Profile(builtins=False): the default mode's
                 event path for the same calls fast mode sees (on 3.12+
                 builtins=True also has every call instruction report)
+  memory        fastprof.Profile(memory=True): the default mode with the
+                allocator hooks (fib's results past 256 are new ints: about
+                one allocation and one free per call)
 
 "own" is the part spent in fastprof's C code (csrc/), from callgrind_annotate.
 FASTPROF_LIB=DIR measures another build of fastprof (one version at a
@@ -35,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from harness.common import build_lib, dev_python  # noqa: E402
 
 SIZES = (18, 21)
-MODES = ("unprofiled", "passthrough", "fast", "default", "default-nobuiltins")
+MODES = ("unprofiled", "passthrough", "fast", "default", "default-nobuiltins", "memory")
 
 PROGRAM = r"""
 import sys
@@ -53,6 +56,7 @@ else:
     # compensate=False: calibration loops for a time, so under callgrind it
     # adds a load-dependent count; the event path is the same either way
     pr = (Profile(fast=True, compensate=False) if mode == "fast"
+          else Profile(memory=True, compensate=False) if mode == "memory"
           else Profile(builtins=mode == "default", compensate=False))
     pr.enable(); fib(n); pr.disable()
 """
