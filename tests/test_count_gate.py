@@ -31,9 +31,17 @@ def run_pytest(tmp_path, *args, env=None):
     # otherwise (a second interpreter per run); test_hash_randomisation sets it
     base = {"PYTEST_ADDOPTS": "", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"}
     base.update(env or {})
-    env = subprocess_env(**base)
     return run_python(["-m", "pytest", "-p", "no:cacheprovider"] + PLUGIN + list(args),
-                      cwd=str(tmp_path), env=env, timeout=300)
+                      cwd=str(tmp_path), env=gate_env(**base), timeout=300)
+
+
+def gate_env(**extra):
+    """The environment of a pytest run here: without this suite's own
+    pytest-xdist worker's variables (the runs here are no workers)."""
+    env = subprocess_env(**extra)
+    for name in [n for n in env if n.startswith("PYTEST_XDIST_")]:
+        del env[name]
+    return env
 
 
 def make(tmp_path, text, name="test_work.py"):
@@ -835,8 +843,8 @@ def test_learning_accumulates_over_later_runs_and_passes_run_in_other_orders(tmp
     _polls(tmp_path, 10, 12, 11, 30)
     r = run_python(["-c", "import sys, pytest; sys.exit(pytest.main(['-p', 'no:cacheprovider', "
                     "'-p', 'fastprof.modes.pytest_plugin', '--fastprof-counts=counts']))"],
-                   cwd=str(tmp_path), env=subprocess_env(PYTEST_ADDOPTS="", PYTHONHASHSEED="0",
-                                                         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
+                   cwd=str(tmp_path), env=gate_env(PYTEST_ADDOPTS="", PYTHONHASHSEED="0",
+                                                   PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "the next runs learn instead of comparing them" in r.stdout, r.stdout
     assert tables(tmp_path)["test_b"]["#runs"] == 1

@@ -3,7 +3,7 @@ against plain ``pytest`` on real test suites, serial and under
 ``pytest -n 2``?
 
     python benchmarks/questions/gate_cost.py PROJECT [PROJECT...] [--rounds 5]
-           [--xdist] [--tests tests] [--keep-hash-seed]
+           [--xdist] [--memory] [--tests tests] [--keep-hash-seed]
 
 A PROJECT is an unpacked sdist (its tests inside, ``--tests`` relative to
 it) or ``NAME==VERSION``, which ``pip download --no-binary :all:`` fetches
@@ -20,7 +20,8 @@ read from ``resource.getrusage(RUSAGE_CHILDREN)``. PYTHONHASHSEED=0 is set
 for both, as the README's CI job sets it (``--keep-hash-seed``: the caller's
 environment as it is; the gate then re-executes pytest with it). Prints the
 median CPU times and the gate's ratio; exits 1 if a gate run alarmed (an
-unchanged rerun must not).
+unchanged rerun must not).  ``--memory``: also the gate with
+``--fastprof-memory`` (counts and bytes; its own baseline), in the same rounds.
 """
 
 import argparse
@@ -73,6 +74,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tests", default="tests", help="the test path inside a project (default: tests)")
     ap.add_argument("--xdist", action="store_true", help="also measure under pytest -n 2")
+    ap.add_argument("--memory", action="store_true",
+                    help="also measure the gate with --fastprof-memory (bytes too)")
     ap.add_argument("--keep-hash-seed", action="store_true",
                     help="leave PYTHONHASHSEED as it is (the gate re-executes pytest with 0)")
     args = ap.parse_args(argv)
@@ -91,27 +94,35 @@ def main(argv=None):
             pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", args.tests]
             modes = [("serial", [])] + ([("-n 2", ["-n", "2"])] if args.xdist else [])
             for mode, extra in modes:
-                gate = pytest + extra + ["--fastprof-counts=%s-%s" % (base, mode.replace(" ", ""))]
-                _cpu, status, out = cpu_of(gate, root, env)   # the baseline
-                if status not in (0, 1):
-                    raise SystemExit("gate_cost: %s: recording failed:\n%s" % (spec, out[-2000:]))
-                plain, gated = [], []
+                tag = "%s-%s" % (base, mode.replace(" ", ""))
+                gates = [("gate", pytest + extra + ["--fastprof-counts=" + tag])]
+                if args.memory:
+                    gates.append(("gate+memory", pytest + extra + ["--fastprof-counts=%s-memory" % tag,
+                                                                   "--fastprof-memory"]))
+                for _name, gate in gates:
+                    _cpu, status, out = cpu_of(gate, root, env)   # the baseline
+                    if status not in (0, 1):
+                        raise SystemExit("gate_cost: %s: recording failed:\n%s" % (spec, out[-2000:]))
+                plain, gated = [], {name: [] for name, _g in gates}
                 for _ in range(args.rounds):
                     cpu, _s, _o = cpu_of(pytest + extra, root, env)
                     plain.append(cpu)
-                    cpu, _s, out = cpu_of(gate, root, env)
-                    gated.append(cpu)
-                    if "changed their call counts" in out:
-                        alarms += 1
-                        print("ALARM on an unchanged rerun of %s (%s):\n%s"
-                              % (spec, mode, out.split("fastprof call counts", 1)[-1][:3000]))
-                p, g = statistics.median(plain), statistics.median(gated)
-                rows.append((os.path.basename(root), mode, p, g, g / p))
+                    for name, gate in gates:
+                        cpu, _s, out = cpu_of(gate, root, env)
+                        gated[name].append(cpu)
+                        if "changed their call counts" in out:
+                            alarms += 1
+                            print("ALARM on an unchanged rerun of %s (%s, %s):\n%s"
+                                  % (spec, mode, name, out.split("fastprof call counts", 1)[-1][:3000]))
+                p = statistics.median(plain)
+                for name, _g in gates:
+                    g = statistics.median(gated[name])
+                    rows.append((os.path.basename(root), mode, name, p, g, g / p))
         print("CPU time (user + system, the whole command), median of %d interleaved rounds; "
               "PYTHONHASHSEED %s" % (args.rounds, "as given" if args.keep_hash_seed else "=0"))
-        print("%-28s %-7s %10s %10s %7s" % ("project", "mode", "pytest", "gate", "ratio"))
-        for name, mode, p, g, ratio in rows:
-            print("%-28s %-7s %9.2fs %9.2fs %6.2fx" % (name, mode, p, g, ratio))
+        print("%-28s %-7s %-12s %10s %10s %7s" % ("project", "mode", "gate", "pytest", "gated", "ratio"))
+        for name, mode, gate, p, g, ratio in rows:
+            print("%-28s %-7s %-12s %9.2fs %9.2fs %6.2fx" % (name, mode, gate, p, g, ratio))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if alarms else 0

@@ -33,6 +33,11 @@ equal before each test, left out of the table, or learned (docs/gate.md):
   (``counts.merge``); a later run alarms only outside it (``counts.compare``),
   and names the likely cause of what moved (``count_causes``).
 
+With ``--fastprof-memory`` each table also holds the bytes each counted
+function allocated and the test's sum (``counts.bytes_of_test``), learned
+alike; a test fails when they grew beyond ``--fastprof-counts-memory-tolerance``
+percent and ``--fastprof-counts-memory-min`` bytes (``counts.compare_bytes``).
+
 Under pytest-xdist the workers compute their tests' tables and hand them to
 the controller in a file (like the profiles of ``--fastprof``), which
 compares and writes the baselines.
@@ -52,7 +57,6 @@ import pytest
 from ..data.atomic_file import write_bytes_atomically
 from ..data.portable_names import PathsMemo, relative_paths
 from ..data.profile_file import ProfileData
-from ..recording.profiler import callpaths_to_file
 from ..tools import count_causes, counts
 from . import count_steady, run_options
 
@@ -65,7 +69,8 @@ THREAD_GRACE = 0.25   # seconds a test's threads get to end after its teardown
 THREAD_SETTLE = 2.0   # more seconds for those of them that still have work to run (Linux)
 # the gate's options that take a value (stripped from sys.argv with it)
 VALUE_OPTIONS = ("--fastprof-counts", "--fastprof-counts-tolerance", "--fastprof-counts-c-tolerance",
-                 "--fastprof-counts-report", "--fastprof-counts-runs")
+                 "--fastprof-counts-report", "--fastprof-counts-runs",
+                 "--fastprof-counts-memory-tolerance", "--fastprof-counts-memory-min")
 
 
 # ---------------------------------------------------------------- the hash seed
@@ -232,6 +237,8 @@ class CountGate:
             self.c_tolerance = None if c_tol is None else counts.parse_tolerance(c_tol)
         except ValueError as exc:
             raise pytest.UsageError("fastprof: --fastprof-counts-tolerance: %s" % exc) from None
+        self.memory = bool(profile_options.get("memory"))
+        self.memory_tolerance, self.memory_min = _memory_limits(config, self.memory)
         self.runs = config.getoption("fastprof_counts_runs")
         if self.runs is None or self.runs < 1:
             raise pytest.UsageError("fastprof: --fastprof-counts-runs: %r is not a number of runs "
@@ -275,6 +282,7 @@ class CountGate:
         self.marked = 0         # tests marked fastprof_counts_skip
         self.learning = {}      # node id -> 1: recorded now, to learn over self.runs runs
         self.learned = None     # after the learning passes: (tests, counts) learned as ranges
+        self.without_bytes = 0  # tests compared whose baselines have no bytes
         self.xdist_dir = None
         if self.controller:
             self.xdist_dir = tempfile.mkdtemp(prefix="fastprof-counts-")
@@ -403,17 +411,21 @@ class CountGate:
         before it began (a server an earlier test left running)."""
         foreign = [tid for tid, ident, native in prof.threads() if self._ran_before(ident, native)]
         if not foreign:
-            return counts.counts_of_test(self._counted_data(prof), framework_files=self.framework_files,
-                                         noise_keys=noise_keys, kinds_memo=self.kinds_memo)
-        table = {}
-        for tid, _ident, _n in prof.threads():
-            if tid in foreign:
-                continue
-            part = counts.counts_of_test(prof.profile_data(thread=tid),
-                                         framework_files=self.framework_files, noise_keys=noise_keys,
-                                         kinds_memo=self.kinds_memo)
-            for entry, count in part.items():
-                table[entry] = table.get(entry, 0) + count
+            table = counts.counts_of_test(self._counted_data(prof), framework_files=self.framework_files,
+                                          noise_keys=noise_keys, kinds_memo=self.kinds_memo,
+                                          memory=self.memory)
+        else:
+            table = {}
+            for tid, _ident, _n in prof.threads():
+                if tid in foreign:
+                    continue
+                part = counts.counts_of_test(prof.profile_data(thread=tid),
+                                             framework_files=self.framework_files, noise_keys=noise_keys,
+                                             kinds_memo=self.kinds_memo, memory=self.memory)
+                for entry, count in part.items():
+                    table[entry] = table.get(entry, 0) + count
+        if self.memory:
+            table[counts.MEMORY] = 1
         return table
 
     def _counted_data(self, prof):
@@ -422,7 +434,7 @@ class CountGate:
         table does not need (per-thread stats, compensation, own times)."""
         prof.create_stats()
         data = ProfileData(prof.stats, qualnames=prof.qualnames)
-        data.callpaths = callpaths_to_file(prof.callpaths())
+        data.callpaths = prof.callpaths_file()  # (with each node's bytes when memory is on)
         data.paths = self.paths_memo.relative_paths(key[0] for key in data.stats)
         data.lines = prof.line_stats() or {}
         return data
@@ -533,6 +545,10 @@ class CountGate:
                 tolerance = self.tolerances.get(nodeid, self.tolerance)
                 c_tolerance = self.c_tolerance if nodeid not in self.tolerances else tolerance
                 changes = counts.compare(old, table, tolerance, c_tolerance)
+                if self.memory and old.get(counts.MEMORY):
+                    changes += counts.compare_bytes(old, table, self.memory_tolerance, self.memory_min)
+                elif self.memory:
+                    self.without_bytes += 1
                 if changes:
                     outcome.changed[nodeid] = changes
                     cause = count_causes.diagnose(changes, old, table)
@@ -555,6 +571,12 @@ class CountGate:
                                  "recorded): compared with their learned range"
                                  % (noisy_counts, "" if noisy_counts == 1 else "s",
                                     noisy_tests, "" if noisy_tests == 1 else "s"))
+        if self.without_bytes:
+            outcome.notes.append("%d test%s compared without bytes: %s baseline%s recorded "
+                                 "without --fastprof-memory (--fastprof-counts-update records them)"
+                                 % (self.without_bytes, "" if self.without_bytes == 1 else "s",
+                                    "its" if self.without_bytes == 1 else "their",
+                                    "" if self.without_bytes == 1 else "s"))
         if self.marked:
             outcome.notes.append("%d test%s marked %s: not counted"
                                  % (self.marked, "" if self.marked == 1 else "s", SKIP_MARK))
@@ -578,10 +600,9 @@ class CountGate:
         for error in o.errors or []:
             tr.write_line("fastprof: " + error)
         if o.changed:
-            tr.write_line("%d test%s changed their call counts (of %d compared); the baselines "
-                          "are in %s (--fastprof-counts-update rewrites them):"
-                          % (len(o.changed), "" if len(o.changed) == 1 else "s", o.compared,
-                             self._dir_shown()))
+            tr.write_line("%s (of %d compared); the baselines are in %s "
+                          "(--fastprof-counts-update rewrites them):"
+                          % (counts.changed_tests(o), o.compared, self._dir_shown()))
             for line in counts.text_lines(o):
                 tr.write_line(line)
         elif not o.errors:
@@ -665,6 +686,26 @@ class CountGate:
                     self.tables.update(json.load(f))
             except (OSError, ValueError) as exc:
                 self.problems.append("%s's counts are lost: %s" % (name, exc))
+
+
+def _memory_limits(config, memory):
+    """(--fastprof-counts-memory-tolerance, --fastprof-counts-memory-min) with
+    their defaults; a UsageError when given without --fastprof-memory or bad."""
+    tolerance = config.getoption("fastprof_counts_memory_tolerance")
+    least = config.getoption("fastprof_counts_memory_min")
+    if not memory:
+        if tolerance is not None or least is not None:
+            raise pytest.UsageError("fastprof: --fastprof-counts-memory-tolerance and "
+                                    "--fastprof-counts-memory-min need --fastprof-memory")
+        return None, None
+    try:
+        tolerance = 10.0 if tolerance is None else counts.parse_tolerance(tolerance)
+    except ValueError as exc:
+        raise pytest.UsageError("fastprof: --fastprof-counts-memory-tolerance: %s" % exc) from None
+    if least is not None and least < 0:
+        raise pytest.UsageError("fastprof: --fastprof-counts-memory-min: %d is not a number of "
+                                "bytes >= 0" % least)
+    return tolerance, 1024 if least is None else least
 
 
 def _pass_number():

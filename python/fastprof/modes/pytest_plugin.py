@@ -123,6 +123,15 @@ def _add_count_options(group):
         help="with --fastprof-counts: do not seed random's global generator, the modules' own "
              "random.Random generators and numpy's legacy one from each test's node id before "
              "it runs")
+    group.addoption(
+        "--fastprof-counts-memory-tolerance", metavar="PERCENT", default=None,
+        help="with --fastprof-counts and --fastprof-memory (which also records and compares "
+             "the bytes each test's functions allocate): a function's or test's bytes may grow "
+             "by PERCENT of its baseline value (default 10); allocating less always passes")
+    group.addoption(
+        "--fastprof-counts-memory-min", metavar="BYTES", type=int, default=None,
+        help="with --fastprof-counts and --fastprof-memory: growth of at most BYTES passes "
+             "too (default 1024)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -149,7 +158,7 @@ def pytest_configure(config):
                                     "--fastprof or --fastprof-per-test (one profiler at a time)")
         _configure_counts(config, counts_dir)
         return
-    for option in ("update", "report", "keep_caches", "no_seed"):
+    for option in ("update", "report", "keep_caches", "no_seed", "memory_tolerance", "memory_min"):
         if config.getoption("fastprof_counts_" + option, None) not in (None, False):
             raise pytest.UsageError("fastprof: --fastprof-counts-%s needs --fastprof-counts DIR"
                                     % option.replace("_", "-"))
@@ -175,7 +184,6 @@ def _configure_counts(config, directory):
         options = _run_options(config)
         run_options.check_scope_options(options, name=_spelled)
         profile_options = run_options.profile_options(options, True)
-        profile_options["memory"] = False  # (the gate compares calls: bytes would only cost)
     except run_options.UsageError as exc:
         raise pytest.UsageError("fastprof: %s" % exc) from None
     config.pluginmanager.register(CountGate(config, directory, profile_options),

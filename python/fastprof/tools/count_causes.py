@@ -12,7 +12,7 @@ its change is taken for a real one.
 import math
 from typing import List, Mapping, Optional, Tuple
 
-from .counts import EDGE, THREADS, Change, Count, bounds, is_meta, scheduling_kind
+from .counts import EDGE, THREADS, Change, Count, bounds, counts_only, is_bytes, is_meta, scheduling_kind
 
 SKIP_MARK = "@pytest.mark.fastprof_counts_skip"
 TOLERANCE_MARK = "@pytest.mark.fastprof_counts_tolerance(%d)"
@@ -45,9 +45,12 @@ def diagnose(changes: List[Change], old: Mapping[str, Count], new: Mapping[str, 
     """(likely cause, fix) of the *changes* of a test (its baseline *old*,
     this run's table *new*), or None when they look like a real change;
     *moved*: the changes are beyond what was learned (else: the ranges
-    learned)."""
+    learned).  Bytes entries are no evidence either way (they vary by
+    nature): left out."""
+    changes = [c for c in changes if not is_bytes(c.entry)]
     if not changes:
         return None
+    old, new = counts_only(old), counts_only(new)
     left = max(old.get(THREADS, 0), new.get(THREADS, 0))
     kinds = {}
     for c in changes:

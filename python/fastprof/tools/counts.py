@@ -7,6 +7,7 @@ survives installs and machines (``portable_names``)::
     toolz/itertoolz.py:groupby                                   a function's calls
     toolz/itertoolz.py:groupby -> ~:<method 'append' of 'list' objects>   an edge's
     toolz/itertoolz.py:groupby line 101                          a line's hits (--lines)
+    toolz/itertoolz.py:groupby bytes                             bytes it allocated (--memory)
 
 A test's table is made from its call paths (``counts_of_test``): only the
 test's own work is counted -- its test function, fixtures and what they
@@ -29,7 +30,15 @@ A baseline learned over several runs (``merge``) keeps a count that varied
 as the range it was seen in (``9..14``); ``compare`` accepts a count inside
 that range widened by its width (``allowed``).  ``# runs: N`` and other
 ``# name: N`` lines of a section are its meta entries (``#runs``: how many
-runs it was learned over; ``#threads``: threads the test left running).
+runs it was learned over; ``#threads``: threads the test left running;
+``#memory``: recorded with bytes).
+
+With memory on, a test's table also holds *bytes entries* (``NAME bytes``,
+``<test> bytes``: ``bytes_of_test``): what each counted function allocated,
+what the uncounted code below it allocated included, and the test's sum.
+They are no counts: ``compare`` and the noise rules leave them out
+(``counts_only``) and ``compare_bytes`` fails only on growth beyond a
+tolerance, as ``fastprof check --memory`` does.
 """
 
 import json
@@ -40,6 +49,7 @@ import sysconfig
 from dataclasses import dataclass
 from typing import Collection, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
+from ..data.memory import FIELDS as MEMORY_FIELDS
 from ..data.model import FuncKey, is_builtin, profiler_method
 from ..data.portable_names import portable_names
 
@@ -50,6 +60,8 @@ BaselineTable = Dict[str, Count]
 
 EDGE = " -> "
 LINE = " line "
+BYTES = " bytes"                 # NAME bytes: what a counted function allocated
+TEST_BYTES = "<test>" + BYTES    # what the test's counted code allocated in all
 GC_NAME = "<gc>"
 
 # The test framework: its frames are not the test's work.  What they call is
@@ -83,6 +95,8 @@ SEALED = frozenset(("abc", "_py_abc", "importlib", "typing"))
 NOISE_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
                "<frozen zipimport>")
 NOISE_PACKAGES = frozenset(("encodings",))
+
+_ALLOCATED = MEMORY_FIELDS.index("allocated")
 
 # kinds of function
 USER, OTHER, OPAQUE_KIND, SEALED_KIND, FRAMEWORK_KIND, NOISE_KIND = range(6)
@@ -141,7 +155,8 @@ def function_kind(key: FuncKey, relpath: str, stdlib_dirs: Iterable[str],
 
 def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = (),
                    noise_keys: Collection[FuncKey] = (),
-                   kinds_memo: Optional[Dict[FuncKey, int]] = None) -> CountTable:
+                   kinds_memo: Optional[Dict[FuncKey, int]] = None,
+                   memory: bool = False) -> CountTable:
     """The count table of one test's profile *data* (a ProfileData with call
     paths): functions, edges and, with *lines*, line hits of what the test
     itself ran (see the module docstring).  *framework_files*: see
@@ -149,7 +164,8 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
     call (fixtures of a wider scope than the test's, whose setup runs in
     whichever test needs them first); *kinds_memo*: a dict kept from test to
     test of one run (the same *framework_files*), each function's kind
-    (``function_kind``) found once."""
+    (``function_kind``) found once; *memory*: with the bytes entries
+    (``bytes_of_test``; the call paths must carry memory)."""
     cp = data.callpaths
     if cp is None:
         raise ValueError("the profile has no call paths (record it with callpaths=True)")
@@ -167,6 +183,8 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
     table: CountTable = {}
     under: List[int] = []
     counted: List[bool] = []
+    # the counted node whose bytes each node's are (-1: not counted)
+    owner: List[int] = []
     # edges: (caller, callee) function indexes -> [calls seen counted, seen hidden]
     edges: Dict[Tuple[int, int], List[int]] = {}
     for parent, func, calls, _tt, _ct in cp.nodes:
@@ -183,6 +201,12 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
             below = _COUNTING if ok else _HIDDEN
         under.append(below)
         counted.append(ok)
+        if ok:
+            owner.append(len(owner))
+        elif ctx == _HIDDEN and parent >= 0 and kind != NOISE_KIND:
+            owner.append(owner[parent])   # inside an opaque call: the caller's bytes
+        else:
+            owner.append(-1)
         if parent >= 0:
             seen = edges.setdefault((cp.nodes[parent][1], func), [0, 0])
             seen[0 if ok and counted[parent] else 1] += calls
@@ -233,7 +257,36 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
                 hits = value[0] if isinstance(value, (tuple, list)) else value
                 if hits:
                     table["%s%s%d" % (name, LINE, lineno)] = int(hits)
+    if memory:
+        table.update(bytes_of_test(cp, owner, {keys[f]: names[keys[f]] for f in fcalls}, keys))
     return table
+
+
+def bytes_of_test(cp, owner: List[int], names: Mapping[FuncKey, str],
+                  keys: List[FuncKey]) -> CountTable:
+    """The bytes entries of a test: per counted function (*names*), the
+    bytes its counted nodes allocated, what ran inside its opaque calls
+    included (*owner*: each node's counted node, -1 for none), and
+    ``TEST_BYTES``, their sum.  The garbage collector's and imports' bytes
+    are not in them (their nodes are not counted), nor the framework's."""
+    if cp.memory is None:
+        raise ValueError("the call paths carry no memory (record them with memory=True)")
+    column = _ALLOCATED
+    per_node: Dict[int, int] = {}
+    for i, counts in enumerate(cp.memory):
+        o = owner[i]
+        if o >= 0 and counts[column]:
+            per_node[o] = per_node.get(o, 0) + int(counts[column])
+    out: CountTable = {}
+    total = 0
+    for node, allocated in per_node.items():
+        name = names.get(keys[cp.nodes[node][1]])
+        if name is None:
+            continue
+        out[name + BYTES] = out.get(name + BYTES, 0) + allocated
+        total += allocated
+    out[TEST_BYTES] = total
+    return out
 
 
 _NUMBERED = re.compile(r"\d+")
@@ -324,10 +377,25 @@ def parse_tolerance(text) -> float:
 META = "#"            # meta entries of a baseline table start with it
 RUNS = "#runs"        # how many runs a baseline table was learned over
 THREADS = "#threads"  # threads the test left running after its teardown
+MEMORY = "#memory"    # 1: the table has bytes entries (recorded with memory on)
 
 
 def is_meta(entry: str) -> bool:
     return entry.startswith(META)
+
+
+def is_bytes(entry: str) -> bool:
+    return entry.endswith(BYTES)
+
+
+def counts_only(table: Mapping[str, Count]) -> Dict[str, Count]:
+    """*table* without its bytes entries: what the count rules read."""
+    return {e: c for e, c in table.items() if not e.endswith(BYTES)}
+
+
+def bytes_only(table: Mapping[str, Count]) -> Dict[str, Count]:
+    """*table*'s bytes entries."""
+    return {e: c for e, c in table.items() if e.endswith(BYTES)}
 
 
 def bounds(count: Count) -> Tuple[int, int]:
@@ -343,8 +411,10 @@ def runs_of(table: Mapping[str, Count]) -> Optional[int]:
 
 
 def noisy_entries(table: Mapping[str, Count]) -> List[str]:
-    """The entries of baseline *table* learned as ranges."""
-    return sorted((e for e, c in table.items() if isinstance(c, tuple)), key=entry_sort_key)
+    """The count entries of baseline *table* learned as ranges (bytes vary
+    by nature: not told)."""
+    return sorted((e for e, c in counts_only(table).items() if isinstance(c, tuple)),
+                  key=entry_sort_key)
 
 
 def merge(old: Mapping[str, Count], new: Mapping[str, int]) -> BaselineTable:
@@ -455,6 +525,14 @@ def allowed(count: Count, tolerance: float, scheduling: bool = False) -> Tuple[i
     return max(0, int(lo - slack * lo)), top + slack * top
 
 
+def counts_vary(old: Mapping[str, Count]) -> bool:
+    """Whether the test of baseline *old* has counts that vary: some were
+    learned as ranges, or it leaves threads running (whose last steps land
+    before or after its end)."""
+    return bool(old.get(THREADS)) or any(isinstance(c, tuple) for e, c in old.items()
+                                         if not is_bytes(e))
+
+
 def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float = 0.0,
             c_tolerance: Optional[float] = None) -> List[Change]:
     """The entries whose count moved by more than *tolerance* percent of the
@@ -464,11 +542,11 @@ def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float =
     ``allowed`` range (a range or an exact count widened by
     ``NOISY_MARGIN``).  In a noisy test or one that starts threads
     (``starts_concurrency``): a scheduling row (``scheduling_kind``) beyond
-    twice its highest count (or 2: a new one too); biggest change first."""
+    twice its highest count (or 2: a new one too); biggest change first.
+    Bytes entries are not compared here (``compare_bytes``)."""
     c_tolerance = tolerance if c_tolerance is None else c_tolerance
-    # a test whose counts vary: some were learned as ranges, or it leaves
-    # threads running (whose last steps land before or after its end)
-    noisy = bool(old.get(THREADS)) or any(isinstance(c, tuple) for c in old.values())
+    old, new = counts_only(old), counts_only(new)
+    noisy = counts_vary(old)
     waits_vary = noisy or starts_concurrency(old)
     out = []
     for entry in set(old) | set(new):
@@ -491,6 +569,27 @@ def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float =
                 continue
         out.append(Change(entry, a, b, learned))
     out.sort(key=lambda c: (-abs(c.delta), entry_sort_key(c.entry)))
+    return out
+
+
+def compare_bytes(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float = 10.0,
+                  min_bytes: int = 1024) -> List[Change]:
+    """The bytes entries of *new* above their baseline in *old* (the top of
+    a learned range) by more than *tolerance* percent of it, the range's
+    width and *min_bytes*, all three (a function new to the test counts
+    from 0); in a test whose counts vary (``counts_vary``: its reads return
+    what has arrived, its polls follow the machine's speed) by more than
+    the top itself: such bytes follow the counts.  Allocating less passes.
+    Biggest growth first."""
+    out = []
+    noisy = counts_vary(old)
+    for entry, b in bytes_only(new).items():
+        base = old.get(entry, 0)
+        lo, hi = bounds(base)
+        if b <= hi + max(tolerance / 100.0 * hi, hi - lo, min_bytes, hi if noisy else 0):
+            continue
+        out.append(Change(entry, hi, b, base if isinstance(base, tuple) else None))
+    out.sort(key=lambda c: (-c.delta, entry_sort_key(c.entry)))
     return out
 
 
@@ -532,7 +631,7 @@ def format_tables(tables: Mapping[str, BaselineTable], version: str) -> str:
 
 
 # meta entries as a section's comment lines name them
-META_NAMES = {RUNS: "runs", THREADS: "threads left running"}
+META_NAMES = {RUNS: "runs", THREADS: "threads left running", MEMORY: "bytes recorded"}
 _META_OF = {v: k for k, v in META_NAMES.items()}
 _META_LINE = re.compile(r"# ([a-z][a-z ]*): (\d+)$")
 _RANGE = re.compile(r"(\d+)\.\.(\d+)$")
@@ -608,6 +707,10 @@ class Outcome:
 
 
 def describe(change: Change) -> str:
+    if is_bytes(change.entry):
+        from .view import format_bytes  # (deferred: the gate's summary only)
+        return "%s -> %s (+%s)" % (format_bytes(change.old), format_bytes(change.new),
+                                   format_bytes(change.delta))
     if change.learned is not None:
         return "%d (learned %d..%d)" % ((change.new,) + change.learned)
     if change.old == 0:
@@ -622,7 +725,7 @@ def text_lines(outcome: Outcome, limit: int = 20) -> List[str]:
     lines = []
     for test in sorted(outcome.changed):
         changes = outcome.changed[test]
-        lines.append("%s: %d count%s changed" % (test, len(changes), "" if len(changes) == 1 else "s"))
+        lines.append("%s: %s" % (test, _what_changed(changes)))
         cause = (outcome.causes or {}).get(test)
         if cause is not None:
             lines.append("    likely cause: %s" % cause[0])
@@ -632,6 +735,27 @@ def text_lines(outcome: Outcome, limit: int = 20) -> List[str]:
         if limit and len(changes) > limit:
             lines.append("    ... and %d more" % (len(changes) - limit))
     return lines
+
+
+def _what_changed(changes: List[Change]) -> str:
+    """``4 counts changed``, ``bytes grew (2 rows)``, or both."""
+    grew = sum(1 for c in changes if is_bytes(c.entry))
+    moved = len(changes) - grew
+    parts = []
+    if moved:
+        parts.append("%d count%s changed" % (moved, "" if moved == 1 else "s"))
+    if grew:
+        parts.append("bytes grew (%d row%s)" % (grew, "" if grew == 1 else "s"))
+    return ", ".join(parts)
+
+
+def changed_tests(outcome: Outcome) -> str:
+    """``2 tests changed their call counts`` (``... or allocate more bytes``
+    when some did)."""
+    n = len(outcome.changed)
+    grew = any(is_bytes(c.entry) for cs in outcome.changed.values() for c in cs)
+    return "%d test%s changed their call counts%s" % (n, "" if n == 1 else "s",
+                                                      " or allocate more bytes" if grew else "")
 
 
 def md_escape(text: str) -> str:
@@ -648,8 +772,7 @@ def markdown(outcome: Outcome, title: str = "fastprof call counts", limit: int =
     """*outcome* as markdown (a GitHub step summary)."""
     out = ["## %s\n" % title]
     if outcome.failed:
-        out.append("**%d test%s changed their call counts** (%d compared)\n" % (
-            len(outcome.changed), "" if len(outcome.changed) == 1 else "s", outcome.compared))
+        out.append("**%s** (%d compared)\n" % (changed_tests(outcome), outcome.compared))
     else:
         out.append("No call count changed (%d compared).\n" % outcome.compared)
     for test in sorted(outcome.changed):
