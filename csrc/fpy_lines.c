@@ -81,22 +81,34 @@ static fp_thread_t *mark_thread(line_counter_t *lc)
  * the same event (a higher tool id: sys.monitoring calls the highest
  * first), so that at PY_RETURN the frame is still on p's stack: else the
  * caller, maybe of the same code, would be read. */
+/* Where the running frame of `code` is in record `t` (of lc's profiler):
+ * its top frame (TOP_CODE), or before it on an empty stack when the
+ * profiler records every function (TOP_ROOT, see own_mark), or unknown. */
+enum { TOP_UNKNOWN, TOP_CODE, TOP_ROOT };
+
+static inline int code_frame_at(const line_counter_t *lc, const fp_thread_t *t, PyObject *code)
+{
+    if (t->depth == 0)
+        return lc->prof->scope ? TOP_UNKNOWN : TOP_ROOT;
+    const fp_frame_t *f = &t->stack[t->depth - 1];
+    return f->entry && f->entry->key == (const void *)code ? TOP_CODE : TOP_UNKNOWN;
+}
+
 static int own_mark(line_counter_t *lc, PyObject *code, fp_time_t now, fp_time_t *mark)
 {
     fp_thread_t *t = mark_thread(lc);
     if (!t)
         return OWN_LOST;
-    if (t->depth == 0) {
-        if (lc->prof->scope)
-            return OWN_LOST;
+    switch (code_frame_at(lc, t, code)) {
+    case TOP_ROOT:
         *mark = now - t->root_subt;
         return OWN_EXACT;
-    }
-    const fp_frame_t *f = &t->stack[t->depth - 1];
-    if (!f->entry || f->entry->key != (const void *)code)
+    case TOP_CODE:
+        *mark = now - t->stack[t->depth - 1].subt;
+        return OWN_EXACT;
+    default:
         return OWN_LOST;
-    *mark = now - f->subt;
-    return OWN_EXACT;
+    }
 }
 
 /* Memory on: what the thread running a frame of `code` has allocated so
@@ -122,16 +134,19 @@ static mem_reading_t mem_reading(line_counter_t *lc, PyObject *code)
     r.m = t->mem;
     r.alloc = t->mem->allocated;
     r.live = t->mem->live;
-    if (t->depth == 0) {
-        r.own_ok = !lc->prof->scope;
-        r.own = r.alloc - t->root_sub_alloc;
-        return r;
-    }
-    const fp_frame_t *f = &t->stack[t->depth - 1];
-    if (f->entry && f->entry->key == (const void *)code && t->depth - 1 < t->mem_capacity &&
-        t->mem_stack[t->depth - 1].running) {
+    switch (code_frame_at(lc, t, code)) {
+    case TOP_ROOT:
         r.own_ok = 1;
-        r.own = r.alloc - t->mem_stack[t->depth - 1].sub_alloc;
+        r.own = r.alloc - t->root_sub_alloc;
+        break;
+    case TOP_CODE:
+        if (t->depth - 1 < t->mem_capacity && t->mem_stack[t->depth - 1].running) {
+            r.own_ok = 1;
+            r.own = r.alloc - t->mem_stack[t->depth - 1].sub_alloc;
+        }
+        break;
+    default:
+        break;
     }
     return r;
 }

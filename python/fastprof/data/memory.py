@@ -136,6 +136,14 @@ def add_table(into: Dict[FuncKey, MemoryRow], table: Dict[FuncKey, MemoryRow], k
             add_row(theirs, edge)
 
 
+def add_line_bytes(into: Dict[int, tuple], table: Dict[int, tuple]) -> None:
+    """Adds one function's bytes per line (``{lineno: (allocated, net, own
+    or None)}``) to *into*'s: own stays None once either side's is."""
+    for lineno, (allocated, net, own) in table.items():
+        a, n, o = into.get(lineno, (0, 0, 0))
+        into[lineno] = (a + allocated, n + net, None if own is None or o is None else o + own)
+
+
 def add_totals(into: Dict[str, int], totals: Optional[dict]) -> None:
     """Adds a profile's process totals: each count summed, the peaks too
     (the processes' peaks need not have come at once: the sum is the most

@@ -106,13 +106,10 @@ class _LineRecorder:
         """``{(file, firstlineno, name): {lineno: (allocated, net, own)}}``
         of the functions measured in bytes (the bound profiler's memory
         on), code objects sharing a key summed; own None where not exact."""
+        from ..data.memory import add_line_bytes  # (deferred: import fastprof adds nothing to cProfile's imports)
         out = {}
         for code, table in self.counter.memory_stats(request).items():
-            lines = out.setdefault(label(code), {})
-            for lineno, (allocated, net, own) in table.items():
-                prev = lines.get(lineno, (0, 0, 0))
-                lines[lineno] = (prev[0] + allocated, prev[1] + net,
-                                 None if own is None or prev[2] is None else prev[2] + own)
+            add_line_bytes(out.setdefault(label(code), {}), table)
         return out
 
     def drop(self, request):

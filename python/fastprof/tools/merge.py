@@ -205,10 +205,7 @@ class ProfileSum:
         if table is None:
             self._bytes_missing.add(self.keys(key))
             return
-        out = self._lines_memory.setdefault(self.keys(key), {})
-        for lineno, (allocated, net, own) in table.items():
-            a, n, o = out.get(lineno, (0, 0, 0))
-            out[lineno] = (a + allocated, n + net, None if own is None or o is None else o + own)
+        memory.add_line_bytes(self._lines_memory.setdefault(self.keys(key), {}), table)
 
     def _add_to_group(self, input_number: int, thread: dict) -> None:
         # [stats, threads, inputs, memory (None once a member has none)]
