@@ -10,6 +10,11 @@ enum {
     SPINS_BEFORE_YIELD = 64
 };
 
+/* The paths every allocation and free takes (the lock, the probe, the
+ * counts) are inlined into them: a call each would be a tenth of the cost
+ * of tracking a block. */
+#define HEAP_INLINE static inline __attribute__((always_inline))
+
 /* ---- the lock ---------------------------------------------------------- */
 
 static inline void cpu_relax(void)
@@ -19,10 +24,10 @@ static inline void cpu_relax(void)
 #endif
 }
 
-void fp_heap_lock(fp_heap_t *h)
+static __attribute__((noinline)) void wait_for_lock(fp_heap_t *h)
 {
     unsigned spins = 0;
-    while (__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE)) {
+    do {
         /* Wait on a plain read, so the waiting core does not keep taking
          * the line from the holder. The holder never waits for anything
          * (no GIL, no hooked allocator), so it is out soon; yield in case
@@ -35,24 +40,40 @@ void fp_heap_lock(fp_heap_t *h)
                 sched_yield();
             }
         }
-    }
+    } while (__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE));
 }
 
-void fp_heap_unlock(fp_heap_t *h)
+HEAP_INLINE void lock_heap(fp_heap_t *h)
+{
+    if (__builtin_expect(__atomic_exchange_n(&h->lock, 1, __ATOMIC_ACQUIRE), 0))
+        wait_for_lock(h);
+}
+
+HEAP_INLINE void unlock_heap(fp_heap_t *h)
 {
     __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
 }
 
+void fp_heap_lock(fp_heap_t *h)
+{
+    lock_heap(h);
+}
+
+void fp_heap_unlock(fp_heap_t *h)
+{
+    unlock_heap(h);
+}
+
 /* ---- owners ------------------------------------------------------------ */
 
-static inline fp_heap_owner_t *owner_at(fp_heap_t *h, fp_owner_t id)
+HEAP_INLINE fp_heap_owner_t *owner_at(fp_heap_t *h, fp_owner_t id)
 {
     return &h->owners[id / FP_HEAP_OWNER_CHUNK][id % FP_HEAP_OWNER_CHUNK];
 }
 
 /* Before an owner's `live` changes: if the peak has risen since the owner
  * last changed, its `live` now is what it held at that peak. */
-static inline void stamp(fp_heap_t *h, fp_heap_owner_t *o)
+HEAP_INLINE void stamp(fp_heap_t *h, fp_heap_owner_t *o)
 {
     if (o->peak_ver != h->peak_ver) {
         o->live_at_peak = o->live;
@@ -62,7 +83,7 @@ static inline void stamp(fp_heap_t *h, fp_heap_owner_t *o)
 
 /* The owner that counts for `id` (merges form chains: short ones, made
  * only when thread records are folded). */
-static inline fp_owner_t resolve(fp_heap_t *h, fp_owner_t id)
+HEAP_INLINE fp_owner_t resolve(fp_heap_t *h, fp_owner_t id)
 {
     if (id >= h->n_owners)
         return FP_OWNER_NONE; /* an id of before a reset */
@@ -72,7 +93,7 @@ static inline fp_owner_t resolve(fp_heap_t *h, fp_owner_t id)
 }
 
 /* (ids resolved by the caller) */
-static void count_alloc(fp_heap_t *h, fp_owner_t id, uint64_t size)
+HEAP_INLINE void count_alloc(fp_heap_t *h, fp_owner_t id, uint64_t size)
 {
     fp_heap_owner_t *o = id ? owner_at(h, id) : NULL;
     if (o) {
@@ -95,7 +116,7 @@ static void count_alloc(fp_heap_t *h, fp_owner_t id, uint64_t size)
     }
 }
 
-static void count_free(fp_heap_t *h, fp_owner_t id, uint64_t size)
+HEAP_INLINE void count_free(fp_heap_t *h, fp_owner_t id, uint64_t size)
 {
     if (id) {
         fp_heap_owner_t *o = owner_at(h, id);
@@ -109,7 +130,7 @@ static void count_free(fp_heap_t *h, fp_owner_t id, uint64_t size)
 
 /* ---- the slot array ---------------------------------------------------- */
 
-static inline size_t home(const fp_heap_t *h, uintptr_t ptr)
+HEAP_INLINE size_t home(const fp_heap_t *h, uintptr_t ptr)
 {
     /* Blocks are at least 8-aligned: drop the bits that never vary, then a
      * Fibonacci hash (its top bits are the well-mixed ones). */
@@ -117,7 +138,7 @@ static inline size_t home(const fp_heap_t *h, uintptr_t ptr)
 }
 
 /* The slot holding `ptr`, or the empty slot where it would go. */
-static inline size_t probe(const fp_heap_t *h, uintptr_t ptr)
+HEAP_INLINE size_t probe(const fp_heap_t *h, uintptr_t ptr)
 {
     size_t i = home(h, ptr);
     while (h->slots[i].ptr && h->slots[i].ptr != ptr)
@@ -132,6 +153,7 @@ static int alloc_slots(fp_heap_t *h, unsigned bits)
         return -1;
     h->slots = slots;
     h->mask = ((size_t)1 << bits) - 1;
+    h->full_at = (h->mask + 1) * 7 / 10;
     h->shift = 64 - bits;
     return 0;
 }
@@ -196,7 +218,7 @@ static int huge_add(fp_heap_t *h, uintptr_t ptr, uint64_t size)
 }
 
 /* The size of the block in slot i, taking it out of the huge list. */
-static uint64_t slot_size_taken(fp_heap_t *h, size_t i)
+HEAP_INLINE uint64_t slot_size_taken(fp_heap_t *h, size_t i)
 {
     if (h->slots[i].size != FP_HEAP_HUGE)
         return h->slots[i].size;
@@ -235,7 +257,7 @@ void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t
     uintptr_t p = (uintptr_t)ptr;
     if (!p)
         return;
-    fp_heap_lock(h);
+    lock_heap(h);
     if (owner && seen < h->sweeps && owner < h->n_owners && owner_at(h, owner)->recycled_at > seen)
         owner = FP_OWNER_NONE; /* handed out again since it was read */
     owner = resolve(h, owner); /* (stored resolved: a stale id counts nowhere, ever) */
@@ -243,7 +265,7 @@ void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t
     if (h->slots[i].ptr) {
         /* Freed behind the hooks' back: count the old block freed. */
         count_free(h, resolve(h, h->slots[i].owner), slot_size_taken(h, i));
-    } else if ((h->used + 1) * 10 > (h->mask + 1) * 7) {
+    } else if (h->used >= h->full_at) {
         if (grow(h) < 0)
             goto lost;
         i = probe(h, p);
@@ -261,11 +283,11 @@ void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t
         h->used++;
     h->slots[i] = (fp_heap_slot_t){p, slot_size, owner};
     count_alloc(h, owner, size);
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return;
 lost:
     h->lost++;
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
@@ -274,7 +296,7 @@ fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
     uintptr_t p = (uintptr_t)ptr;
     if (!p)
         return b;
-    fp_heap_lock(h);
+    lock_heap(h);
     size_t i = probe(h, p);
     if (h->slots[i].ptr) {
         b.found = 1;
@@ -284,7 +306,7 @@ fp_heap_block_t fp_heap_take(fp_heap_t *h, const void *ptr)
         remove_slot(h, i);
         count_free(h, b.owner, b.size);
     }
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return b;
 }
 
@@ -293,17 +315,17 @@ void fp_heap_untake(fp_heap_t *h, const void *ptr, fp_heap_block_t b)
     if (!b.found)
         return;
     uintptr_t p = (uintptr_t)ptr;
-    fp_heap_lock(h);
+    lock_heap(h);
     size_t i = probe(h, p);
     if (h->slots[i].ptr) {
         /* Another thread was handed this address meanwhile: it cannot have
          * been, since the block was never freed. Keep the newer block. */
-        fp_heap_unlock(h);
+        unlock_heap(h);
         return;
     }
     /* The block was in the table a moment ago; its slot may have moved,
      * but no growth is needed unless others filled the table meanwhile. */
-    if ((h->used + 1) * 10 > (h->mask + 1) * 7) {
+    if (h->used >= h->full_at) {
         if (grow(h) < 0)
             goto lost;
         i = probe(h, p);
@@ -329,11 +351,11 @@ void fp_heap_untake(fp_heap_t *h, const void *ptr, fp_heap_block_t b)
     }
     /* Back to at most what it was before the take: no new peak. */
     h->current += b.size;
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return;
 lost:
     h->lost++;
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 uint64_t fp_heap_disown(fp_heap_t *h, const void *ptr)
@@ -342,7 +364,7 @@ uint64_t fp_heap_disown(fp_heap_t *h, const void *ptr)
     if (!p)
         return 0;
     uint64_t size = 0;
-    fp_heap_lock(h);
+    lock_heap(h);
     size_t i = probe(h, p);
     if (h->slots[i].ptr && h->slots[i].owner) {
         size = h->slots[i].size;
@@ -358,7 +380,7 @@ uint64_t fp_heap_disown(fp_heap_t *h, const void *ptr)
         }
         h->slots[i].owner = FP_OWNER_NONE;
     }
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return size;
 }
 
@@ -414,12 +436,12 @@ static int sweep_due(const fp_heap_t *h)
 fp_owner_t fp_heap_new_owner(fp_heap_t *h)
 {
     fp_owner_t id = FP_OWNER_NONE;
-    fp_heap_lock(h);
+    lock_heap(h);
     if (!h->n_free && sweep_due(h))
         sweep(h);
     if (h->n_free) {
         id = take_free_id(h);
-        fp_heap_unlock(h);
+        unlock_heap(h);
         return id;
     }
     size_t chunk = h->n_owners / FP_HEAP_OWNER_CHUNK;
@@ -432,13 +454,13 @@ fp_owner_t fp_heap_new_owner(fp_heap_t *h)
             owner_at(h, id)->peak_ver = h->peak_ver;
         }
     }
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return id;
 }
 
 void fp_heap_owner_merge(fp_heap_t *h, fp_owner_t dst, fp_owner_t src)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     if (dst < h->n_owners && src < h->n_owners) {
         dst = resolve(h, dst);
         src = resolve(h, src);
@@ -457,25 +479,25 @@ void fp_heap_owner_merge(fp_heap_t *h, fp_owner_t dst, fp_owner_t src)
             .peak_ver = h->peak_ver, .merged_into = dst, .recycled_at = o->recycled_at};
         h->retired++;
     }
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 void fp_heap_owner_drop(fp_heap_t *h, fp_owner_t id)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     if (id && id < h->n_owners && !owner_at(h, id)->merged_into) {
         fp_heap_owner_t *o = owner_at(h, id);
         *o = (fp_heap_owner_t){.merged_into = FP_OWNER_DROPPED, .recycled_at = o->recycled_at};
         h->retired++;
     }
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 int fp_heap_owner_read(fp_heap_t *h, fp_owner_t id, fp_heap_owner_stats_t *out)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     if (id == FP_OWNER_NONE || id >= h->n_owners) {
-        fp_heap_unlock(h);
+        unlock_heap(h);
         return -1;
     }
     const fp_heap_owner_t *o = owner_at(h, resolve(h, id)); /* (dropped: id 0, all zeros) */
@@ -485,21 +507,21 @@ int fp_heap_owner_read(fp_heap_t *h, fp_owner_t id, fp_heap_owner_stats_t *out)
     out->freed_bytes = o->freed_bytes;
     out->live = o->live;
     out->live_at_peak = o->peak_ver == h->peak_ver ? o->live_at_peak : o->live;
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return 0;
 }
 
 fp_heap_totals_t fp_heap_totals(fp_heap_t *h)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     fp_heap_totals_t t = {h->current, h->peak, h->used, h->allocs, h->lost};
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return t;
 }
 
 void fp_heap_clear(fp_heap_t *h)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     memset(h->slots, 0, (h->mask + 1) * sizeof *h->slots);
     h->used = 0;
     h->n_huge = 0;
@@ -508,12 +530,12 @@ void fp_heap_clear(fp_heap_t *h)
         *o = (fp_heap_owner_t){.merged_into = o->merged_into, .recycled_at = o->recycled_at};
     }
     h->current = h->peak = h->peak_ver = h->allocs = h->lost = 0;
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 void fp_heap_forget_owners(fp_heap_t *h)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     /* Numbered from 1 again, each stamped with this sweep, so that a
      * thread's cached id of before counts for nobody. */
     __atomic_store_n(&h->sweeps, h->sweeps + 1, __ATOMIC_RELEASE);
@@ -524,12 +546,12 @@ void fp_heap_forget_owners(fp_heap_t *h)
             (fp_heap_owner_t){.recycled_at = (uint32_t)h->sweeps, .peak_ver = h->peak_ver};
     h->n_owners = 1;
     h->retired = h->n_free = 0;
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 void fp_heap_reset(fp_heap_t *h)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     fp_heap_slot_t *old = h->slots;
     size_t old_mask = h->mask;
     unsigned old_shift = h->shift;
@@ -555,16 +577,16 @@ void fp_heap_reset(fp_heap_t *h)
     h->retired = h->n_free = h->cap_free = 0;
     h->current = h->peak = h->peak_ver = h->allocs = h->lost = 0;
     __atomic_store_n(&h->epoch, h->epoch + 1, __ATOMIC_RELEASE);
-    fp_heap_unlock(h);
+    unlock_heap(h);
 }
 
 size_t fp_heap_self_bytes(fp_heap_t *h)
 {
-    fp_heap_lock(h);
+    lock_heap(h);
     size_t bytes = (h->mask + 1) * sizeof(fp_heap_slot_t) + h->cap_huge * sizeof(fp_heap_huge_t) +
                    h->cap_free * sizeof(fp_owner_t);
     for (size_t c = 0; c < FP_HEAP_OWNER_CHUNKS && h->owners[c]; c++)
         bytes += FP_HEAP_OWNER_CHUNK * sizeof(fp_heap_owner_t);
-    fp_heap_unlock(h);
+    unlock_heap(h);
     return bytes;
 }

@@ -78,6 +78,7 @@ typedef struct fp_heap {
     fp_heap_slot_t *slots; /* open addressing, linear probing */
     size_t mask;           /* capacity - 1 (a power of two) */
     size_t used;           /* blocks in `slots` */
+    size_t full_at;        /* grow before `used` passes it: 70% of capacity */
     unsigned shift;        /* 64 - log2(capacity), for the hash */
     fp_heap_huge_t *huge;  /* blocks of FP_HEAP_HUGE bytes or more */
     size_t n_huge, cap_huge;
