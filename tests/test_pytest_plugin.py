@@ -257,6 +257,14 @@ def test_unwritable_output_is_a_usage_error(tmp_path):
 fastprof_only = pytest.mark.skipif(USING_CPROFILE, reason="fastprof-only options")
 
 
+@fastprof_only
+def test_run_options_help_is_spelled_the_plugins_way():
+    from fastprof.modes.pytest_plugin import _respelled
+    text = "with -o FILE.prof, kept (fastprof view FILE --memory); the --lines syntax, --memory"
+    assert _respelled(text) == ("with --fastprof=FILE.prof, kept (fastprof view FILE --memory); "
+                                "the --fastprof-lines syntax, --fastprof-memory")
+
+
 def run_pytest_with_corpus(tmp_path, *args):
     """run_pytest with tests/ importable (lines_corpus, only_app, only_lib)."""
     env = subprocess_env(PYTEST_ADDOPTS="")

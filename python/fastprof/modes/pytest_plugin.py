@@ -49,10 +49,20 @@ def _spelled(option):
 
 
 def _respelled(text):
-    """*text* (a run option's help) with the options the plugin takes spelled its way."""
+    """*text* (a run option's help) with the options the plugin takes spelled
+    its way, and ``-o FILE`` as ``--fastprof=FILE``; another fastprof
+    command's line (``fastprof view FILE --memory``) is left as it is."""
     import re  # (at start-up: pytest imported it)
     names = "|".join(sorted((o[2:] for o in RUN_OPTIONS), key=len, reverse=True))
-    return re.sub(r"--(%s)\b" % names, lambda m: _spelled(m.group(0)), text)
+
+    def spelled(m):
+        if m.group("command"):
+            return m.group(0)
+        if m.group("output"):
+            return "--fastprof=FILE"
+        return _spelled(m.group(0))
+    return re.sub(r"(?P<command>fastprof [a-z]+ [^)]*)|(?P<output>-o FILE)|--(%s)\b" % names,
+                  spelled, text)
 
 
 def pytest_addoption(parser):
