@@ -55,7 +55,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..tools import check, view  # (deferred: fastprof run imports nothing before the program)
+    from ..tools import check, counts, view  # (deferred: fastprof run imports nothing before the program)
     base = load(args.base)
     new = load(args.new)
     if (args.memory_tolerance is not None or args.memory_min is not None) and not args.memory:
@@ -67,8 +67,9 @@ def run(args) -> int:
     try:
         result = check.check(base, new, args.tolerance, args.c_tolerance, time=args.time,
                              threshold=args.threshold, min_time=args.min_time, memory=args.memory,
-                             memory_tolerance=10.0 if args.memory_tolerance is None else args.memory_tolerance,
-                             memory_min=1024 if args.memory_min is None else args.memory_min)
+                             memory_tolerance=(counts.BYTES_TOLERANCE if args.memory_tolerance is None
+                                               else args.memory_tolerance),
+                             memory_min=counts.BYTES_MIN if args.memory_min is None else args.memory_min)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     sys.stdout.write(check.render(result, args.format, args.base, args.new, args.limit,

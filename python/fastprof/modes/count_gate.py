@@ -699,13 +699,13 @@ def _memory_limits(config, memory):
                                     "--fastprof-counts-memory-min need --fastprof-memory")
         return None, None
     try:
-        tolerance = 10.0 if tolerance is None else counts.parse_tolerance(tolerance)
+        tolerance = counts.BYTES_TOLERANCE if tolerance is None else counts.parse_tolerance(tolerance)
     except ValueError as exc:
         raise pytest.UsageError("fastprof: --fastprof-counts-memory-tolerance: %s" % exc) from None
     if least is not None and least < 0:
         raise pytest.UsageError("fastprof: --fastprof-counts-memory-min: %d is not a number of "
                                 "bytes >= 0" % least)
-    return tolerance, 1024 if least is None else least
+    return tolerance, counts.BYTES_MIN if least is None else least
 
 
 def _pass_number():

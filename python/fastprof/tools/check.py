@@ -72,7 +72,8 @@ def own_times(data, qualnames: bool = True) -> Dict[str, float]:
 
 def check(base, new, tolerance: float = 0.0, c_tolerance: Optional[float] = None,
           time: bool = False, threshold: float = 10.0, min_time: str = "1%",
-          memory: bool = False, memory_tolerance: float = 10.0, memory_min: int = 1024) -> CheckResult:
+          memory: bool = False, memory_tolerance: float = counts.BYTES_TOLERANCE,
+          memory_min: int = counts.BYTES_MIN) -> CheckResult:
     """Compare profiles *base* and *new* (ProfileData).  Functions are named
     by qualified name, or by the key's name on both sides when one side has
     none (a cProfile file), and on cProfile's terms where it holds one of

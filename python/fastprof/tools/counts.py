@@ -258,7 +258,7 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
                 if hits:
                     table["%s%s%d" % (name, LINE, lineno)] = int(hits)
     if memory:
-        table.update(bytes_of_test(cp, owner, {keys[f]: names[keys[f]] for f in fcalls}, keys))
+        table.update(bytes_of_test(cp, owner, names, keys))
     return table
 
 
@@ -271,12 +271,11 @@ def bytes_of_test(cp, owner: List[int], names: Mapping[FuncKey, str],
     are not in them (their nodes are not counted), nor the framework's."""
     if cp.memory is None:
         raise ValueError("the call paths carry no memory (record them with memory=True)")
-    column = _ALLOCATED
     per_node: Dict[int, int] = {}
     for i, counts in enumerate(cp.memory):
         o = owner[i]
-        if o >= 0 and counts[column]:
-            per_node[o] = per_node.get(o, 0) + int(counts[column])
+        if o >= 0 and counts[_ALLOCATED]:
+            per_node[o] = per_node.get(o, 0) + int(counts[_ALLOCATED])
     out: CountTable = {}
     total = 0
     for node, allocated in per_node.items():
@@ -390,12 +389,12 @@ def is_bytes(entry: str) -> bool:
 
 def counts_only(table: Mapping[str, Count]) -> Dict[str, Count]:
     """*table* without its bytes entries: what the count rules read."""
-    return {e: c for e, c in table.items() if not e.endswith(BYTES)}
+    return {e: c for e, c in table.items() if not is_bytes(e)}
 
 
 def bytes_only(table: Mapping[str, Count]) -> Dict[str, Count]:
     """*table*'s bytes entries."""
-    return {e: c for e, c in table.items() if e.endswith(BYTES)}
+    return {e: c for e, c in table.items() if is_bytes(e)}
 
 
 def bounds(count: Count) -> Tuple[int, int]:
@@ -529,8 +528,7 @@ def counts_vary(old: Mapping[str, Count]) -> bool:
     """Whether the test of baseline *old* has counts that vary: some were
     learned as ranges, or it leaves threads running (whose last steps land
     before or after its end)."""
-    return bool(old.get(THREADS)) or any(isinstance(c, tuple) for e, c in old.items()
-                                         if not is_bytes(e))
+    return bool(old.get(THREADS)) or any(isinstance(c, tuple) for c in counts_only(old).values())
 
 
 def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float = 0.0,
@@ -572,8 +570,14 @@ def compare(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float =
     return out
 
 
-def compare_bytes(old: Mapping[str, Count], new: Mapping[str, int], tolerance: float = 10.0,
-                  min_bytes: int = 1024) -> List[Change]:
+# bytes may grow by this percent of their baseline and this many bytes
+# (fastprof check --memory, the gate's --fastprof-memory)
+BYTES_TOLERANCE = 10.0
+BYTES_MIN = 1024
+
+
+def compare_bytes(old: Mapping[str, Count], new: Mapping[str, int],
+                  tolerance: float = BYTES_TOLERANCE, min_bytes: int = BYTES_MIN) -> List[Change]:
     """The bytes entries of *new* above their baseline in *old* (the top of
     a learned range) by more than *tolerance* percent of it, the range's
     width and *min_bytes*, all three (a function new to the test counts
