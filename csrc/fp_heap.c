@@ -174,7 +174,7 @@ static int grow(fp_heap_t *h)
 
 /* Empties slot i, moving later slots of its run back so that every block
  * stays reachable from its home slot without tombstones. */
-static void remove_slot(fp_heap_t *h, size_t i)
+HEAP_INLINE void remove_slot(fp_heap_t *h, size_t i)
 {
     size_t j = i;
     for (;;) {
@@ -252,16 +252,11 @@ void fp_heap_track(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owne
     fp_heap_track_seen(h, ptr, size, owner, UINT64_MAX);
 }
 
-void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner, uint64_t seen)
+/* fp_heap_track_seen's rare cases, the lock held: slot i holds a block
+ * freed behind the hooks' back, the table is full, or the block is huge. */
+static __attribute__((noinline)) void track_rare(fp_heap_t *h, uintptr_t p, uint64_t size,
+                                                 fp_owner_t owner, size_t i)
 {
-    uintptr_t p = (uintptr_t)ptr;
-    if (!p)
-        return;
-    lock_heap(h);
-    if (owner && seen < h->sweeps && owner < h->n_owners && owner_at(h, owner)->recycled_at > seen)
-        owner = FP_OWNER_NONE; /* handed out again since it was read */
-    owner = resolve(h, owner); /* (stored resolved: a stale id counts nowhere, ever) */
-    size_t i = probe(h, p);
     if (h->slots[i].ptr) {
         /* Freed behind the hooks' back: count the old block freed. */
         count_free(h, resolve(h, h->slots[i].owner), slot_size_taken(h, i));
@@ -283,10 +278,28 @@ void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t
         h->used++;
     h->slots[i] = (fp_heap_slot_t){p, slot_size, owner};
     count_alloc(h, owner, size);
-    unlock_heap(h);
     return;
 lost:
     h->lost++;
+}
+
+void fp_heap_track_seen(fp_heap_t *h, const void *ptr, uint64_t size, fp_owner_t owner, uint64_t seen)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (!p)
+        return;
+    lock_heap(h);
+    if (owner && seen < h->sweeps && owner < h->n_owners && owner_at(h, owner)->recycled_at > seen)
+        owner = FP_OWNER_NONE; /* handed out again since it was read */
+    owner = resolve(h, owner); /* (stored resolved: a stale id counts nowhere, ever) */
+    size_t i = probe(h, p);
+    if (__builtin_expect(h->slots[i].ptr || h->used >= h->full_at || size >= FP_HEAP_HUGE, 0)) {
+        track_rare(h, p, size, owner, i);
+    } else {
+        h->used++;
+        h->slots[i] = (fp_heap_slot_t){p, (uint32_t)size, owner};
+        count_alloc(h, owner, size);
+    }
     unlock_heap(h);
 }
 
