@@ -59,6 +59,17 @@ def fetch(spec, into):
     return os.path.join(into, top)
 
 
+def plugin_args():
+    """``-p`` for fastprof's pytest plugin when no installed fastprof
+    registers it (fastprof taken from PYTHONPATH, a build)."""
+    from importlib.metadata import entry_points
+    try:
+        found = entry_points(group="pytest11")
+    except TypeError:  # 3.9: a dict of groups
+        found = entry_points().get("pytest11", [])
+    return [] if any(e.value.startswith("fastprof") for e in found) else ["-p", "fastprof.modes.pytest_plugin"]
+
+
 def cpu_of(args, cwd, env):
     """(CPU seconds of the command and its children, exit status, output)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -92,13 +103,14 @@ def main(argv=None):
             root = fetch(spec, work)
             base = os.path.join(work, "counts-" + os.path.basename(root))
             pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", args.tests]
+            plugin = plugin_args()
             modes = [("serial", [])] + ([("-n 2", ["-n", "2"])] if args.xdist else [])
             for mode, extra in modes:
                 tag = "%s-%s" % (base, mode.replace(" ", ""))
-                gates = [("gate", pytest + extra + ["--fastprof-counts=" + tag])]
+                gates = [("gate", pytest + extra + plugin + ["--fastprof-counts=" + tag])]
                 if args.memory:
-                    gates.append(("gate+memory", pytest + extra + ["--fastprof-counts=%s-memory" % tag,
-                                                                   "--fastprof-memory"]))
+                    gates.append(("gate+memory", pytest + extra + plugin + [
+                        "--fastprof-counts=%s-memory" % tag, "--fastprof-memory"]))
                 for _name, gate in gates:
                     _cpu, status, out = cpu_of(gate, root, env)   # the baseline
                     if status not in (0, 1):

@@ -25,8 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gate_cost import cpu_of, fetch  # noqa: E402  (a sibling script)
-from gate_false_alarms import plugin_args  # noqa: E402
+from gate_cost import cpu_of, fetch, plugin_args  # noqa: E402  (a sibling script)
 
 PHASES_ENV = "GATE_COST_PARTS_OUT"
 # (module, object, attribute, the phase's name)

@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gate_cost import fetch  # noqa: E402  (a sibling script)
+from gate_cost import fetch, plugin_args  # noqa: E402  (a sibling script)
 
 
 def run(args, cwd, env):
@@ -40,17 +40,6 @@ def middle_test_file(root, tests):
     if not files:
         raise SystemExit("gate_false_alarms: no test_*.py under %s" % os.path.join(root, tests))
     return os.path.splitext(os.path.basename(files[len(files) // 2]))[0]
-
-
-def plugin_args():
-    """``-p`` for fastprof's pytest plugin when no installed fastprof
-    registers it (fastprof taken from PYTHONPATH, a build)."""
-    from importlib.metadata import entry_points
-    try:
-        found = entry_points(group="pytest11")
-    except TypeError:  # 3.9: a dict of groups
-        found = entry_points().get("pytest11", [])
-    return [] if any(e.value.startswith("fastprof") for e in found) else ["-p", "fastprof.modes.pytest_plugin"]
 
 
 def main(argv=None):

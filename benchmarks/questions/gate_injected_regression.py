@@ -34,8 +34,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gate_cost import fetch  # noqa: E402  (a sibling script)
-from gate_false_alarms import plugin_args, run  # noqa: E402
+from gate_cost import fetch, plugin_args  # noqa: E402  (a sibling script)
+from gate_false_alarms import run  # noqa: E402
 
 from fastprof.tools.counts import EDGE, parse_tables  # noqa: E402
 
