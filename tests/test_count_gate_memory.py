@@ -1,7 +1,7 @@
 """pytest --fastprof-counts=DIR --fastprof-memory: the gate on bytes too.
 
-Each counted function's bytes (what it allocated, what ran inside its
-opaque calls included) are checked against the same profile's memory rows,
+Each counted function's bytes (what it allocated; an opaque one's, such as
+re.compile's, with what ran inside it) are checked against the same profile's memory rows,
 which tests/test_memory_profile.py checks against tracemalloc; a test that
 allocates more fails the run, one that allocates less or the same passes.
 """

@@ -34,8 +34,8 @@ runs it was learned over; ``#threads``: threads the test left running;
 ``#memory``: recorded with bytes).
 
 With memory on, a test's table also holds *bytes entries* (``NAME bytes``,
-``<test> bytes``: ``bytes_of_test``): what each counted function allocated,
-what the uncounted code below it allocated included, and the test's sum.
+``<test> bytes``: ``bytes_of_test``): what each counted function allocated
+(an opaque one: with what ran inside it, uncounted), and the test's sum.
 They are no counts: ``compare`` and the noise rules leave them out
 (``counts_only``) and ``compare_bytes`` fails only on growth beyond a
 tolerance, as ``fastprof check --memory`` does.
@@ -265,9 +265,9 @@ def counts_of_test(data, lines: bool = True, framework_files: Collection[str] = 
 def bytes_of_test(cp, owner: List[int], names: Mapping[FuncKey, str],
                   keys: List[FuncKey]) -> CountTable:
     """The bytes entries of a test: per counted function (*names*), the
-    bytes its counted nodes allocated, what ran inside its opaque calls
-    included (*owner*: each node's counted node, -1 for none), and
-    ``TEST_BYTES``, their sum.  The garbage collector's and imports' bytes
+    bytes its counted nodes allocated, an opaque function's with what ran
+    inside it (*owner*: the counted node each node's bytes go to, -1 for
+    none), and ``TEST_BYTES``, their sum.  The garbage collector's and imports' bytes
     are not in them (their nodes are not counted), nor the framework's."""
     if cp.memory is None:
         raise ValueError("the call paths carry no memory (record them with memory=True)")
