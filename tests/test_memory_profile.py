@@ -346,8 +346,13 @@ def bytes_per_rounds():
         for lines, only in ((False, False), (True, False), (False, True)):
             far = with_calls_far_in(padding)
             bytes_of(far, 10, lines, only)  # (first runs: the interpreter's own caches)
-            a, b = bytes_of(far, 300, lines, only), bytes_of(far, 600, lines, only)
-            out[padding, lines, only] = (b[0] - a[0], b[1] - a[1])
+            # the least of two measurements: a block something else puts in
+            # the row once in a while (seen once in ~70 runs, 3.11 under
+            # ASan on a busy machine) only adds; what the interpreter makes
+            # for every event is in both
+            out[padding, lines, only] = min(
+                tuple(b - a for a, b in zip(bytes_of(far, 300, lines, only), bytes_of(far, 600, lines, only)))
+                for _ in range(2))
     return out
 
 
@@ -361,10 +366,10 @@ def test_the_interpreters_event_ints_are_nobodys():
     locations marked after it stops, and a later profile's first run of
     some code then allocates 48 bytes for them, in whatever row runs."""
     code = ("import sys; sys.path.insert(0, %r); import test_memory_profile as t; "
-            "print(sorted(set(t.bytes_per_rounds().values())))" % os.path.dirname(os.path.abspath(__file__)))
+            "print(t.bytes_per_rounds())" % os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert len(eval(out.stdout)) == 1, out.stdout
+    assert len(set(eval(out.stdout).values())) == 1, out.stdout   # {(padding, lines, only): ...}
 
 
 def recurse(n):
